@@ -1,0 +1,21 @@
+"""Installs parl, a reinforcement-learning framework on PaddlePaddle for building robots."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="parl",
+    version="0.1.0",
+    description="Reinforcement learning on PaddlePaddle: agents, batching computation tasks, algorithms",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["parl", "parl.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        "paddlepaddle>=3.0",
+        "numpy>=1.24",
+        "gymnasium>=1.0",
+        "pyyaml>=6.0",
+        "tensorboardX>=2.6",
+    ],
+    extras_require={"test": ["pytest>=7"]},
+)
