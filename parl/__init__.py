@@ -1,0 +1,52 @@
+"""parl: a reinforcement-learning framework on PaddlePaddle for building robots.
+
+A robot is a set of :class:`Agent` objects (one per environment copy) whose
+:class:`AgentHelper` objects send prediction and training requests to
+:class:`ComputationTask` objects through batching :class:`ComputationWrapper`
+threads. :class:`Manager` builds and runs the whole thing.
+"""
+
+from parl.threads import prepare_environment as _prepare_environment
+
+_prepare_environment()
+
+from parl.threads import default_num_threads as _default_num_threads  # noqa: E402
+from parl.threads import set_num_threads  # noqa: E402
+
+set_num_threads(_default_num_threads())
+
+from parl import layers  # noqa: E402
+from parl.framework.agent import Agent  # noqa: E402
+from parl.framework.agent_helper import AgentHelper, ExpReplayHelper, OnPolicyHelper  # noqa: E402
+from parl.framework.algorithm import Algorithm, create_algorithm_func  # noqa: E402
+from parl.framework.communicator import Communicator  # noqa: E402
+from parl.framework.computation_task import ComputationTask  # noqa: E402
+from parl.framework.computation_wrapper import ComputationWrapper  # noqa: E402
+from parl.framework.errors import AgentError, RemoteError  # noqa: E402
+from parl.framework.manager import Manager, TaskSettings  # noqa: E402
+from parl.framework.model import Model  # noqa: E402
+from parl.framework.replay_buffer import ReplayBuffer  # noqa: E402
+from parl.seeding import seed_everything  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentHelper",
+    "Algorithm",
+    "Communicator",
+    "ComputationTask",
+    "ComputationWrapper",
+    "ExpReplayHelper",
+    "Manager",
+    "Model",
+    "OnPolicyHelper",
+    "RemoteError",
+    "ReplayBuffer",
+    "TaskSettings",
+    "create_algorithm_func",
+    "layers",
+    "seed_everything",
+    "set_num_threads",
+]

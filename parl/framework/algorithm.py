@@ -1,0 +1,102 @@
+"""Algorithm: the RL math over one or more Models.
+
+    algorithm = DQN(model_func, gamma=0.99)
+    actions, next_states = algorithm.predict(inputs, states)            # tensors in, tensors out
+    costs = algorithm.learn(inputs, next_inputs, states, next_states,
+                            next_episode_end, actions, rewards)          # {"loss": ..., ...}
+
+An Algorithm holds only math: it never touches queues, threads, environments
+or files. :class:`~parl.framework.computation_task.ComputationTask` converts
+numpy to tensors, minimizes ``costs["loss"]`` with the optimizer from
+:meth:`Algorithm.make_optimizer`, and calls :meth:`Algorithm.after_update`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+
+import paddle
+
+from parl.framework.model import Model
+from parl.framework.validation import check_positive
+
+TensorDict = Dict[str, paddle.Tensor]
+
+
+class Algorithm:
+    """Base class of algorithms, built from ``model_func``: a zero-argument callable returning a fresh Model.
+
+    Keeping the callable lets an algorithm clone models (target networks,
+    behaviour policies) whose layers line up with ``self.model``.
+    """
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        learning_rate: float = 1e-3,
+        grad_clip: Optional[float] = None,
+    ) -> None:
+        if not callable(model_func):
+            raise ValueError(f"model_func must be a zero-argument callable returning a Model, got {model_func!r}")
+        model = model_func()
+        if not isinstance(model, Model):
+            raise ValueError(f"model_func must return a parl.Model, got {type(model).__name__}")
+        self.model_func = model_func
+        self.model = model
+        self.learning_rate = check_positive("learning_rate", learning_rate)
+        self.grad_clip = None if grad_clip is None else check_positive("grad_clip", grad_clip)
+
+    def parameters(self) -> List[paddle.Tensor]:
+        """Parameters the optimizer updates (the main model's by default; never target networks)."""
+        return self.model.parameters()
+
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> paddle.optimizer.Optimizer:
+        """The optimizer for ``parameters``; Adam with optional global-norm clipping by default."""
+        clip = paddle.nn.ClipGradByGlobalNorm(self.grad_clip) if self.grad_clip else None
+        return paddle.optimizer.Adam(learning_rate=self.learning_rate, parameters=parameters, grad_clip=clip)
+
+    def predict(self, inputs: TensorDict, states: TensorDict) -> Tuple[TensorDict, TensorDict]:
+        """Batched actions (by action spec name) and next recurrent states (by state spec name)."""
+        raise NotImplementedError
+
+    def learn(
+        self,
+        inputs: TensorDict,
+        next_inputs: TensorDict,
+        states: TensorDict,
+        next_states: TensorDict,
+        next_episode_end: paddle.Tensor,
+        actions: TensorDict,
+        rewards: TensorDict,
+    ) -> TensorDict:
+        """Named costs of one batch; ``costs["loss"]`` is what the optimizer minimizes.
+
+        ``next_episode_end`` is 1.0 where the next input is terminal (the task
+        ended: no bootstrap) and 0.0 otherwise, including on truncation by a
+        time limit, where the next input must be bootstrapped from.
+        """
+        raise NotImplementedError
+
+    def after_update(self, update_step: int) -> None:
+        """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""
+
+
+def create_algorithm_func(
+    model_class: Type[Model],
+    model_args: Mapping[str, Any],
+    algorithm_class: Type[Algorithm],
+    algorithm_args: Mapping[str, Any],
+) -> Callable[[], Algorithm]:
+    """A zero-argument callable that builds ``algorithm_class(model_func, **algorithm_args)``
+    where ``model_func`` builds ``model_class(**model_args)``."""
+    model_args = dict(model_args)
+    algorithm_args = dict(algorithm_args)
+
+    def model_func() -> Model:
+        return model_class(**model_args)
+
+    def algorithm_func() -> Algorithm:
+        return algorithm_class(model_func, **algorithm_args)
+
+    return algorithm_func

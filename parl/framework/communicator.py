@@ -1,0 +1,53 @@
+"""Communicator: an agent's end of one ComputationWrapper.
+
+    comm = wrapper.communicator(agent_id)
+    actions, next_states = comm.predict({"obs": obs}, {})   # one sample in, one sample out
+    costs = comm.learn(batch)                                # blocks until trained
+
+Data is checked against the model's specs here, in the sending agent's
+thread, so a bad request fails only the agent that sent it. This class is the
+seam for other transports: one that reaches a wrapper in another process or
+machine implements the same three methods.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from parl.framework.request_queue import Request
+from parl.framework.specs import Spec, check_dict
+
+if TYPE_CHECKING:
+    from parl.framework.computation_wrapper import ComputationWrapper
+
+ArrayDict = Dict[str, np.ndarray]
+
+
+class Communicator:
+    """In-process transport between one agent and one wrapper."""
+
+    def __init__(self, agent_id: int, wrapper: "ComputationWrapper") -> None:
+        self.agent_id = agent_id
+        self._wrapper = wrapper
+        task = wrapper.task
+        self.input_specs: List[Spec] = task.input_specs
+        self.state_specs: List[Spec] = task.state_specs
+        self.action_specs: List[Spec] = task.action_specs
+        self.reward_specs: List[Spec] = task.reward_specs
+        self._what = f"task {task.name!r}"
+
+    def predict(self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]) -> Tuple[ArrayDict, ArrayDict]:
+        """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
+        inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
+        states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
+        request = Request(self.agent_id, (inputs, states))
+        self._wrapper.prediction_queue.put(request)
+        return request.wait(self._wrapper.is_stopped)
+
+    def learn(self, batch: Mapping[str, object]) -> Dict[str, float]:
+        """Send a training batch (already checked by the helper); returns the costs of the update."""
+        request = Request(self.agent_id, batch)
+        self._wrapper.training_queue.put(request)
+        return request.wait(self._wrapper.is_stopped)

@@ -1,0 +1,159 @@
+"""ComputationWrapper: batches many agents' requests into one ComputationTask.
+
+Two threads per wrapper:
+
+    prediction loop:  take every pending request (>= 1, <= max_batchsize), stack by spec,
+                      task.predict, split rows back to their senders
+    training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
+                      first), concatenate, task.learn, return the costs to every sender
+
+An exception in the task reaches every agent whose request was in the failed
+batch, with the original traceback; the loop keeps serving later requests.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Dict, List, Optional, Set
+
+from parl.framework.affinity import pin_current_thread
+from parl.framework.communicator import Communicator
+from parl.framework.computation_task import BATCH_FIELDS, ComputationTask
+from parl.framework.errors import RemoteError
+from parl.framework.request_queue import Request, RequestQueue
+from parl.framework.specs import concatenate, stack
+from parl.framework.validation import check_int, check_positive
+
+
+class WrapperStats:
+    """Counters of one wrapper, read by metrics (plain ints, updated by the wrapper threads)."""
+
+    __slots__ = ("prediction_batches", "predictions", "max_prediction_batch", "training_batches", "training_requests")
+
+    def __init__(self) -> None:
+        self.prediction_batches = 0
+        self.predictions = 0
+        self.max_prediction_batch = 0
+        self.training_batches = 0
+        self.training_requests = 0
+
+    def mean_prediction_batch(self) -> float:
+        """Average number of requests per prediction batch so far."""
+        return self.predictions / self.prediction_batches if self.prediction_batches else 0.0
+
+
+class ComputationWrapper:
+    """Serves one ComputationTask to all agents' communicators."""
+
+    def __init__(
+        self,
+        task: ComputationTask,
+        *,
+        max_batchsize: int = 256,
+        min_batchsize: int = 1,
+        training_timeout: float = 0.02,
+    ) -> None:
+        self.task = task
+        self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
+        self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
+        self.training_timeout = check_positive("training_timeout", training_timeout)
+        self.prediction_queue = RequestQueue()
+        self.training_queue = RequestQueue()
+        self.stats = WrapperStats()
+        self._stop = threading.Event()
+        self._threads: List[threading.Thread] = []
+
+    def communicator(self, agent_id: int) -> Communicator:
+        """A new agent-side end for ``agent_id``."""
+        return Communicator(agent_id, self)
+
+    def is_stopped(self) -> bool:
+        """Whether :meth:`stop` has been called."""
+        return self._stop.is_set()
+
+    def start(self, prediction_cpus: Optional[Set[int]] = None, training_cpus: Optional[Set[int]] = None) -> None:
+        """Start the prediction and training threads, optionally pinned to the given cores."""
+        if self._threads:
+            raise RuntimeError(f"wrapper of task {self.task.name!r} is already started")
+        loops = (("predict", self._prediction_loop, prediction_cpus), ("train", self._training_loop, training_cpus))
+        for name, loop, cpus in loops:
+            thread = threading.Thread(
+                target=_pinned, args=(loop, cpus), name=f"parl-{self.task.name}-{name}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: Optional[float] = 5.0) -> None:
+        """Stop both threads; blocked agents get StoppedError. Returns once the threads have ended."""
+        self._stop.set()
+        self.prediction_queue.close()
+        self.training_queue.close()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """Whether either thread is still running."""
+        return any(t.is_alive() for t in self._threads)
+
+    # -- loops --------------------------------------------------------------
+    def _prediction_loop(self) -> None:
+        task, queue, stats = self.task, self.prediction_queue, self.stats
+        while not self._stop.is_set():
+            requests = queue.take(1, self.max_batchsize, None)
+            if not requests:
+                continue
+            n = len(requests)
+            stats.prediction_batches += 1
+            stats.predictions += n
+            if n > stats.max_prediction_batch:
+                stats.max_prediction_batch = n
+            try:
+                inputs = stack([r.payload[0] for r in requests], task.input_specs)
+                states = stack([r.payload[1] for r in requests], task.state_specs)
+                actions, next_states = task.predict(inputs, states)
+            except Exception as exc:  # noqa: BLE001 - forwarded to every sender
+                _fail(requests, RemoteError(f"prediction in task {task.name!r}", exc))
+                continue
+            for i, request in enumerate(requests):
+                request.finish(({k: v[i] for k, v in actions.items()}, {k: v[i] for k, v in next_states.items()}))
+
+    def _training_loop(self) -> None:
+        task, queue, stats = self.task, self.training_queue, self.stats
+        while not self._stop.is_set():
+            requests = queue.take(self.min_batchsize, self.max_batchsize, self.training_timeout)
+            if not requests:
+                continue
+            stats.training_batches += 1
+            stats.training_requests += len(requests)
+            try:
+                batch = _join_batches([r.payload for r in requests])
+                costs = task.learn(batch)
+            except Exception as exc:  # noqa: BLE001 - forwarded to every sender
+                _fail(requests, RemoteError(f"training in task {task.name!r}", exc))
+                continue
+            for request in requests:
+                request.finish(costs)
+
+
+def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
+    if len(batches) == 1:
+        return batches[0]
+    out: Dict[str, object] = {}
+    for field in BATCH_FIELDS:
+        parts = [b[field] for b in batches]
+        if field == "next_episode_end":
+            out[field] = concatenate([{"x": p} for p in parts], ["x"])["x"]
+        else:
+            out[field] = concatenate(parts, list(parts[0]))
+    return out
+
+
+def _pinned(loop: Callable[[], None], cpus: Optional[Set[int]]) -> None:
+    pin_current_thread(cpus)
+    loop()
+
+
+def _fail(requests: List[Request], error: BaseException) -> None:
+    for request in requests:
+        request.finish(error=error)

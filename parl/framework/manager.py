@@ -1,0 +1,190 @@
+"""Manager: builds tasks and wrappers, runs agents, gathers episode statistics.
+
+    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=64)})
+    for i in range(8):
+        manager.add_agent(MyAgent(make_env(), num_games=100, seed=i), {"RL": parl.ExpReplayHelper()})
+    manager.start()
+    episodes = manager.join()          # every agent's per-episode statistics
+    print(manager.errors)              # agents that failed: which, in which episode, why
+
+Each agent runs in its own thread. An agent whose episode raises is reported
+(agent, episode, traceback) and ends; the others go on. :meth:`stop` ends
+everything within its timeout, even with agents blocked on predictions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional
+
+from parl.framework import affinity
+from parl.framework.agent import Agent
+from parl.framework.agent_helper import AgentHelper
+from parl.framework.algorithm import Algorithm
+from parl.framework.computation_task import ComputationTask
+from parl.framework.computation_wrapper import ComputationWrapper
+from parl.framework.errors import AgentError, StoppedError
+from parl.framework.validation import check_positive
+
+logger = logging.getLogger("parl")
+
+
+@dataclass
+class TaskSettings:
+    """How to build one ComputationTask and its wrapper.
+
+    Attributes:
+        algorithm_func: zero-argument callable returning the Algorithm
+            (see :func:`parl.create_algorithm_func`).
+        max_batchsize: most requests packed into one prediction or training batch.
+        min_batchsize: agents' training batches to wait for before an update.
+        training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
+    """
+
+    algorithm_func: Callable[[], Algorithm]
+    max_batchsize: int = 256
+    min_batchsize: int = 1
+    training_timeout: float = 0.02
+
+
+class Manager:
+    """Owns a robot's tasks, wrappers and agent threads."""
+
+    def __init__(self, tasks: Mapping[str, TaskSettings], *, pin_threads: bool = True) -> None:
+        """Build every task and its wrapper.
+
+        Args:
+            tasks: task name -> settings.
+            pin_threads: keep agent threads and prediction loops on one core and
+                training loops on the others (see :mod:`parl.framework.affinity`).
+        """
+        if not tasks:
+            raise ValueError("Manager needs at least one task, got none")
+        self.tasks: Dict[str, ComputationTask] = {}
+        self.wrappers: Dict[str, ComputationWrapper] = {}
+        for name, settings in tasks.items():
+            if not isinstance(settings, TaskSettings):
+                raise ValueError(f"task {name!r}: expected TaskSettings, got {type(settings).__name__}")
+            task = ComputationTask(name, settings.algorithm_func())
+            self.tasks[name] = task
+            self.wrappers[name] = ComputationWrapper(
+                task,
+                max_batchsize=settings.max_batchsize,
+                min_batchsize=settings.min_batchsize,
+                training_timeout=settings.training_timeout,
+            )
+        self._agent_cpus, self._training_cpus = affinity.plan(pin_threads)
+        self.agents: List[Agent] = []
+        self.errors: List[AgentError] = []
+        self._episodes: List[Dict[str, float]] = []
+        self._read = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: List[threading.Thread] = []
+
+    def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
+        """Bind one helper per task to ``agent``; returns the agent's id.
+
+        Raises:
+            ValueError: a helper names an unknown task, or is not an AgentHelper.
+        """
+        if self._threads:
+            raise RuntimeError("add agents before Manager.start()")
+        if not isinstance(agent, Agent):
+            raise ValueError(f"expected a parl.Agent, got {type(agent).__name__}")
+        unknown = sorted(set(helpers) - set(self.tasks))
+        if unknown:
+            raise ValueError(f"helpers for unknown tasks {unknown}; tasks are {sorted(self.tasks)}")
+        agent.id = len(self.agents)
+        for name, helper in helpers.items():
+            if not isinstance(helper, AgentHelper):
+                raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")
+            helper.bind(self.wrappers[name].communicator(agent.id))
+        agent.helpers = dict(helpers)
+        self.agents.append(agent)
+        return agent.id
+
+    def start(self) -> None:
+        """Start the wrappers, then one thread per agent."""
+        if self._threads:
+            raise RuntimeError("Manager is already started")
+        for wrapper in self.wrappers.values():
+            wrapper.start(prediction_cpus=self._agent_cpus, training_cpus=self._training_cpus)
+        for agent in self.agents:
+            thread = threading.Thread(target=self._run_agent, args=(agent,), name=f"parl-agent-{agent.id}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _run_agent(self, agent: Agent) -> None:
+        affinity.pin_current_thread(self._agent_cpus)
+        while not self._stop.is_set() and (agent.num_games is None or agent.episode < agent.num_games):
+            start = time.perf_counter()
+            try:
+                result = agent.run_one_episode()
+            except StoppedError:
+                return
+            except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
+                if self._stop.is_set():
+                    return
+                error = AgentError(agent.id, agent.episode, exc)
+                with self._lock:
+                    self.errors.append(error)
+                logger.error("%s", error)
+                return
+            record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
+            record.update(result or {})
+            with self._lock:
+                self._episodes.append(record)
+            agent.episode += 1
+
+    def running(self) -> bool:
+        """Whether any agent thread is still running."""
+        return any(t.is_alive() for t in self._threads)
+
+    def episodes(self) -> List[Dict[str, float]]:
+        """Statistics of every finished episode so far, in finishing order."""
+        with self._lock:
+            return list(self._episodes)
+
+    def new_episodes(self) -> List[Dict[str, float]]:
+        """Episodes finished since the last call (for progress reports)."""
+        with self._lock:
+            new = self._episodes[self._read:]
+            self._read = len(self._episodes)
+        return new
+
+    def join(self, timeout: Optional[float] = None) -> List[Dict[str, float]]:
+        """Wait for every agent to finish its games, stop the wrappers, return all episode statistics."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.stop()
+        return self.episodes()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop agents and wrappers; agents blocked on requests are released at once.
+
+        Raises:
+            RuntimeError: some thread did not end within ``timeout`` seconds
+                (an environment step that never returns).
+        """
+        check_positive("timeout", timeout)
+        deadline = time.monotonic() + timeout
+        self._stop.set()
+        for wrapper in self.wrappers.values():
+            wrapper.stop(timeout=max(0.0, deadline - time.monotonic()))
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in self._threads if t.is_alive()]
+        alive += [w.task.name for w in self.wrappers.values() if w.alive]
+        if alive:
+            raise RuntimeError(f"threads still running {timeout} s after stop: {alive}")
+
+    def __enter__(self) -> "Manager":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
