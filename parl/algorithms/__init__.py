@@ -1,0 +1,5 @@
+"""parl.algorithms: one file of math per algorithm."""
+
+from parl.algorithms.dqn import DQN
+
+__all__ = ["DQN"]

@@ -1,0 +1,5 @@
+"""parl.models: ready-made models for common observation and action spaces."""
+
+from parl.models.mlp_q_model import MLPQModel
+
+__all__ = ["MLPQModel"]
