@@ -73,18 +73,29 @@ class DQN(Algorithm):
         actions: TensorDict,
         rewards: TensorDict,
     ) -> Dict[str, paddle.Tensor]:
-        q = self.model.value(inputs)
-        q_taken = paddle.take_along_axis(q, actions["action"], axis=1)
         if not self._target_synced:
-            self.model.sync_weights_to(self.target_model)
+            # A target that has never received values (layers are built lazily)
+            # starts as a copy of the online model; a target restored from a
+            # checkpoint is built already and must not be overwritten.
+            if not all(layer.built for _, layer in self.target_model.named_layers()):
+                self.model.value(inputs)  # builds the online layers before the first copy
+                self.model.sync_weights_to(self.target_model)
             self._target_synced = True
+        batch_size = actions["action"].shape[0]
+        if self.double_q:
+            # One online pass over [inputs; next_inputs]: the second half only picks next actions.
+            joined = {k: paddle.concat([inputs[k], next_inputs[k]]) for k in inputs}
+            q, next_q_online = paddle.split(self.model.value(joined), [batch_size, batch_size])
+            next_action = paddle.argmax(next_q_online.detach(), axis=-1, keepdim=True)
+        else:
+            q = self.model.value(inputs)
+        q_taken = paddle.take_along_axis(q, actions["action"], axis=1)
         with paddle.no_grad():
             next_q_target = self.target_model.value(next_inputs)
-            chooser = self.model.value(next_inputs) if self.double_q else next_q_target
-            next_action = paddle.argmax(chooser, axis=-1, keepdim=True)
+            if not self.double_q:
+                next_action = paddle.argmax(next_q_target, axis=-1, keepdim=True)
             next_value = paddle.take_along_axis(next_q_target, next_action, axis=1)
-            reward = rewards["reward"]
-            target = reward + self.gamma * (1.0 - next_episode_end) * next_value
+            target = rewards["reward"] + self.gamma * (1.0 - next_episode_end) * next_value
         if self.loss == "huber":
             loss = F.smooth_l1_loss(q_taken, target)
         else:

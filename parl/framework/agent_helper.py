@@ -120,7 +120,13 @@ class OnPolicyHelper(AgentHelper):
         self._episode_over = False
 
     def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
-        self._cache.append(transition)
+        # Checked arrays may be the agent's own (no copy when the dtype already
+        # fits); an agent that reuses an observation buffer in place would
+        # otherwise change the cached steps.
+        self._cache.append({
+            field: value.copy() if isinstance(value, np.ndarray) else {k: v.copy() for k, v in value.items()}
+            for field, value in transition.items()
+        })
         self._episode_over = episode_over
 
     def learn(self) -> Optional[Dict[str, float]]:

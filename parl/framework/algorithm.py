@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
 import paddle
 
 from parl.framework.model import Model
+from parl.framework.optimizer import Adam
 from parl.framework.validation import check_positive
 
 TensorDict = Dict[str, paddle.Tensor]
@@ -51,10 +52,11 @@ class Algorithm:
         """Parameters the optimizer updates (the main model's by default; never target networks)."""
         return self.model.parameters()
 
-    def make_optimizer(self, parameters: List[paddle.Tensor]) -> paddle.optimizer.Optimizer:
-        """The optimizer for ``parameters``; Adam with optional global-norm clipping by default."""
-        clip = paddle.nn.ClipGradByGlobalNorm(self.grad_clip) if self.grad_clip else None
-        return paddle.optimizer.Adam(learning_rate=self.learning_rate, parameters=parameters, grad_clip=clip)
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Adam:
+        """The optimizer for ``parameters``: :class:`parl.framework.optimizer.Adam` with optional
+        global-norm clipping by default. Any object with ``step``, ``clear_grad``, ``state_dict``
+        and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
+        return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
 
     def predict(self, inputs: TensorDict, states: TensorDict) -> Tuple[TensorDict, TensorDict]:
         """Batched actions (by action spec name) and next recurrent states (by state spec name)."""

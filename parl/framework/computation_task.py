@@ -88,12 +88,15 @@ class ComputationTask:
                     f"{type(self.algorithm).__name__}.learn must return a dict with a 'loss' entry, got {sorted(costs)}"
                 )
             optimizer = self._get_optimizer()
-            costs["loss"].backward()
-            with self._weights_lock:
-                optimizer.step()
+            try:
+                costs["loss"].backward()
+                with self._weights_lock:
+                    optimizer.step()
+                    self.update_steps += 1
+                    self.algorithm.after_update(self.update_steps)
+            finally:
+                # Also after a failure, so a bad batch leaves no gradient behind for the next one.
                 optimizer.clear_grad(set_to_zero=False)
-                self.update_steps += 1
-                self.algorithm.after_update(self.update_steps)
             return {k: float(v) for k, v in costs.items()}
 
     def _get_optimizer(self) -> paddle.optimizer.Optimizer:

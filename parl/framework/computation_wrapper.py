@@ -57,6 +57,10 @@ class ComputationWrapper:
         self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
         self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
         self.training_timeout = check_positive("training_timeout", training_timeout)
+        if self.min_batchsize > self.max_batchsize:
+            raise ValueError(
+                f"min_batchsize ({min_batchsize}) must not exceed max_batchsize ({max_batchsize})"
+            )
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
         self.stats = WrapperStats()
@@ -113,7 +117,7 @@ class ComputationWrapper:
                 states = stack([r.payload[1] for r in requests], task.state_specs)
                 actions, next_states = task.predict(inputs, states)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-                _fail(requests, RemoteError(f"prediction in task {task.name!r}", exc))
+                _fail(requests, f"prediction in task {task.name!r}", exc)
                 continue
             for i, request in enumerate(requests):
                 request.finish(({k: v[i] for k, v in actions.items()}, {k: v[i] for k, v in next_states.items()}))
@@ -130,7 +134,7 @@ class ComputationWrapper:
                 batch = _join_batches([r.payload for r in requests])
                 costs = task.learn(batch)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-                _fail(requests, RemoteError(f"training in task {task.name!r}", exc))
+                _fail(requests, f"training in task {task.name!r}", exc)
                 continue
             for request in requests:
                 request.finish(costs)
@@ -154,6 +158,8 @@ def _pinned(loop: Callable[[], None], cpus: Optional[Set[int]]) -> None:
     loop()
 
 
-def _fail(requests: List[Request], error: BaseException) -> None:
+def _fail(requests: List[Request], where: str, original: BaseException) -> None:
+    # One RemoteError per sender: an exception instance raised in several
+    # threads would collect every thread's frames in its traceback.
     for request in requests:
-        request.finish(error=error)
+        request.finish(error=RemoteError(where, original))

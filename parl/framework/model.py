@@ -78,22 +78,39 @@ class Model:
     def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
         """Set values from :meth:`get_weights` output (of this model or one of the same structure).
 
+        Every key is checked before any value is set. A layer that has not
+        been built yet is built from the values given for it (and may be left
+        out, as :meth:`get_weights` leaves out unbuilt layers).
+
         Raises:
-            ValueError: a key is missing or unknown, or a shape differs.
+            ValueError: naming the key that is missing or unknown, or whose shape differs.
         """
+        owner = f"{type(self).__name__}.set_weights"
+        layers = dict(self.named_layers())
         by_layer: Dict[str, Dict[str, np.ndarray]] = {}
         for key, value in weights.items():
             path, _, suffix = key.rpartition(".")
-            by_layer.setdefault(path, {})[suffix] = value
-        layers = dict(self.named_layers())
-        unknown = sorted(set(by_layer) - set(layers))
-        if unknown:
-            raise ValueError(f"{type(self).__name__}.set_weights: unknown layers {unknown}; known {sorted(layers)}")
+            if path not in layers:
+                raise ValueError(f"{owner}: unknown key {key!r}; layers are {sorted(layers)}")
+            by_layer.setdefault(path, {})[suffix] = np.asarray(value)
         for path, layer in layers.items():
-            if path in by_layer:
-                layer.set_arrays(by_layer[path])
-            elif layer.params:
-                raise ValueError(f"{type(self).__name__}.set_weights: no values for layer {path!r}")
+            if not layer.params:
+                continue
+            given = by_layer.get(path, {})
+            missing = [f"{path}.{s}" for s in layer.params if s not in given]
+            if missing:
+                raise ValueError(f"{owner}: no values for {missing}")
+            unknown = [f"{path}.{s}" for s in given if s not in layer.params]
+            if unknown:
+                raise ValueError(f"{owner}: unknown keys {unknown}; layer {path!r} has {sorted(layer.params)}")
+            for suffix, value in given.items():
+                expected = list(layer.params[suffix].shape)
+                if list(value.shape) != expected:
+                    raise ValueError(
+                        f"{owner}: {path}.{suffix}: expected shape {expected}, got {list(value.shape)}"
+                    )
+        for path, values in by_layer.items():
+            layers[path].set_arrays(values)
 
     def sync_weights_to(self, target: "Model", decay: float = 0.0) -> None:
         """Copy this model's values into ``target``: ``target = decay * target + (1 - decay) * self``.

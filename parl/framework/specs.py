@@ -39,19 +39,27 @@ def normalize_specs(specs: SpecList, owner: str) -> List[Spec]:
     """
     if not isinstance(specs, (list, tuple)):
         raise ValueError(f"{owner}: expected a list of (name, dict(shape=..., dtype=...)), got {specs!r}")
-    out = []
+    out: List[Spec] = []
     for entry in specs:
         if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and isinstance(entry[1], Mapping)):
             raise ValueError(f"{owner}: expected (name, dict(shape=..., dtype=...)), got {entry!r}")
         name, fields = entry
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{owner}: spec names must be non-empty strings, got {name!r}")
+        if any(s.name == name for s in out):
+            raise ValueError(f"{owner}: spec {name!r} is declared twice")
         unknown = set(fields) - {"shape", "dtype"}
         if unknown or "shape" not in fields:
             raise ValueError(f"{owner}: spec {name!r} needs 'shape' and optional 'dtype', got {dict(fields)!r}")
         shape = fields["shape"]
-        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d > 0 for d in shape):
+        if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+        ):
             raise ValueError(f"{owner}: spec {name!r} shape must be a list of positive ints, got {shape!r}")
         dtype = fields.get("dtype", "float32")
         try:
+            if dtype is None:  # np.dtype(None) would silently mean float64
+                raise TypeError
             dt = np.dtype(dtype)
         except TypeError:
             raise ValueError(f"{owner}: spec {name!r} has unknown dtype {dtype!r}") from None

@@ -1,0 +1,109 @@
+"""A lean Adam for the small networks RL uses.
+
+``paddle.optimizer.Adam.step`` spends about 300 us of Python bookkeeping per
+call on a six-parameter MLP, half the cost of a whole training step there
+(measured on a 2-core CPU machine). This class keeps its state in plain
+tensors and calls the same fused kernel once per parameter, giving identical
+updates (checked against ``paddle.optimizer.Adam`` in the tests) for about a
+sixth of the overhead.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+import paddle
+from paddle import _C_ops
+
+from parl.framework.validation import check_positive, check_range
+
+
+class Adam:
+    """Adam (Kingma & Ba, 2015) with optional global gradient-norm clipping.
+
+    Exposes the subset of the paddle optimizer interface that
+    :class:`~parl.ComputationTask` uses: ``step``, ``clear_grad``,
+    ``state_dict``, ``set_state_dict``, ``get_lr`` and ``set_lr``.
+    """
+
+    def __init__(
+        self,
+        parameters: List[paddle.Tensor],
+        *,
+        learning_rate: float = 1e-3,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        grad_clip: Optional[float] = None,
+    ) -> None:
+        self._params = list(parameters)
+        if not self._params:
+            raise ValueError("Adam needs at least one parameter, got none")
+        self.beta1 = check_range("beta1", beta1, 0.0, 1.0)
+        self.beta2 = check_range("beta2", beta2, 0.0, 1.0)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.grad_clip = None if grad_clip is None else check_positive("grad_clip", grad_clip)
+        self._lr = paddle.to_tensor(np.array([check_positive("learning_rate", learning_rate)], dtype=np.float32))
+        self._state = [self._fresh_state(p) for p in self._params]
+
+    def _fresh_state(self, param: paddle.Tensor) -> Dict[str, paddle.Tensor]:
+        return {
+            "moment1": paddle.zeros_like(param),
+            "moment2": paddle.zeros_like(param),
+            "beta1_pow": paddle.to_tensor(np.array([self.beta1], dtype=np.float32)),
+            "beta2_pow": paddle.to_tensor(np.array([self.beta2], dtype=np.float32)),
+        }
+
+    def get_lr(self) -> float:
+        """The current learning rate."""
+        return float(self._lr.numpy()[0])
+
+    def set_lr(self, learning_rate: float) -> None:
+        """Change the learning rate (for schedules)."""
+        self._lr.set_value(np.array([check_positive("learning_rate", learning_rate)], dtype=np.float32))
+
+    def step(self) -> None:
+        """Apply one update from the parameters' gradients (parameters without a gradient are left alone)."""
+        with paddle.no_grad():
+            grads = [p.grad for p in self._params]
+            if self.grad_clip is not None:
+                grads = self._clipped(grads)
+            for param, grad, st in zip(self._params, grads, self._state):
+                if grad is None:
+                    continue
+                _C_ops.adam_(
+                    param, grad, self._lr, st["moment1"], st["moment2"], None,
+                    st["beta1_pow"], st["beta2_pow"], None, None,
+                    self.beta1, self.beta2, self.epsilon, False, 1000, False, False, False,
+                )
+
+    def _clipped(self, grads: List[Optional[paddle.Tensor]]) -> List[Optional[paddle.Tensor]]:
+        present = [g for g in grads if g is not None]
+        norm = paddle.sqrt(paddle.add_n([_C_ops.squared_l2_norm(g) for g in present]))
+        scale = paddle.clip(self.grad_clip / (norm + 1e-6), max=1.0)
+        return [None if g is None else g * scale for g in grads]
+
+    def clear_grad(self, set_to_zero: bool = False) -> None:
+        """Drop (or zero) every parameter's gradient."""
+        for param in self._params:
+            param.clear_gradient(set_to_zero)
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        """Moments and bias-correction powers as numpy, keyed ``<parameter name>_<slot>``."""
+        return {
+            f"{param.name}_{slot}": value.numpy().copy()
+            for param, st in zip(self._params, self._state)
+            for slot, value in st.items()
+        } | {"learning_rate": self._lr.numpy().copy()}
+
+    def set_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+        """Restore :meth:`state_dict` output; raises ValueError on a missing entry."""
+        for param, st in zip(self._params, self._state):
+            for slot, tensor in st.items():
+                key = f"{param.name}_{slot}"
+                if key not in state:
+                    raise ValueError(f"optimizer state has no entry {key!r}")
+                tensor.set_value(np.asarray(state[key], dtype=np.float32))
+        if "learning_rate" in state:
+            self._lr.set_value(np.asarray(state["learning_rate"], dtype=np.float32))
