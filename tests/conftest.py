@@ -7,6 +7,7 @@ from typing import List
 import pytest
 
 import parl
+
 from toys import EchoAlgorithm, echo_algorithm_func, parl_threads
 
 

@@ -9,6 +9,7 @@ import pytest
 import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
+
 from toys import RecordingCommunicator
 
 GAMMA = 0.9
@@ -35,8 +36,8 @@ def expected_loss(obs, next_obs, actions, rewards, ends, *, double_q: bool, loss
     target = rewards + GAMMA * (1.0 - ends) * next_value
     d = q_taken - target
     if loss == "mse":
-        return float(np.mean(d ** 2))
-    return float(np.mean(np.where(np.abs(d) < 1.0, 0.5 * d ** 2, np.abs(d) - 0.5)))
+        return float(np.mean(d**2))
+    return float(np.mean(np.where(np.abs(d) < 1.0, 0.5 * d**2, np.abs(d) - 0.5)))
 
 
 def known_dqn(**kwargs) -> DQN:
@@ -48,8 +49,9 @@ def known_dqn(**kwargs) -> DQN:
 
 def dqn_loss(dqn: DQN, ends: np.ndarray, obs=OBS, next_obs=NEXT_OBS, actions=ACTIONS, rewards=REWARDS) -> float:
     t = paddle.to_tensor
-    costs = dqn.learn({"obs": t(obs)}, {"obs": t(next_obs)}, {}, {}, t(ends),
-                      {"action": t(actions)}, {"reward": t(rewards)})
+    costs = dqn.learn(
+        {"obs": t(obs)}, {"obs": t(next_obs)}, {}, {}, t(ends), {"action": t(actions)}, {"reward": t(rewards)}
+    )
     return float(costs["loss"])
 
 
@@ -57,8 +59,10 @@ def test_the_known_weights_make_the_cases_distinguishable() -> None:
     """Guards the test data: the online and target networks pick different next actions in row 0."""
     assert linear_q(ONLINE, NEXT_OBS)[0].argmax() != linear_q(TARGET, NEXT_OBS)[0].argmax()
     kwargs = dict(double_q=True, loss="mse")
-    losses = {end: expected_loss(OBS, NEXT_OBS, ACTIONS, REWARDS, np.full((2, 1), end, np.float32), **kwargs)
-              for end in (0.0, 1.0)}
+    losses = {
+        end: expected_loss(OBS, NEXT_OBS, ACTIONS, REWARDS, np.full((2, 1), end, np.float32), **kwargs)
+        for end in (0.0, 1.0)
+    }
     assert abs(losses[0.0] - losses[1.0]) > 0.1
     double = expected_loss(OBS, NEXT_OBS, ACTIONS, REWARDS, np.zeros((2, 1), np.float32), double_q=True, loss="mse")
     single = expected_loss(OBS, NEXT_OBS, ACTIONS, REWARDS, np.zeros((2, 1), np.float32), double_q=False, loss="mse")
@@ -67,8 +71,9 @@ def test_the_known_weights_make_the_cases_distinguishable() -> None:
 
 @pytest.mark.parametrize("double_q", [True, False])
 @pytest.mark.parametrize("loss", ["mse", "huber"])
-@pytest.mark.parametrize("ends", [[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]],
-                         ids=["truncated", "terminated", "mixed-10", "mixed-01"])
+@pytest.mark.parametrize(
+    "ends", [[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]], ids=["truncated", "terminated", "mixed-10", "mixed-01"]
+)
 def test_target_bootstraps_only_where_the_episode_did_not_terminate(double_q, loss, ends) -> None:
     ends = np.array(ends, np.float32)[:, None]
     dqn = known_dqn(double_q=double_q, loss=loss)
@@ -93,16 +98,23 @@ def test_a_fresh_dqn_starts_its_target_as_a_copy_of_the_online_model() -> None:
     assert dqn.model.q.params["w"] is not dqn.target_model.q.params["w"]
 
 
-@pytest.mark.parametrize("terminated, truncated, end", [
-    (True, False, 1.0), (False, True, 0.0), (True, True, 1.0), (False, False, 0.0),
-])
+@pytest.mark.parametrize(
+    "terminated, truncated, end",
+    [
+        (True, False, 1.0),
+        (False, True, 0.0),
+        (True, True, 1.0),
+        (False, False, 0.0),
+    ],
+)
 def test_exp_replay_helper_marks_only_termination_as_an_episode_end(terminated, truncated, end) -> None:
     """From store_data through the batch the helper sends to DQN's loss."""
     helper = parl.ExpReplayHelper(batch_size=2, warmup_steps=1, seed=0)
     comm = RecordingCommunicator(MLPQModel(obs_dim=2, num_actions=2, hidden_sizes=()))
     helper.bind(comm)
-    helper.store_data({"obs": OBS[0]}, {"action": ACTIONS[0]}, float(REWARDS[0, 0]), {"obs": NEXT_OBS[0]},
-                      terminated, truncated)
+    helper.store_data(
+        {"obs": OBS[0]}, {"action": ACTIONS[0]}, float(REWARDS[0, 0]), {"obs": NEXT_OBS[0]}, terminated, truncated
+    )
     assert helper.learn() is not None
     batch = comm.batches[0]
     np.testing.assert_array_equal(batch["next_episode_end"], [[end], [end]])
@@ -110,17 +122,21 @@ def test_exp_replay_helper_marks_only_termination_as_an_episode_end(terminated, 
     task = parl.ComputationTask("RL", known_dqn(loss="mse"))
     costs = task.learn(batch)
     ends = np.full((2, 1), end, np.float32)
-    expected = expected_loss(OBS[[0, 0]], NEXT_OBS[[0, 0]], ACTIONS[[0, 0]], REWARDS[[0, 0]], ends,
-                             double_q=True, loss="mse")
+    expected = expected_loss(
+        OBS[[0, 0]], NEXT_OBS[[0, 0]], ACTIONS[[0, 0]], REWARDS[[0, 0]], ends, double_q=True, loss="mse"
+    )
     assert costs["loss"] == pytest.approx(expected, rel=1e-5, abs=1e-6)
 
 
 # -- dueling ---------------------------------------------------------------------------
 
+
 def test_dqn_with_a_dueling_model_predicts_and_learns() -> None:
     func = parl.create_algorithm_func(
-        MLPQModel, dict(obs_dim=3, num_actions=4, hidden_sizes=(8,), dueling=True),
-        DQN, dict(gamma=0.9, learning_rate=1e-2, target_update_interval=1000),
+        MLPQModel,
+        dict(obs_dim=3, num_actions=4, hidden_sizes=(8,), dueling=True),
+        DQN,
+        dict(gamma=0.9, learning_rate=1e-2, target_update_interval=1000),
     )
     task = parl.ComputationTask("RL", func())
     rng = np.random.default_rng(0)
@@ -158,17 +174,21 @@ def test_dqn_with_a_dueling_model_predicts_and_learns() -> None:
 
 # -- settings ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(gamma=1.5), ["gamma", "1.5"]),
-    (dict(gamma=-0.1), ["gamma", "-0.1"]),
-    (dict(learning_rate=-1e-3), ["learning_rate", "-0.001"]),
-    (dict(learning_rate=0), ["learning_rate", "0"]),
-    (dict(loss="l1"), ["loss", "'l1'", "huber", "mse"]),
-    (dict(target_update_interval=0), ["target_update_interval", "0"]),
-    (dict(tau=0.0), ["tau", "0.0"]),
-    (dict(tau=1.5), ["tau", "1.5"]),
-    (dict(grad_clip=-1.0), ["grad_clip", "-1.0"]),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(gamma=1.5), ["gamma", "1.5"]),
+        (dict(gamma=-0.1), ["gamma", "-0.1"]),
+        (dict(learning_rate=-1e-3), ["learning_rate", "-0.001"]),
+        (dict(learning_rate=0), ["learning_rate", "0"]),
+        (dict(loss="l1"), ["loss", "'l1'", "huber", "mse"]),
+        (dict(target_update_interval=0), ["target_update_interval", "0"]),
+        (dict(tau=0.0), ["tau", "0.0"]),
+        (dict(tau=1.5), ["tau", "1.5"]),
+        (dict(grad_clip=-1.0), ["grad_clip", "-1.0"]),
+    ],
+)
 def test_bad_hyperparameters_raise_naming_the_setting_and_value(kwargs, words) -> None:
     with pytest.raises(ValueError) as info:
         DQN(lambda: MLPQModel(obs_dim=2, num_actions=2), **kwargs)

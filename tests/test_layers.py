@@ -29,6 +29,7 @@ def sigmoid(a: np.ndarray) -> np.ndarray:
 
 # -- names and sharing ------------------------------------------------------
 
+
 def test_names_are_unique_and_prefixed() -> None:
     a, b = layers.fc(4), layers.fc(4)
     a(T(rand(2, 3)))
@@ -81,6 +82,7 @@ def test_recurrent_cell_shares_parameters_across_steps() -> None:
 
 # -- lazy shapes ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "make, x, expected",
     [
@@ -103,6 +105,7 @@ def test_sizes_are_inferred_on_first_call(make, x, expected) -> None:
 
 
 # -- numerics ---------------------------------------------------------------
+
 
 def test_fc_matches_numpy() -> None:
     layer = layers.fc(3, act="relu")
@@ -229,6 +232,7 @@ def test_embedding_rows_of_table() -> None:
 
 # -- batch norm and modes ----------------------------------------------------
 
+
 def test_batch_norm_train_mode_uses_batch_stats_and_updates_running() -> None:
     bn = layers.batch_norm(momentum=0.9, epsilon=1e-5)
     x = rand(16, 3) * 2 + 5
@@ -308,6 +312,7 @@ def test_training_mode_nests_and_restores() -> None:
 
 # -- copying and setting values ---------------------------------------------
 
+
 def test_assign_from_hard_and_polyak() -> None:
     src, dst = layers.fc(4), layers.fc(4)
     x = T(rand(2, 3))
@@ -373,6 +378,7 @@ def test_set_arrays_bad_shape_or_suffix_names_parameter() -> None:
 
 
 # -- constructor validation ---------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "make, bad",

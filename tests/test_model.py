@@ -10,6 +10,7 @@ import parl
 from parl import layers
 from parl.algorithms import DQN
 from parl.models import MLPQModel
+
 from toys import TwoLayerModel
 
 RNG = np.random.default_rng(0)
@@ -30,6 +31,7 @@ def out(model: TwoLayerModel, inputs: paddle.Tensor) -> np.ndarray:
 
 
 # -- sharing ----------------------------------------------------------------------
+
 
 def test_models_holding_one_layer_share_its_parameters() -> None:
     shared = layers.fc(4, act="tanh")
@@ -75,6 +77,7 @@ def test_sync_skips_a_shared_layer_and_copies_the_rest() -> None:
 
 
 # -- syncing ----------------------------------------------------------------------
+
 
 def test_hard_sync_copies_values_and_leaves_the_source_alone() -> None:
     src, dst = built(TwoLayerModel()), built(TwoLayerModel())
@@ -138,6 +141,7 @@ def test_sync_between_different_structures_raises() -> None:
 
 # -- get/set weights ----------------------------------------------------------------
 
+
 def test_get_set_weights_round_trip() -> None:
     model = built(TwoLayerModel())
     inputs = x()
@@ -184,10 +188,13 @@ def test_set_weights_rejects_bad_keys_and_shapes(change, key, words) -> None:
 
 # -- checkpoints ----------------------------------------------------------------------
 
+
 def _dqn_func():
     return parl.create_algorithm_func(
-        MLPQModel, dict(obs_dim=3, num_actions=2, hidden_sizes=(8,)),
-        DQN, dict(gamma=0.9, learning_rate=1e-2, target_update_interval=10),
+        MLPQModel,
+        dict(obs_dim=3, num_actions=2, hidden_sizes=(8,)),
+        DQN,
+        dict(gamma=0.9, learning_rate=1e-2, target_update_interval=10),
     )
 
 
@@ -236,8 +243,9 @@ def test_checkpoint_round_trip_into_a_fresh_task(tmp_path) -> None:
     _assert_same_weights(original, restored)
     obs = _batch(100)["inputs"]["obs"]
     np.testing.assert_array_equal(_q_values(restored, obs), _q_values(original, obs))
-    np.testing.assert_array_equal(restored.predict({"obs": obs}, {})[0]["action"],
-                                  original.predict({"obs": obs}, {})[0]["action"])
+    np.testing.assert_array_equal(
+        restored.predict({"obs": obs}, {})[0]["action"], original.predict({"obs": obs}, {})[0]["action"]
+    )
 
     # One more step on the same batch gives the same costs and weights: the Adam
     # moments, the target network and the update counter were all restored.

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import parl
+
 from toys import RecordingCommunicator, ToyModel, specs
 
 INPUTS = specs(("obs", [3], "float32"), ("mask", [2], "bool"))
@@ -48,10 +49,17 @@ def test_sample_shapes_and_dtypes_follow_the_specs() -> None:
     for i in range(4):
         buffer.add(transition(i))
     batch = buffer.sample(7, np.random.default_rng(0))
-    assert sorted(batch) == sorted(["inputs", "next_inputs", "states", "next_states", "actions", "rewards",
-                                    "next_episode_end"])
-    for field, spec_list in [("inputs", INPUTS), ("next_inputs", INPUTS), ("states", STATES),
-                             ("next_states", STATES), ("actions", ACTIONS), ("rewards", REWARDS)]:
+    assert sorted(batch) == sorted(
+        ["inputs", "next_inputs", "states", "next_states", "actions", "rewards", "next_episode_end"]
+    )
+    for field, spec_list in [
+        ("inputs", INPUTS),
+        ("next_inputs", INPUTS),
+        ("states", STATES),
+        ("next_states", STATES),
+        ("actions", ACTIONS),
+        ("rewards", REWARDS),
+    ]:
         assert sorted(batch[field]) == sorted(s.name for s in spec_list)
         for spec in spec_list:
             array = batch[field][spec.name]
@@ -110,6 +118,7 @@ def test_bad_capacity_raises(capacity) -> None:
 
 # -- helpers ------------------------------------------------------------------
 
+
 def bound(helper: parl.AgentHelper) -> RecordingCommunicator:
     comm = RecordingCommunicator(ToyModel())
     helper.bind(comm)
@@ -118,8 +127,7 @@ def bound(helper: parl.AgentHelper) -> RecordingCommunicator:
 
 def store(helper: parl.AgentHelper, step: int, *, terminated: bool = False, truncated: bool = False) -> None:
     obs = np.array([step, 0], np.float32)
-    helper.store_data({"obs": obs}, {"action": np.array([step])}, float(step), {"obs": obs + 1},
-                      terminated, truncated)
+    helper.store_data({"obs": obs}, {"action": np.array([step])}, float(step), {"obs": obs + 1}, terminated, truncated)
 
 
 def test_exp_replay_waits_for_warmup_then_learns_every_sample_interval() -> None:
@@ -186,7 +194,7 @@ def test_on_policy_flushes_at_episode_end(terminated, truncated, end) -> None:
     assert helper.learn() is None
     store(helper, 1, terminated=terminated, truncated=truncated)
     assert helper.learn() is not None  # only 2 of 5, but the episode is over
-    assert helper.learn() is None      # and the cache is empty now
+    assert helper.learn() is None  # and the cache is empty now
     assert len(comm.batches) == 1
     batch = comm.batches[0]
     assert list(batch["inputs"]["obs"][:, 0]) == [0, 1]
@@ -203,12 +211,15 @@ def test_helpers_must_be_bound() -> None:
         parl.OnPolicyHelper().predict({"obs": np.zeros(2)})
 
 
-@pytest.mark.parametrize("make", [
-    lambda: parl.ExpReplayHelper(batch_size=0),
-    lambda: parl.ExpReplayHelper(warmup_steps=-1),
-    lambda: parl.ExpReplayHelper(sample_interval=0),
-    lambda: parl.OnPolicyHelper(sample_interval=0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: parl.ExpReplayHelper(batch_size=0),
+        lambda: parl.ExpReplayHelper(warmup_steps=-1),
+        lambda: parl.ExpReplayHelper(sample_interval=0),
+        lambda: parl.OnPolicyHelper(sample_interval=0),
+    ],
+)
 def test_bad_helper_settings_raise(make) -> None:
     with pytest.raises(ValueError, match="must be an integer"):
         make()

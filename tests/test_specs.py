@@ -10,6 +10,7 @@ import pytest
 
 import parl
 from parl.framework.errors import StoppedError
+
 from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, ToyModel, count_puts
 
 SPEC_MODEL_ARGS = dict(
@@ -43,8 +44,11 @@ def _replace(d: dict, **changes) -> dict:
 BAD_PREDICTIONS = [
     # (inputs, states, words the message must contain)
     (_replace(GOOD_INPUTS, obs=np.zeros(3, np.float32)), GOOD_STATES, ["'obs'", "expected shape [2]", "got [3]"]),
-    (_replace(GOOD_INPUTS, obs=np.zeros((1, 2), np.float32)), GOOD_STATES,
-     ["'obs'", "expected shape [2]", "got [1, 2]"]),
+    (
+        _replace(GOOD_INPUTS, obs=np.zeros((1, 2), np.float32)),
+        GOOD_STATES,
+        ["'obs'", "expected shape [2]", "got [1, 2]"],
+    ),
     (_replace(GOOD_INPUTS, count=np.array([1.5])), GOOD_STATES, ["'count'", "expected dtype int64", "got float64"]),
     (_replace(GOOD_INPUTS, obs=np.array(["a", "b"])), GOOD_STATES, ["'obs'", "expected dtype float32", "got str"]),
     (_replace(GOOD_INPUTS, count=None), GOOD_STATES, ["expected keys ['count', 'obs']", "got ['obs']"]),
@@ -103,11 +107,15 @@ BAD_TRANSITIONS = [
     (dict(actions={"action": np.array([1]), "logp": np.zeros(1)}), ["action", "'logp'"]),
     (dict(rewards=np.ones(2)), ["reward 'reward'", "expected shape [1]", "got [2]"]),
     (dict(rewards={"bonus": 1.0}), ["reward", "expected keys ['reward']", "got ['bonus']"]),
-    (dict(next_inputs=_replace(GOOD_INPUTS, obs=np.zeros(5, np.float32))),
-     ["next input 'obs'", "expected shape [2]", "got [5]"]),
+    (
+        dict(next_inputs=_replace(GOOD_INPUTS, obs=np.zeros(5, np.float32))),
+        ["next input 'obs'", "expected shape [2]", "got [5]"],
+    ),
     (dict(next_inputs=_replace(GOOD_INPUTS, count=None)), ["next input", "expected keys ['count', 'obs']"]),
-    (dict(inputs=_replace(GOOD_INPUTS, count=np.array([0.5], np.float32))),
-     ["input 'count'", "expected dtype int64", "got float32"]),
+    (
+        dict(inputs=_replace(GOOD_INPUTS, count=np.array([0.5], np.float32))),
+        ["input 'count'", "expected dtype int64", "got float32"],
+    ),
     (dict(next_states={"h": np.zeros((3, 1), np.float32)}), ["next state 'h'", "expected shape [3]", "got [3, 1]"]),
 ]
 
@@ -133,18 +141,31 @@ def test_store_data_nothing_is_stored_from_a_bad_transition(wrapper) -> None:
 
 
 def test_a_plain_number_reward_needs_a_single_reward_spec() -> None:
-    task = parl.ComputationTask("T", EchoAlgorithm(lambda: ToyModel(reward_specs=[
-        ("reward", dict(shape=[1], dtype="float32")), ("cost", dict(shape=[1], dtype="float32"))])))
+    task = parl.ComputationTask(
+        "T",
+        EchoAlgorithm(
+            lambda: ToyModel(
+                reward_specs=[("reward", dict(shape=[1], dtype="float32")), ("cost", dict(shape=[1], dtype="float32"))]
+            )
+        ),
+    )
     helper = parl.OnPolicyHelper()
     helper.bind(parl.ComputationWrapper(task).communicator(0))
-    transition = dict(inputs={"obs": np.zeros(2)}, actions={"action": np.array([0])}, rewards=1.0,
-                      next_inputs={"obs": np.zeros(2)}, terminated=False, truncated=False)
+    transition = dict(
+        inputs={"obs": np.zeros(2)},
+        actions={"action": np.array([0])},
+        rewards=1.0,
+        next_inputs={"obs": np.zeros(2)},
+        terminated=False,
+        truncated=False,
+    )
     with pytest.raises(ValueError, match=r"expected a dict with keys \['reward', 'cost'\]"):
         helper.store_data(**transition)
     helper.store_data(**{**transition, "rewards": {"reward": 1.0, "cost": 0.5}})
 
 
 # -- declarations -------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "kind, declared, words",
@@ -180,6 +201,7 @@ def test_bad_spec_declarations_raise(kind, declared, words) -> None:
 
 # -- in a running robot ---------------------------------------------------------
 
+
 def test_one_agent_sending_bad_data_fails_alone(make_manager) -> None:
     manager = make_manager()
     games = 4
@@ -189,8 +211,9 @@ def test_one_agent_sending_bad_data_fails_alone(make_manager) -> None:
 
     for code in range(4):
         corrupt = wrong_shape_in_episode_2 if code == 1 else None
-        manager.add_agent(EchoAgent(CountEnv(code), num_games=games, corrupt=corrupt),
-                          {"T": parl.OnPolicyHelper(sample_interval=2)})
+        manager.add_agent(
+            EchoAgent(CountEnv(code), num_games=games, corrupt=corrupt), {"T": parl.OnPolicyHelper(sample_interval=2)}
+        )
     manager.start()
     episodes = manager.join(timeout=WAIT * 4)
     assert not manager.running()

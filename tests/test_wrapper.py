@@ -11,6 +11,7 @@ import pytest
 
 import parl
 from parl.framework.errors import StoppedError
+
 from toys import (
     LEARN_BLOCK,
     LEARN_FAIL,
@@ -66,6 +67,7 @@ class Sender(threading.Thread):
 
 # -- routing and batching -------------------------------------------------------
 
+
 def test_64_agents_each_get_their_own_replies(make_wrapper) -> None:
     wrapper = make_wrapper(max_batchsize=64)
     agents, requests = 64, 25
@@ -94,8 +96,9 @@ def test_64_agents_each_get_their_own_replies(make_wrapper) -> None:
 def test_64_agents_in_a_manager(make_manager) -> None:
     manager = make_manager(max_batchsize=64)
     for code in range(64):
-        manager.add_agent(EchoAgent(CountEnv(code, length=6), num_games=2),
-                          {"T": parl.OnPolicyHelper(sample_interval=3)})
+        manager.add_agent(
+            EchoAgent(CountEnv(code, length=6), num_games=2), {"T": parl.OnPolicyHelper(sample_interval=3)}
+        )
     manager.start()
     episodes = manager.join(timeout=WAIT * 4)
     assert manager.errors == []
@@ -119,8 +122,9 @@ def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> Non
     blocker = Sender(lambda: wrapper.communicator(99).predict({"obs": echo_obs(99, 0, PREDICT_BLOCK)}, None), "blocker")
     blocker.start()
     assert algorithm.entered.wait(WAIT)
-    waiting = [Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None), str(c))
-               for c in range(7)]
+    waiting = [
+        Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None), str(c)) for c in range(7)
+    ]
     for s in waiting:
         s.start()
     assert acquire_n(puts, 8)
@@ -132,6 +136,7 @@ def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> Non
 
 
 # -- min_batchsize ----------------------------------------------------------------
+
 
 def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
     wrapper = make_wrapper(min_batchsize=3, training_timeout=60.0)
@@ -170,6 +175,7 @@ def test_a_lone_batch_is_trained_after_the_timeout(make_wrapper) -> None:
 
 # -- errors ---------------------------------------------------------------------------
 
+
 def _check_remote_errors(errors: List[BaseException], where: str, function: str) -> None:
     assert len({id(e) for e in errors}) == len(errors), "each sender gets its own RemoteError"
     for error in errors:
@@ -190,8 +196,10 @@ def test_a_failing_prediction_reaches_every_sender_in_its_batch(make_wrapper) ->
     blocker.start()
     assert algorithm.entered.wait(WAIT)
     markers = {0: 0.0, 1: PREDICT_FAIL, 2: 0.0}
-    batch = [Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0, markers[c])}, None), str(c))
-             for c in markers]
+    batch = [
+        Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0, markers[c])}, None), str(c))
+        for c in markers
+    ]
     for s in batch:
         s.start()
     assert acquire_n(puts, 4)
@@ -215,8 +223,9 @@ def test_a_failing_update_reaches_every_sender_in_its_batch(make_wrapper) -> Non
     blocker.start()
     assert algorithm.entered.wait(WAIT)
     markers = {0: 0.0, 1: LEARN_FAIL, 2: 0.0}
-    batch = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c, marker=markers[c])), str(c))
-             for c in markers]
+    batch = [
+        Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c, marker=markers[c])), str(c)) for c in markers
+    ]
     for s in batch:
         s.start()
     assert acquire_n(puts, 4)
@@ -255,6 +264,7 @@ def test_an_agent_whose_environment_raises_is_reported_and_the_others_go_on(make
 
 
 # -- stopping ----------------------------------------------------------------------------
+
 
 def _agent_threads(manager: parl.Manager) -> List[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("parl-agent-")]

@@ -40,6 +40,7 @@ class ToyFailure(Exception):
 
 # -- models -------------------------------------------------------------------
 
+
 class ToyModel(parl.Model):
     """``obs`` float32 [2] in, ``action`` int64 [1] out; one fc layer so there is something to train.
 
@@ -97,6 +98,7 @@ class TwoLayerModel(parl.Model):
 
 
 # -- algorithms ---------------------------------------------------------------
+
 
 class EchoAlgorithm(parl.Algorithm):
     """Predicts ``action = int64(obs[0])``; learns a regression of the reward on obs.
@@ -165,14 +167,21 @@ def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> Dict[str, objec
 
 # -- environments and agents ----------------------------------------------------
 
+
 class CountEnv:
     """Gymnasium-style episodes of ``length`` steps; obs is ``[1000 * code + step, marker]``, reward 1.
 
     With ``fail_at=(episode, step)`` the step call of that step raises ToyFailure.
     """
 
-    def __init__(self, code: int, length: int = 5, marker: float = 0.0,
-                 fail_at: Optional[Tuple[int, int]] = None, truncate: bool = False) -> None:
+    def __init__(
+        self,
+        code: int,
+        length: int = 5,
+        marker: float = 0.0,
+        fail_at: Optional[Tuple[int, int]] = None,
+        truncate: bool = False,
+    ) -> None:
         self.code, self.length, self.marker, self.fail_at, self.truncate = code, length, marker, fail_at, truncate
         self.episode = -1
         self.t = 0
@@ -199,8 +208,9 @@ class EchoAgent(parl.Agent):
     ``corrupt(inputs, episode)`` may return altered inputs, to send bad data.
     """
 
-    def __init__(self, env: CountEnv, *, num_games: Optional[int] = None,
-                 corrupt: Optional[Callable[[dict, int], dict]] = None) -> None:
+    def __init__(
+        self, env: CountEnv, *, num_games: Optional[int] = None, corrupt: Optional[Callable[[dict, int], dict]] = None
+    ) -> None:
         super().__init__(env, num_games=num_games)
         self.corrupt = corrupt
         self.replies = 0
@@ -226,6 +236,7 @@ class EchoAgent(parl.Agent):
 
 
 # -- transport and thread helpers ---------------------------------------------
+
 
 class RecordingCommunicator:
     """A stand-in transport (same attributes as parl.Communicator) that records training batches."""

@@ -16,7 +16,9 @@ from typing import Optional, Set, Tuple
 
 
 def plan(enabled: bool) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
-    """``(cores for agents and prediction loops, cores for training loops)``; ``(None, None)`` leaves placement to the OS.
+    """``(cores for agents and prediction loops, cores for training loops)``.
+
+    ``(None, None)`` leaves placement to the OS.
 
     Pinning happens only when enabled, supported (Linux), and the process may
     run on at least two cores.

@@ -22,7 +22,7 @@ import numpy as np
 
 from parl.framework.communicator import Communicator
 from parl.framework.replay_buffer import ReplayBuffer
-from parl.framework.specs import check_dict, concatenate, stack, zeros
+from parl.framework.specs import check_dict, zeros
 from parl.framework.validation import check_int
 
 ArrayDict = Dict[str, np.ndarray]
@@ -50,7 +50,9 @@ class AgentHelper:
             raise RuntimeError(f"{type(self).__name__} is not bound to a task; add the agent with Manager.add_agent")
         return self._comm
 
-    def predict(self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None) -> Tuple[ArrayDict, ArrayDict]:
+    def predict(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
+    ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next recurrent states for one sample (no batch axis).
 
         Raises:
@@ -123,10 +125,12 @@ class OnPolicyHelper(AgentHelper):
         # Checked arrays may be the agent's own (no copy when the dtype already
         # fits); an agent that reuses an observation buffer in place would
         # otherwise change the cached steps.
-        self._cache.append({
-            field: value.copy() if isinstance(value, np.ndarray) else {k: v.copy() for k, v in value.items()}
-            for field, value in transition.items()
-        })
+        self._cache.append(
+            {
+                field: value.copy() if isinstance(value, np.ndarray) else {k: v.copy() for k, v in value.items()}
+                for field, value in transition.items()
+            }
+        )
         self._episode_over = episode_over
 
     def learn(self) -> Optional[Dict[str, float]]:

@@ -38,7 +38,9 @@ class Communicator:
         self.reward_specs: List[Spec] = task.reward_specs
         self._what = f"task {task.name!r}"
 
-    def predict(self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]) -> Tuple[ArrayDict, ArrayDict]:
+    def predict(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
+    ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
         inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
         states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")

@@ -57,7 +57,9 @@ class ComputationTask:
         self._learn_lock = threading.Lock()
 
     # -- prediction ---------------------------------------------------------
-    def predict(self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray]) -> Tuple[ArrayDict, ArrayDict]:
+    def predict(
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray]
+    ) -> Tuple[ArrayDict, ArrayDict]:
         """Batched actions and next states as numpy, keyed by spec name."""
         in_t = {k: _tensor(v) for k, v in inputs.items()}
         st_t = {k: _tensor(v) for k, v in states.items()}
@@ -80,8 +82,13 @@ class ComputationTask:
         }
         with self._learn_lock, training_mode(True):
             costs = self.algorithm.learn(
-                t["inputs"], t["next_inputs"], t["states"], t["next_states"],
-                t["next_episode_end"], t["actions"], t["rewards"],
+                t["inputs"],
+                t["next_inputs"],
+                t["states"],
+                t["next_states"],
+                t["next_episode_end"],
+                t["actions"],
+                t["rewards"],
             )
             if "loss" not in costs:
                 raise ValueError(
@@ -160,7 +167,9 @@ class ComputationTask:
         """Inverse of :meth:`algorithm_weights`."""
         models = dict(self._models())
         if set(weights) != set(models):
-            raise ValueError(f"task {self.name!r}: checkpoint holds models {sorted(weights)}, algorithm has {sorted(models)}")
+            raise ValueError(
+                f"task {self.name!r}: checkpoint holds models {sorted(weights)}, algorithm has {sorted(models)}"
+            )
         for attr, model in models.items():
             model.set_weights(weights[attr])
 
@@ -192,7 +201,7 @@ def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
     for key, value in state.items():
         for old, new in pairs:
             if key == old or key.startswith(old + "_"):
-                key = new + key[len(old):]
+                key = new + key[len(old) :]
                 break
         if isinstance(value, paddle.Tensor):
             value = value.numpy()

@@ -58,9 +58,7 @@ class ComputationWrapper:
         self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
         self.training_timeout = check_positive("training_timeout", training_timeout)
         if self.min_batchsize > self.max_batchsize:
-            raise ValueError(
-                f"min_batchsize ({min_batchsize}) must not exceed max_batchsize ({max_batchsize})"
-            )
+            raise ValueError(f"min_batchsize ({min_batchsize}) must not exceed max_batchsize ({max_batchsize})")
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
         self.stats = WrapperStats()

@@ -13,9 +13,7 @@ class RemoteError(RuntimeError):
 
     def __init__(self, where: str, original: BaseException) -> None:
         self.original = original
-        self.remote_traceback = "".join(
-            traceback.format_exception(type(original), original, original.__traceback__)
-        )
+        self.remote_traceback = "".join(traceback.format_exception(type(original), original, original.__traceback__))
         super().__init__(f"{where} failed: {original!r}\n--- original traceback ---\n{self.remote_traceback}")
 
 
@@ -26,12 +24,8 @@ class AgentError(RuntimeError):
         self.agent_id = agent_id
         self.episode = episode
         self.original = original
-        self.traceback_text = "".join(
-            traceback.format_exception(type(original), original, original.__traceback__)
-        )
-        super().__init__(
-            f"agent {agent_id} failed in episode {episode}: {original!r}\n{self.traceback_text}"
-        )
+        self.traceback_text = "".join(traceback.format_exception(type(original), original, original.__traceback__))
+        super().__init__(f"agent {agent_id} failed in episode {episode}: {original!r}\n{self.traceback_text}")
 
 
 class StoppedError(RuntimeError):

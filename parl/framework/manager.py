@@ -152,7 +152,7 @@ class Manager:
     def new_episodes(self) -> List[Dict[str, float]]:
         """Episodes finished since the last call (for progress reports)."""
         with self._lock:
-            new = self._episodes[self._read:]
+            new = self._episodes[self._read :]
             self._read = len(self._episodes)
         return new
 

@@ -106,9 +106,7 @@ class Model:
             for suffix, value in given.items():
                 expected = list(layer.params[suffix].shape)
                 if list(value.shape) != expected:
-                    raise ValueError(
-                        f"{owner}: {path}.{suffix}: expected shape {expected}, got {list(value.shape)}"
-                    )
+                    raise ValueError(f"{owner}: {path}.{suffix}: expected shape {expected}, got {list(value.shape)}")
         for path, values in by_layer.items():
             layers[path].set_arrays(values)
 

@@ -73,9 +73,24 @@ class Adam:
                 if grad is None:
                     continue
                 _C_ops.adam_(
-                    param, grad, self._lr, st["moment1"], st["moment2"], None,
-                    st["beta1_pow"], st["beta2_pow"], None, None,
-                    self.beta1, self.beta2, self.epsilon, False, 1000, False, False, False,
+                    param,
+                    grad,
+                    self._lr,
+                    st["moment1"],
+                    st["moment2"],
+                    None,
+                    st["beta1_pow"],
+                    st["beta2_pow"],
+                    None,
+                    None,
+                    self.beta1,
+                    self.beta2,
+                    self.epsilon,
+                    False,
+                    1000,
+                    False,
+                    False,
+                    False,
                 )
 
     def _clipped(self, grads: List[Optional[paddle.Tensor]]) -> List[Optional[paddle.Tensor]]:

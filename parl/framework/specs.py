@@ -80,16 +80,12 @@ def check_sample(spec: Spec, value: object, what: str) -> np.ndarray:
     """
     arr = np.asarray(value)
     if arr.dtype.kind not in _ACCEPTED_KINDS[spec.dtype.kind]:
-        raise ValueError(
-            f"{what} {spec.name!r}: expected dtype {spec.dtype.name}, got {arr.dtype.name}"
-        )
+        raise ValueError(f"{what} {spec.name!r}: expected dtype {spec.dtype.name}, got {arr.dtype.name}")
     if arr.shape != spec.shape:
         if arr.size == 1 and spec.shape == (1,):
             arr = arr.reshape(1)
         else:
-            raise ValueError(
-                f"{what} {spec.name!r}: expected shape {list(spec.shape)}, got {list(arr.shape)}"
-            )
+            raise ValueError(f"{what} {spec.name!r}: expected shape {list(spec.shape)}, got {list(arr.shape)}")
     return arr.astype(spec.dtype, copy=False)
 
 
@@ -98,9 +94,7 @@ def check_dict(specs: Sequence[Spec], values: Mapping[str, object], what: str) -
     if not isinstance(values, Mapping):
         raise ValueError(f"{what}: expected a dict with keys {[s.name for s in specs]}, got {type(values).__name__}")
     if len(values) != len(specs) or any(s.name not in values for s in specs):
-        raise ValueError(
-            f"{what}: expected keys {sorted(s.name for s in specs)}, got {sorted(values)}"
-        )
+        raise ValueError(f"{what}: expected keys {sorted(s.name for s in specs)}, got {sorted(values)}")
     return {s.name: check_sample(s, values[s.name], what) for s in specs}
 
 

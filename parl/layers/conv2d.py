@@ -57,9 +57,7 @@ class Conv2D(LayerFunc):
         return specs
 
     def forward(self, x: paddle.Tensor) -> paddle.Tensor:
-        out = F.conv2d(
-            x, self.params["w"], self.params.get("b"), stride=self.stride, padding=self.padding
-        )
+        out = F.conv2d(x, self.params["w"], self.params.get("b"), stride=self.stride, padding=self.padding)
         return self._act(out) if self._act is not None else out
 
 
@@ -73,6 +71,4 @@ def conv2d(
     name: Optional[str] = None,
 ) -> Conv2D:
     """A 2-D convolution LayerFunc with ``num_filters`` output channels on NCHW input."""
-    return Conv2D(
-        num_filters, filter_size, stride=stride, padding=padding, act=act, bias=bias, name=name
-    )
+    return Conv2D(num_filters, filter_size, stride=stride, padding=padding, act=act, bias=bias, name=name)

@@ -88,8 +88,7 @@ class LayerFunc:
                 return
             specs = self.param_specs(x)
             created = {
-                suffix: self._create(suffix, spec.shape, spec.dtype, spec.initializer)
-                for suffix, spec in specs.items()
+                suffix: self._create(suffix, spec.shape, spec.dtype, spec.initializer) for suffix, spec in specs.items()
             }
             self._install(created)
 
@@ -135,17 +134,12 @@ class LayerFunc:
                 return
         expected = set(self.params)
         if set(arrays) != expected:
-            raise ValueError(
-                f"layer {self.name}: expected parameters {sorted(expected)}, got {sorted(arrays)}"
-            )
+            raise ValueError(f"layer {self.name}: expected parameters {sorted(expected)}, got {sorted(arrays)}")
         for suffix, value in arrays.items():
             param = self.params[suffix]
             value = np.asarray(value)
             if list(value.shape) != list(param.shape):
-                raise ValueError(
-                    f"parameter {param.name}: expected shape {list(param.shape)}, "
-                    f"got {list(value.shape)}"
-                )
+                raise ValueError(f"parameter {param.name}: expected shape {list(param.shape)}, got {list(value.shape)}")
             param.set_value(value.astype(param.numpy().dtype, copy=False))
 
     def non_trainable_suffixes(self) -> Sequence[str]:
@@ -167,16 +161,14 @@ class LayerFunc:
             return
         if list(self.params) != list(source.params):
             raise ValueError(
-                f"layers {source.name} and {self.name} differ: "
-                f"{list(source.params)} vs {list(self.params)}"
+                f"layers {source.name} and {self.name} differ: {list(source.params)} vs {list(self.params)}"
             )
         with paddle.no_grad():
             for suffix, dst in self.params.items():
                 src = source.params[suffix]
                 if list(src.shape) != list(dst.shape):
                     raise ValueError(
-                        f"parameter {src.name} has shape {list(src.shape)} but "
-                        f"{dst.name} has {list(dst.shape)}"
+                        f"parameter {src.name} has shape {list(src.shape)} but {dst.name} has {list(dst.shape)}"
                     )
                 if decay == 0.0:
                     paddle.assign(src, output=dst)

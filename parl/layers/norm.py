@@ -56,9 +56,7 @@ class BatchNorm(LayerFunc):
 
     def param_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         if first_input.ndim < 2:
-            raise ValueError(
-                f"batch_norm {self.name} expects [N, C, ...] input, got shape {first_input.shape}"
-            )
+            raise ValueError(f"batch_norm {self.name} expects [N, C, ...] input, got shape {first_input.shape}")
         size, dtype = [int(first_input.shape[1])], str(first_input.dtype).split(".")[-1]
         return {
             "w": ParamSpec(size, dtype, _ONES),

@@ -107,9 +107,7 @@ class LSTM(_RecurrentCell):
         h, c = state
         gates = _C_ops.add(xw, _C_ops.matmul(h, self.params["w_h"], False, False))
         i, f, g, o = paddle.split(gates, 4, axis=-1)
-        c = _C_ops.add(
-            _C_ops.multiply(_C_ops.sigmoid(f), c), _C_ops.multiply(_C_ops.sigmoid(i), _C_ops.tanh(g))
-        )
+        c = _C_ops.add(_C_ops.multiply(_C_ops.sigmoid(f), c), _C_ops.multiply(_C_ops.sigmoid(i), _C_ops.tanh(g)))
         h = _C_ops.multiply(_C_ops.sigmoid(o), _C_ops.tanh(c))
         return h, (h, c)
 

@@ -19,7 +19,9 @@ class MLPQModel(Model):
     (Wang et al., 2016).
     """
 
-    def __init__(self, obs_dim: int, num_actions: int, hidden_sizes: Sequence[int] = (64, 64), dueling: bool = False) -> None:
+    def __init__(
+        self, obs_dim: int, num_actions: int, hidden_sizes: Sequence[int] = (64, 64), dueling: bool = False
+    ) -> None:
         super().__init__()
         self.obs_dim = check_int("obs_dim", obs_dim, 1)
         self.num_actions = check_int("num_actions", num_actions, 1)
