@@ -117,8 +117,8 @@ class ComputationWrapper:
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
                 _fail(requests, f"prediction in task {task.name!r}", exc)
                 continue
-            for i, request in enumerate(requests):
-                request.finish(({k: v[i] for k, v in actions.items()}, {k: v[i] for k, v in next_states.items()}))
+            for request, action_row, state_row in zip(requests, _rows(actions, n), _rows(next_states, n)):
+                request.finish((action_row, state_row))
 
     def _training_loop(self) -> None:
         task, queue, stats = self.task, self.training_queue, self.stats
@@ -149,6 +149,14 @@ def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
         else:
             out[field] = concatenate(parts, list(parts[0]))
     return out
+
+
+def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:
+    """Split a batch dict into ``n`` per-sample dicts (row views, no copies)."""
+    if not batch:
+        return [{} for _ in range(n)]
+    names = list(batch)
+    return [dict(zip(names, row)) for row in zip(*batch.values())]
 
 
 def _pinned(loop: Callable[[], None], cpus: Optional[Set[int]]) -> None:

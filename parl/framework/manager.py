@@ -119,7 +119,7 @@ class Manager:
             thread.start()
 
     def _run_agent(self, agent: Agent) -> None:
-        affinity.pin_current_thread(self._agent_cpus)
+        affinity.configure_agent_thread(self._agent_cpus)
         while not self._stop.is_set() and (agent.num_games is None or agent.episode < agent.num_games):
             start = time.perf_counter()
             try:
