@@ -1,6 +1,6 @@
 """Env steps per second through the ComputationWrapper, beside the single-loop ceiling.
 
-    python benchmarks/throughput.py [--agents 1 8 32] [--seconds 4] [--no-pin]
+    python benchmarks/throughput.py [--agents 1 8 32] [--seconds 4] [--placement one_core]
 
 Every row steps CartPole-v1 and picks actions with the same 64-64 MLP
 (DQN's greedy predict). The ceiling steps 32 environments in one plain loop
@@ -20,6 +20,7 @@ import numpy as np
 
 import parl
 from parl.algorithms import DQN
+from parl.framework.affinity import PLACEMENTS
 from parl.models import MLPQModel
 
 ENV_ID = "CartPole-v1"
@@ -76,9 +77,11 @@ class PredictOnlyHelper(parl.AgentHelper):
         return None
 
 
-def through_wrapper(num_agents: int, seconds: float, pin_threads: bool) -> Dict[str, float]:
+def through_wrapper(num_agents: int, seconds: float, thread_placement: str) -> Dict[str, float]:
     """Env steps/s and mean prediction batch size with ``num_agents`` agent threads."""
-    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=256)}, pin_threads=pin_threads)
+    manager = parl.Manager(
+        {"RL": parl.TaskSettings(algorithm_func, max_batchsize=256)}, thread_placement=thread_placement
+    )
     agents = [SteppingAgent(gym.make(ENV_ID), seed=i) for i in range(num_agents)]
     for agent in agents:
         manager.add_agent(agent, {"RL": PredictOnlyHelper()})
@@ -102,16 +105,14 @@ def main(argv: List[str] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=4.0, help="measuring time per row")
-    parser.add_argument("--no-pin", action="store_true", help="leave thread placement to the OS")
+    parser.add_argument("--placement", default="one_core", choices=PLACEMENTS, help="Manager thread_placement")
     args = parser.parse_args(argv)
 
     top = ceiling(args.seconds)
     rows = [("ceiling: 1 loop, batched forward", CEILING_ENVS, top, float(CEILING_ENVS))]
     for n in args.agents:
-        r = through_wrapper(n, args.seconds, pin_threads=not args.no_pin)
-        rows.append(
-            (f"wrapper: agent threads{'' if not args.no_pin else ' (unpinned)'}", n, r["steps_per_s"], r["mean_batch"])
-        )
+        r = through_wrapper(n, args.seconds, args.placement)
+        rows.append((f"wrapper: agent threads ({args.placement})", n, r["steps_per_s"], r["mean_batch"]))
     print(f"{'mode':<36} {'envs':>5} {'env steps/s':>12} {'mean batch':>11} {'of ceiling':>11}")
     for mode, n, rate, batch in rows:
         print(f"{mode:<36} {n:>5} {rate:>12,.0f} {batch:>11.1f} {rate / top:>11.2f}")

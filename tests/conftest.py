@@ -54,7 +54,7 @@ def make_manager():
     managers: List[parl.Manager] = []
 
     def make(**settings) -> parl.Manager:
-        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func(), **settings)}, pin_threads=False)
+        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func(), **settings)}, thread_placement="os")
         managers.append(manager)
         return manager
 

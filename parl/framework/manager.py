@@ -53,16 +53,17 @@ class TaskSettings:
 class Manager:
     """Owns a robot's tasks, wrappers and agent threads."""
 
-    def __init__(self, tasks: Mapping[str, TaskSettings], *, pin_threads: bool = True) -> None:
+    def __init__(self, tasks: Mapping[str, TaskSettings], *, thread_placement: str = "one_core") -> None:
         """Build every task and its wrapper.
 
         Args:
             tasks: task name -> settings.
-            pin_threads: keep agent threads and prediction loops on one core and
-                training loops on the others (see :mod:`parl.framework.affinity`).
+            thread_placement: "one_core" (default), "split" (training loops on the
+                other cores) or "os" (no pinning); see :mod:`parl.framework.affinity`.
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
+        self._agent_cpus, self._training_cpus = affinity.plan(thread_placement)
         self.tasks: Dict[str, ComputationTask] = {}
         self.wrappers: Dict[str, ComputationWrapper] = {}
         for name, settings in tasks.items():
@@ -76,7 +77,6 @@ class Manager:
                 min_batchsize=settings.min_batchsize,
                 training_timeout=settings.training_timeout,
             )
-        self._agent_cpus, self._training_cpus = affinity.plan(pin_threads)
         self.agents: List[Agent] = []
         self.errors: List[AgentError] = []
         self._episodes: List[Dict[str, float]] = []

@@ -1,0 +1,59 @@
+"""Thread placement: the plan per mode, and what agent threads actually run with."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from toys import CountEnv, EchoAgent, echo_algorithm_func
+
+import parl
+from parl.framework import affinity
+
+ALLOWED = sorted(os.sched_getaffinity(0))
+
+
+def test_unknown_placement_is_named():
+    with pytest.raises(ValueError, match="thread_placement.*'fast'"):
+        affinity.plan("fast")
+    with pytest.raises(ValueError, match="thread_placement"):
+        parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="fast")
+
+
+def test_os_placement_pins_nothing():
+    assert affinity.plan("os") == (None, None)
+
+
+def test_one_core_and_split_plans():
+    agents, training = affinity.plan("one_core")
+    split_agents, split_training = affinity.plan("split")
+    if len(ALLOWED) < 2:  # nothing to choose between: placement is left to the OS
+        assert (agents, training, split_agents, split_training) == (None, None, None, None)
+    else:
+        assert agents == training == {ALLOWED[0]}
+        assert split_agents == {ALLOWED[0]} and split_training == set(ALLOWED[1:])
+
+
+class RecordingAgent(EchoAgent):
+    """Records the affinity and scheduling policy its thread runs with."""
+
+    def run_one_episode(self):
+        self.cpus = os.sched_getaffinity(0)
+        self.policy = os.sched_getscheduler(0)
+        return super().run_one_episode()
+
+
+@pytest.mark.parametrize("placement", ["one_core", "os"])
+def test_agent_threads_run_where_planned(placement):
+    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement=placement)
+    agent = RecordingAgent(CountEnv(0), num_games=1)
+    manager.add_agent(agent, {"T": parl.OnPolicyHelper()})
+    manager.start()
+    manager.join(timeout=10)
+    assert manager.errors == []
+    planned, _ = affinity.plan(placement)
+    if planned is None:
+        assert agent.cpus == set(ALLOWED) and agent.policy == os.SCHED_OTHER
+    else:
+        assert agent.cpus == planned and agent.policy == os.SCHED_BATCH
+    assert os.sched_getaffinity(0) == set(ALLOWED)  # the calling (main) thread is never pinned
