@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from toys import CountEnv, EchoAgent, echo_algorithm_func
 
 import parl
 from parl.framework import affinity
+
+from toys import CountEnv, EchoAgent, echo_algorithm_func
 
 ALLOWED = sorted(os.sched_getaffinity(0))
 
