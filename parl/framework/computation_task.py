@@ -25,6 +25,7 @@ import paddle
 from paddle.base import core
 
 from parl.framework.algorithm import Algorithm
+from parl.framework.model import Model
 from parl.framework.specs import Spec, normalize_specs, zeros
 from parl.layers.layer_func import training_mode
 
@@ -126,7 +127,7 @@ class ComputationTask:
             state = {
                 "version": _CHECKPOINT_VERSION,
                 "task": self.name,
-                "weights": self.algorithm_weights(),
+                "weights": self._algorithm_weights(),
                 "optimizer": self._to_structural(self._optimizer.state_dict()) if self._optimizer else None,
                 "update_steps": self.update_steps,
             }
@@ -151,7 +152,7 @@ class ComputationTask:
         if not isinstance(state, dict) or state.get("version") != _CHECKPOINT_VERSION:
             raise ValueError(f"{path} is not a parl checkpoint (version {_CHECKPOINT_VERSION})")
         with self._learn_lock, self._weights_lock:
-            self.set_algorithm_weights(state["weights"])
+            self._set_algorithm_weights(state["weights"])
             self.update_steps = int(state["update_steps"])
             if state["optimizer"] is not None:
                 if self._optimizer is None:
@@ -160,11 +161,20 @@ class ComputationTask:
                     self._optimizer.set_state_dict(self._from_structural(state["optimizer"]))
 
     def algorithm_weights(self) -> Dict[str, ArrayDict]:
-        """Weights of every Model the algorithm holds, by attribute name."""
-        return {attr: model.get_weights() for attr, model in self._models()}
+        """Weights of every Model the algorithm holds, by attribute name; a consistent snapshot
+        even while the task trains."""
+        with self._weights_lock:
+            return self._algorithm_weights()
 
     def set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
-        """Inverse of :meth:`algorithm_weights`."""
+        """Inverse of :meth:`algorithm_weights`; never interleaves with an update or a prediction."""
+        with self._weights_lock:
+            self._set_algorithm_weights(weights)
+
+    def _algorithm_weights(self) -> Dict[str, ArrayDict]:
+        return {attr: model.get_weights() for attr, model in self._models()}
+
+    def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
         models = dict(self._models())
         if set(weights) != set(models):
             raise ValueError(
@@ -174,8 +184,6 @@ class ComputationTask:
             model.set_weights(weights[attr])
 
     def _models(self) -> List[Tuple[str, object]]:
-        from parl.framework.model import Model
-
         return [(k, v) for k, v in vars(self.algorithm).items() if isinstance(v, Model)]
 
     # Optimizer state is keyed by generated parameter names, which differ
