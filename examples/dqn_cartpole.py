@@ -13,7 +13,7 @@ import argparse
 import random
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +34,8 @@ class Settings:
     hidden_sizes: tuple = (64, 64)
     learning_rate: float = 2e-3
     gamma: float = 0.99
-    target_update_interval: int = 50  # optimizer updates
+    target_update_interval: int = 1  # optimizer updates between target updates
+    tau: float = 0.02  # Polyak rate; measured more reliable here than hard copies every 50 or 100 updates
     epsilon_start: float = 1.0
     epsilon_end: float = 0.02
     epsilon_steps: int = 1_000  # per agent
@@ -79,6 +80,32 @@ def make_env() -> gym.Env:
     return gym.make(ENV_ID)
 
 
+def make_algorithm_func(s: Settings) -> Callable[[], DQN]:
+    """The DQN factory for ``s`` (the Manager and the evaluator each build one)."""
+    return parl.create_algorithm_func(
+        MLPQModel,
+        dict(obs_dim=4, num_actions=2, hidden_sizes=s.hidden_sizes),
+        DQN,
+        dict(
+            gamma=s.gamma,
+            learning_rate=s.learning_rate,
+            target_update_interval=s.target_update_interval,
+            tau=s.tau,
+        ),
+    )
+
+
+def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
+    """One agent's replay helper for ``s``."""
+    return parl.ExpReplayHelper(
+        capacity=s.capacity,
+        batch_size=s.batch_size,
+        warmup_steps=s.warmup_steps,
+        sample_interval=s.sample_interval,
+        seed=seed,
+    )
+
+
 def greedy_check(evaluator: parl.ComputationTask, episodes: int, target: float, seed: int) -> float:
     """Mean greedy return over ``episodes``.
 
@@ -106,24 +133,13 @@ def train(
     """
     s = settings or Settings()
     parl.seed_everything(seed)
-    algorithm_func = parl.create_algorithm_func(
-        MLPQModel,
-        dict(obs_dim=4, num_actions=2, hidden_sizes=s.hidden_sizes),
-        DQN,
-        dict(gamma=s.gamma, learning_rate=s.learning_rate, target_update_interval=s.target_update_interval),
-    )
+    algorithm_func = make_algorithm_func(s)
     manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=s.max_batchsize)})
     for i in range(s.agents):
         agent_seed = seed * 1000 + i
         epsilon = LinearSchedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps)
-        helper = parl.ExpReplayHelper(
-            capacity=s.capacity,
-            batch_size=s.batch_size,
-            warmup_steps=s.warmup_steps,
-            sample_interval=s.sample_interval,
-            seed=agent_seed,
-        )
-        manager.add_agent(EpsilonGreedyAgent(make_env(), epsilon=epsilon, seed=agent_seed), {"RL": helper})
+        agent = EpsilonGreedyAgent(make_env(), epsilon=epsilon, seed=agent_seed)
+        manager.add_agent(agent, {"RL": make_helper(s, agent_seed)})
     task = manager.tasks["RL"]
     evaluator = parl.ComputationTask("eval", algorithm_func())
 

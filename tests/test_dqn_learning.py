@@ -37,19 +37,20 @@ def test_dqn_reaches_greedy_475_within_step_budget() -> None:
 
     class SelfCheckingAgent(example.EpsilonGreedyAgent):
         """Trains like the example's agent; every 5 episodes plays a greedy episode through its helper
-        (no data stored) and stops once one reaches 500 or the step budget is spent."""
+        (no data stored) and stops once five in a row reach 500, or the step budget is spent."""
 
         def run_one_episode(self):
             result = super().run_one_episode()
             if self.steps >= STEP_BUDGET:
                 self.num_games = self.episode + 1
-            elif self.episode % 5 == 4 and self.greedy_episode() >= 500:
-                self.num_games = self.episode + 1
+            elif self.episode % 5 == 4 and self.greedy_episode(0) >= 500:
+                if min(self.greedy_episode(k) for k in range(1, 5)) >= 500:
+                    self.num_games = self.episode + 1
             return result
 
-        def greedy_episode(self) -> float:
+        def greedy_episode(self, k: int) -> float:
             env = gym.make("CartPole-v1")
-            obs, _ = env.reset(seed=100_000 + self.episode)
+            obs, _ = env.reset(seed=100_000 + 10 * self.episode + k)
             total, done = 0.0, False
             while not done:
                 actions, _ = self.helpers["RL"].predict({"obs": obs})
@@ -57,28 +58,18 @@ def test_dqn_reaches_greedy_475_within_step_budget() -> None:
                 total, done = total + reward, terminated or truncated
             return total
 
-    s = example.Settings(agents=1, epsilon_steps=8_000, warmup_steps=1_000)
+    # One agent sees 8x fewer joined batches than the example's eight, so it explores and warms up
+    # longer and steps more gently (lr 2e-3 collapsed to a return of ~10 by 60k steps here).
+    s = example.Settings(agents=1, epsilon_steps=8_000, warmup_steps=1_000, learning_rate=1e-3)
     parl.seed_everything(0)
-    algorithm_func = parl.create_algorithm_func(
-        example.MLPQModel,
-        dict(obs_dim=4, num_actions=2, hidden_sizes=s.hidden_sizes),
-        example.DQN,
-        dict(gamma=s.gamma, learning_rate=s.learning_rate, target_update_interval=s.target_update_interval),
-    )
-    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=s.max_batchsize)})
+    manager = parl.Manager({"RL": parl.TaskSettings(example.make_algorithm_func(s), max_batchsize=s.max_batchsize)})
     agent = SelfCheckingAgent(gym.make("CartPole-v1"), epsilon=LinearSchedule(1.0, 0.02, s.epsilon_steps), seed=0)
-    helper = parl.ExpReplayHelper(
-        capacity=s.capacity,
-        batch_size=s.batch_size,
-        warmup_steps=s.warmup_steps,
-        sample_interval=s.sample_interval,
-        seed=0,
-    )
+    helper = example.make_helper(s, seed=0)
     manager.add_agent(agent, {"RL": helper})
     manager.start()
     manager.join(timeout=600)
     assert manager.errors == []
     assert agent.steps <= STEP_BUDGET + 500  # the budget held (an episode ends whole)
     returns = evaluate(manager.tasks["RL"], example.make_env, 10, seed=1_000_000)
-    # Measured: 42,894 env steps and 10,474 updates, then 500 in each evaluation episode (same on every run).
+    # Measured: 51,490 env steps and 12,623 updates, then 500 in every evaluation episode (same on every run).
     assert float(np.mean(returns)) >= TARGET, (agent.steps, manager.tasks["RL"].update_steps, returns)
