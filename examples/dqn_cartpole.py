@@ -44,6 +44,7 @@ class Settings:
     warmup_steps: int = 250  # per agent
     sample_interval: int = 4  # env steps between an agent's training batches
     max_batchsize: int = 64
+    max_training_batchsize: Optional[int] = None  # agents' batches joined per update (None: max_batchsize)
 
 
 class EpsilonGreedyAgent(parl.Agent):
@@ -134,7 +135,13 @@ def train(
     s = settings or Settings()
     parl.seed_everything(seed)
     algorithm_func = make_algorithm_func(s)
-    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=s.max_batchsize)})
+    manager = parl.Manager(
+        {
+            "RL": parl.TaskSettings(
+                algorithm_func, max_batchsize=s.max_batchsize, max_training_batchsize=s.max_training_batchsize
+            )
+        }
+    )
     for i in range(s.agents):
         agent_seed = seed * 1000 + i
         epsilon = LinearSchedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps)

@@ -20,6 +20,7 @@ from toys import (
     WAIT,
     CountEnv,
     EchoAgent,
+    EchoAlgorithm,
     ToyFailure,
     acquire_n,
     count_puts,
@@ -158,6 +159,32 @@ def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
     assert senders(algorithm.learn_batches[0]) == [0, 1, 2]
     assert wrapper.task.update_steps == 1
     assert (wrapper.stats.training_batches, wrapper.stats.training_requests) == (1, 3)
+
+
+def test_max_training_batchsize_caps_the_batches_joined_per_update(make_wrapper) -> None:
+    wrapper = make_wrapper(max_training_batchsize=2)
+    algorithm = wrapper.task.algorithm
+    puts = count_puts(wrapper.training_queue)
+    # A first batch blocks the training loop, so the next three agents' batches queue up together.
+    blocker = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "9")
+    blocker.start()
+    assert algorithm.entered.wait(WAIT)
+    queued = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in (0, 1, 2)]
+    for s in queued:
+        s.start()
+    assert acquire_n(puts, 4)
+    algorithm.gate.set()
+    for s in [blocker] + queued:
+        assert s.done.wait(WAIT) and s.error is None
+    joined = [senders(b) for b in algorithm.learn_batches[1:]]
+    assert sorted(len(j) for j in joined) == [1, 2]  # three waiting batches: one update of two, one of one
+    assert sorted(c for j in joined for c in j) == [0, 1, 2]
+
+
+def test_min_batchsize_above_max_training_batchsize_is_refused() -> None:
+    task = parl.ComputationTask("T", EchoAlgorithm())
+    with pytest.raises(ValueError, match=r"min_batchsize \(3\).*\(2\)"):
+        parl.ComputationWrapper(task, min_batchsize=3, max_training_batchsize=2)
 
 
 def test_a_lone_batch_is_trained_after_the_timeout(make_wrapper) -> None:

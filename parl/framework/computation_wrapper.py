@@ -5,7 +5,8 @@ Two threads per wrapper:
     prediction loop:  take every pending request (>= 1, <= max_batchsize), stack by spec,
                       task.predict, split rows back to their senders
     training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
-                      first), concatenate, task.learn, return the costs to every sender
+                      first), join at most max_training_batchsize of them, task.learn, return the
+                      costs to every sender
 
 An exception in the task reaches every agent whose request was in the failed
 batch, with the original traceback; the loop keeps serving later requests.
@@ -51,14 +52,23 @@ class ComputationWrapper:
         *,
         max_batchsize: int = 256,
         min_batchsize: int = 1,
+        max_training_batchsize: Optional[int] = None,
         training_timeout: float = 0.02,
     ) -> None:
         self.task = task
         self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
         self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
         self.training_timeout = check_positive("training_timeout", training_timeout)
-        if self.min_batchsize > self.max_batchsize:
-            raise ValueError(f"min_batchsize ({min_batchsize}) must not exceed max_batchsize ({max_batchsize})")
+        self.max_training_batchsize = (
+            self.max_batchsize
+            if max_training_batchsize is None
+            else check_int("max_training_batchsize", max_training_batchsize, 1)
+        )
+        if self.min_batchsize > self.max_training_batchsize:
+            raise ValueError(
+                f"min_batchsize ({min_batchsize}) must not exceed the most agents' batches joined per update "
+                f"({self.max_training_batchsize})"
+            )
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
         self.stats = WrapperStats()
@@ -123,7 +133,7 @@ class ComputationWrapper:
     def _training_loop(self) -> None:
         task, queue, stats = self.task, self.training_queue, self.stats
         while not self._stop.is_set():
-            requests = queue.take(self.min_batchsize, self.max_batchsize, self.training_timeout)
+            requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
             if not requests:
                 continue
             stats.training_batches += 1

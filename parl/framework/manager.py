@@ -39,14 +39,17 @@ class TaskSettings:
     Attributes:
         algorithm_func: zero-argument callable returning the Algorithm
             (see :func:`parl.create_algorithm_func`).
-        max_batchsize: most requests packed into one prediction or training batch.
+        max_batchsize: most requests packed into one prediction batch (and, by default, training batch).
         min_batchsize: agents' training batches to wait for before an update.
+        max_training_batchsize: most agents' training batches joined into one update (None: max_batchsize).
+            Each update is one optimizer step, so this bounds how many env steps an update covers.
         training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
     """
 
     algorithm_func: Callable[[], Algorithm]
     max_batchsize: int = 256
     min_batchsize: int = 1
+    max_training_batchsize: Optional[int] = None
     training_timeout: float = 0.02
 
 
@@ -75,6 +78,7 @@ class Manager:
                 task,
                 max_batchsize=settings.max_batchsize,
                 min_batchsize=settings.min_batchsize,
+                max_training_batchsize=settings.max_training_batchsize,
                 training_timeout=settings.training_timeout,
             )
         self.agents: List[Agent] = []
