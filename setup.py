@@ -1,12 +1,16 @@
 """Installs parl, a reinforcement-learning framework on PaddlePaddle for building robots."""
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+README = Path(__file__).with_name("README.md")
 
 setup(
     name="parl",
     version="0.1.0",
     description="Reinforcement learning on PaddlePaddle: agents, batching computation tasks, algorithms",
-    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description=README.read_text(encoding="utf-8") if README.exists() else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["parl", "parl.*"]),
     python_requires=">=3.9",
