@@ -63,7 +63,9 @@ def test_dqn_reaches_greedy_475_within_step_budget() -> None:
     s = example.Settings(agents=1, epsilon_steps=8_000, warmup_steps=1_000, learning_rate=1e-3)
     parl.seed_everything(0)
     manager = parl.Manager({"RL": parl.TaskSettings(example.make_algorithm_func(s), max_batchsize=s.max_batchsize)})
-    agent = SelfCheckingAgent(gym.make("CartPole-v1"), epsilon=LinearSchedule(1.0, 0.02, s.epsilon_steps), seed=0)
+    agent = SelfCheckingAgent(
+        gym.make("CartPole-v1"), epsilon=LinearSchedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps), seed=0
+    )
     helper = example.make_helper(s, seed=0)
     manager.add_agent(agent, {"RL": helper})
     manager.start()

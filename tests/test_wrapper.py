@@ -66,6 +66,24 @@ class Sender(threading.Thread):
             self.done.set()
 
 
+def queue_behind_a_blocked_loop(wrapper, queue, blocking_call, calls: Dict[int, callable]) -> List[Sender]:
+    """Block the loop serving ``queue`` with ``blocking_call``, queue every call of ``calls`` behind it,
+    then open the gate; returns the senders of ``calls`` (in order), all finished without error."""
+    algorithm = wrapper.task.algorithm
+    puts = count_puts(queue)
+    blocker = Sender(blocking_call, "blocker")
+    blocker.start()
+    assert algorithm.entered.wait(WAIT)
+    waiting = [Sender(call, str(code)) for code, call in calls.items()]
+    for s in waiting:
+        s.start()
+    assert acquire_n(puts, len(calls) + 1)
+    algorithm.gate.set()
+    for s in [blocker] + waiting:
+        assert s.done.wait(WAIT) and s.error is None
+    return waiting
+
+
 # -- routing and batching -------------------------------------------------------
 
 
@@ -119,19 +137,12 @@ def test_64_agents_in_a_manager(make_manager) -> None:
 def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> None:
     wrapper = make_wrapper(max_batchsize=3)
     algorithm = wrapper.task.algorithm
-    puts = count_puts(wrapper.prediction_queue)
-    blocker = Sender(lambda: wrapper.communicator(99).predict({"obs": echo_obs(99, 0, PREDICT_BLOCK)}, None), "blocker")
-    blocker.start()
-    assert algorithm.entered.wait(WAIT)
-    waiting = [
-        Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None), str(c)) for c in range(7)
-    ]
-    for s in waiting:
-        s.start()
-    assert acquire_n(puts, 8)
-    algorithm.gate.set()
-    for s in [blocker] + waiting:
-        assert s.done.wait(WAIT) and s.error is None
+    waiting = queue_behind_a_blocked_loop(
+        wrapper,
+        wrapper.prediction_queue,
+        lambda: wrapper.communicator(99).predict({"obs": echo_obs(99, 0, PREDICT_BLOCK)}, None),
+        {c: (lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None)) for c in range(7)},
+    )
     assert [len(b) for b in algorithm.prediction_batches] == [1, 3, 3, 1]
     assert all(int(s.result[0]["action"][0]) == 1000 * c for c, s in enumerate(waiting))
 
@@ -164,18 +175,12 @@ def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
 def test_max_training_batchsize_caps_the_batches_joined_per_update(make_wrapper) -> None:
     wrapper = make_wrapper(max_training_batchsize=2)
     algorithm = wrapper.task.algorithm
-    puts = count_puts(wrapper.training_queue)
-    # A first batch blocks the training loop, so the next three agents' batches queue up together.
-    blocker = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "9")
-    blocker.start()
-    assert algorithm.entered.wait(WAIT)
-    queued = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in (0, 1, 2)]
-    for s in queued:
-        s.start()
-    assert acquire_n(puts, 4)
-    algorithm.gate.set()
-    for s in [blocker] + queued:
-        assert s.done.wait(WAIT) and s.error is None
+    queue_behind_a_blocked_loop(
+        wrapper,
+        wrapper.training_queue,
+        lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)),
+        {c: (lambda c=c: wrapper.communicator(c).learn(echo_batch(c))) for c in (0, 1, 2)},
+    )
     joined = [senders(b) for b in algorithm.learn_batches[1:]]
     assert sorted(len(j) for j in joined) == [1, 2]  # three waiting batches: one update of two, one of one
     assert sorted(c for j in joined for c in j) == [0, 1, 2]

@@ -25,7 +25,8 @@ import paddle
 from paddle.base import core
 
 from parl.framework.algorithm import Algorithm
-from parl.framework.model import Model
+from parl.framework.model import Model, named_models
+from parl.framework.optimizer import Optimizer
 from parl.framework.specs import Spec, normalize_specs, zeros
 from parl.layers.layer_func import training_mode
 
@@ -52,7 +53,7 @@ class ComputationTask:
         self.action_specs: List[Spec] = normalize_specs(model.get_action_specs(), owner)
         self.reward_specs: List[Spec] = normalize_specs(model.get_reward_specs(), owner)
         self.update_steps = 0
-        self._optimizer: Optional[paddle.optimizer.Optimizer] = None
+        self._optimizer: Optional[Optimizer] = None
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
         self._learn_lock = threading.Lock()
@@ -107,7 +108,7 @@ class ComputationTask:
                 optimizer.clear_grad(set_to_zero=False)
             return {k: float(v) for k, v in costs.items()}
 
-    def _get_optimizer(self) -> paddle.optimizer.Optimizer:
+    def _get_optimizer(self) -> Optimizer:
         # Layers create their parameters on first call, so the optimizer is made
         # after the first training forward pass has built everything it updates.
         if self._optimizer is None:
@@ -183,8 +184,8 @@ class ComputationTask:
         for attr, model in models.items():
             model.set_weights(weights[attr])
 
-    def _models(self) -> List[Tuple[str, object]]:
-        return [(k, v) for k, v in vars(self.algorithm).items() if isinstance(v, Model)]
+    def _models(self) -> List[Tuple[str, Model]]:
+        return named_models(self.algorithm)
 
     # Optimizer state is keyed by generated parameter names, which differ
     # between processes; checkpoints key it by model structure instead.
@@ -194,7 +195,7 @@ class ComputationTask:
             for path, layer in model.named_layers():
                 for suffix, param in layer.params.items():
                     pairs.append((param.name, f"{attr}/{path}.{suffix}"))
-        return sorted(pairs, key=lambda p: -len(p[0]))
+        return pairs
 
     def _to_structural(self, state: Mapping[str, object]) -> dict:
         return _rename(state, self._param_names())
@@ -204,7 +205,12 @@ class ComputationTask:
 
 
 def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
+    # Longest names first, so "fc_1.w" never claims the state of "fc_1.w_x".
     pairs = sorted(pairs, key=lambda p: -len(p[0]))
+    return _rename_sorted(state, pairs)
+
+
+def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
     out = {}
     for key, value in state.items():
         for old, new in pairs:
@@ -214,7 +220,7 @@ def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
         if isinstance(value, paddle.Tensor):
             value = value.numpy()
         elif isinstance(value, dict):
-            value = _rename(value, pairs)
+            value = _rename_sorted(value, pairs)
         out[key] = value
     return out
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Dict, List, Optional, Set
 
+import numpy as np
+
 from parl.framework.affinity import pin_current_thread
 from parl.framework.communicator import Communicator
 from parl.framework.computation_task import BATCH_FIELDS, ComputationTask
@@ -155,7 +157,7 @@ def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
     for field in BATCH_FIELDS:
         parts = [b[field] for b in batches]
         if field == "next_episode_end":
-            out[field] = concatenate([{"x": p} for p in parts], ["x"])["x"]
+            out[field] = np.concatenate(parts)
         else:
             out[field] = concatenate(parts, list(parts[0]))
     return out

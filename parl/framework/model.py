@@ -24,7 +24,7 @@ up with the original.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import paddle
@@ -148,8 +148,7 @@ def _collect(obj: object, prefix: str, seen: set, out: List[Tuple[str, LayerFunc
             _collect(value, f"{prefix}{key}.", seen, out)
 
 
-def iter_models(obj: object) -> Iterator[Model]:
-    """Models held directly as attributes of ``obj`` (used by Algorithm)."""
-    for value in vars(obj).values():
-        if isinstance(value, Model):
-            yield value
+def named_models(obj: object) -> List[Tuple[str, Model]]:
+    """``(attribute name, model)`` for each Model held directly as an attribute of ``obj``
+    (an algorithm's online, target and other models)."""
+    return [(name, value) for name, value in vars(obj).items() if isinstance(value, Model)]

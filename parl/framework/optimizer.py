@@ -10,13 +10,25 @@ sixth of the overhead.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Protocol
 
 import numpy as np
 import paddle
 from paddle import _C_ops
 
 from parl.framework.validation import check_positive, check_range
+
+
+class Optimizer(Protocol):
+    """What :class:`~parl.ComputationTask` needs of an optimizer (paddle's optimizers fit too)."""
+
+    def step(self) -> None: ...
+
+    def clear_grad(self, set_to_zero: bool = False) -> None: ...
+
+    def state_dict(self) -> Dict[str, object]: ...
+
+    def set_state_dict(self, state: Dict[str, object]) -> None: ...
 
 
 class Adam:
