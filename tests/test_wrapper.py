@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -66,9 +66,11 @@ class Sender(threading.Thread):
             self.done.set()
 
 
-def queue_behind_a_blocked_loop(wrapper, queue, blocking_call, calls: Dict[int, callable]) -> List[Sender]:
+def queue_behind_a_blocked_loop(
+    wrapper, queue, blocking_call, calls: Dict[int, callable]
+) -> Tuple[Sender, List[Sender]]:
     """Block the loop serving ``queue`` with ``blocking_call``, queue every call of ``calls`` behind it,
-    then open the gate; returns the senders of ``calls`` (in order), all finished without error."""
+    then open the gate; returns the blocker and the senders of ``calls`` (in order), all finished."""
     algorithm = wrapper.task.algorithm
     puts = count_puts(queue)
     blocker = Sender(blocking_call, "blocker")
@@ -80,8 +82,8 @@ def queue_behind_a_blocked_loop(wrapper, queue, blocking_call, calls: Dict[int, 
     assert acquire_n(puts, len(calls) + 1)
     algorithm.gate.set()
     for s in [blocker] + waiting:
-        assert s.done.wait(WAIT) and s.error is None
-    return waiting
+        assert s.done.wait(WAIT)
+    return blocker, waiting
 
 
 # -- routing and batching -------------------------------------------------------
@@ -137,12 +139,13 @@ def test_64_agents_in_a_manager(make_manager) -> None:
 def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> None:
     wrapper = make_wrapper(max_batchsize=3)
     algorithm = wrapper.task.algorithm
-    waiting = queue_behind_a_blocked_loop(
+    blocker, waiting = queue_behind_a_blocked_loop(
         wrapper,
         wrapper.prediction_queue,
         lambda: wrapper.communicator(99).predict({"obs": echo_obs(99, 0, PREDICT_BLOCK)}, None),
         {c: (lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None)) for c in range(7)},
     )
+    assert all(s.error is None for s in [blocker] + waiting)
     assert [len(b) for b in algorithm.prediction_batches] == [1, 3, 3, 1]
     assert all(int(s.result[0]["action"][0]) == 1000 * c for c, s in enumerate(waiting))
 
@@ -175,12 +178,13 @@ def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
 def test_max_training_batchsize_caps_the_batches_joined_per_update(make_wrapper) -> None:
     wrapper = make_wrapper(max_training_batchsize=2)
     algorithm = wrapper.task.algorithm
-    queue_behind_a_blocked_loop(
+    blocker, queued = queue_behind_a_blocked_loop(
         wrapper,
         wrapper.training_queue,
         lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)),
         {c: (lambda c=c: wrapper.communicator(c).learn(echo_batch(c))) for c in (0, 1, 2)},
     )
+    assert all(s.error is None for s in [blocker] + queued)
     joined = [senders(b) for b in algorithm.learn_batches[1:]]
     assert sorted(len(j) for j in joined) == [1, 2]  # three waiting batches: one update of two, one of one
     assert sorted(c for j in joined for c in j) == [0, 1, 2]
@@ -222,22 +226,14 @@ def _check_remote_errors(errors: List[BaseException], where: str, function: str)
 def test_a_failing_prediction_reaches_every_sender_in_its_batch(make_wrapper) -> None:
     wrapper = make_wrapper()
     algorithm = wrapper.task.algorithm
-    puts = count_puts(wrapper.prediction_queue)
     # Hold the loop in one batch while three requests (one poisoned) queue up behind it.
-    blocker = Sender(lambda: wrapper.communicator(9).predict({"obs": echo_obs(9, 0, PREDICT_BLOCK)}, None), "blocker")
-    blocker.start()
-    assert algorithm.entered.wait(WAIT)
     markers = {0: 0.0, 1: PREDICT_FAIL, 2: 0.0}
-    batch = [
-        Sender(lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0, markers[c])}, None), str(c))
-        for c in markers
-    ]
-    for s in batch:
-        s.start()
-    assert acquire_n(puts, 4)
-    algorithm.gate.set()
-    for s in [blocker] + batch:
-        assert s.done.wait(WAIT)
+    blocker, batch = queue_behind_a_blocked_loop(
+        wrapper,
+        wrapper.prediction_queue,
+        lambda: wrapper.communicator(9).predict({"obs": echo_obs(9, 0, PREDICT_BLOCK)}, None),
+        {c: (lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0, markers[c])}, None)) for c in markers},
+    )
     assert blocker.error is None and int(blocker.result[0]["action"][0]) == 9000
     assert senders(algorithm.prediction_batches[1]) == [0, 1, 2]
     _check_remote_errors([s.error for s in batch], "prediction in task 'T'", "_maybe_block_or_fail")
@@ -250,20 +246,13 @@ def test_a_failing_prediction_reaches_every_sender_in_its_batch(make_wrapper) ->
 def test_a_failing_update_reaches_every_sender_in_its_batch(make_wrapper) -> None:
     wrapper = make_wrapper()
     algorithm, task = wrapper.task.algorithm, wrapper.task
-    puts = count_puts(wrapper.training_queue)
-    blocker = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "blocker")
-    blocker.start()
-    assert algorithm.entered.wait(WAIT)
     markers = {0: 0.0, 1: LEARN_FAIL, 2: 0.0}
-    batch = [
-        Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c, marker=markers[c])), str(c)) for c in markers
-    ]
-    for s in batch:
-        s.start()
-    assert acquire_n(puts, 4)
-    algorithm.gate.set()
-    for s in [blocker] + batch:
-        assert s.done.wait(WAIT)
+    blocker, batch = queue_behind_a_blocked_loop(
+        wrapper,
+        wrapper.training_queue,
+        lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)),
+        {c: (lambda c=c: wrapper.communicator(c).learn(echo_batch(c, marker=markers[c]))) for c in markers},
+    )
     assert blocker.error is None and blocker.result["rows"] == 2.0
     assert senders(algorithm.learn_batches[1]) == [0, 1, 2]
     _check_remote_errors([s.error for s in batch], "training in task 'T'", "_maybe_block_or_fail")
