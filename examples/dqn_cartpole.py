@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
@@ -21,7 +20,7 @@ import numpy as np
 import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
-from parl.utils import LinearSchedule, evaluate
+from parl.utils import GymAgent, LinearSchedule, train_until
 
 ENV_ID = "CartPole-v1"
 
@@ -48,34 +47,18 @@ class Settings:
     max_training_batchsize: Optional[int] = 2  # agents' batches joined per update; measured best of 1, 2, all
 
 
-class EpsilonGreedyAgent(parl.Agent):
+class EpsilonGreedyAgent(GymAgent):
     """Acts randomly with probability epsilon (decaying over this agent's steps), greedily otherwise."""
 
     def __init__(self, env: gym.Env, *, epsilon: LinearSchedule, seed: int) -> None:
         super().__init__(env, seed=seed)
         self.epsilon = epsilon
-        self.steps = 0
         self.rng = random.Random(seed)
-        env.action_space.seed(seed)
 
-    def run_one_episode(self) -> Dict[str, float]:
-        rl = self.helpers["RL"]
-        obs, _ = self.reset_env()
-        total, steps, done = 0.0, 0, False
-        while not done:
-            if self.rng.random() < self.epsilon(self.steps):
-                actions = {"action": np.array([self.env.action_space.sample()], dtype=np.int64)}
-            else:
-                actions, _ = rl.predict({"obs": obs})
-            next_obs, reward, terminated, truncated, _ = self.env.step(int(actions["action"][0]))
-            rl.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
-            rl.learn()
-            obs = next_obs
-            total += reward
-            steps += 1
-            self.steps += 1
-            done = terminated or truncated
-        return {"reward": total, "steps": steps}
+    def act(self, inputs: Dict[str, np.ndarray], states: Dict[str, np.ndarray]):
+        if self.rng.random() < self.epsilon(self.total_steps):
+            return {"action": np.array([self.env.action_space.sample()], dtype=np.int64)}, {}
+        return super().act(inputs, states)
 
 
 def make_env() -> gym.Env:
@@ -109,17 +92,11 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
     )
 
 
-def greedy_check(evaluator: parl.ComputationTask, episodes: int, target: float, seed: int) -> float:
-    """Mean greedy return over ``episodes``.
-
-    Plays one episode first and returns its score alone when it misses ``target``, so
-    checks of a policy that is not there yet cost one episode.
-    """
-    first = evaluate(evaluator, make_env, 1, seed=seed)[0]
-    if first < target or episodes == 1:
-        return first
-    rest = evaluate(evaluator, make_env, episodes - 1, seed=seed + 1)
-    return float(np.mean([first] + rest))
+def make_settings(s: Settings) -> parl.TaskSettings:
+    """The task settings for ``s``."""
+    return parl.TaskSettings(
+        make_algorithm_func(s), max_batchsize=s.max_batchsize, max_training_batchsize=s.max_training_batchsize
+    )
 
 
 def train(
@@ -130,78 +107,28 @@ def train(
     settings: Optional[Settings] = None,
     verbose: bool = True,
 ) -> Dict[str, float]:
-    """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass.
-
-    Then evaluates the policy of the best greedy check on fresh seeds.
-    """
+    """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
+    :func:`parl.utils.train_until`)."""
     s = settings or Settings()
     parl.seed_everything(seed)
-    algorithm_func = make_algorithm_func(s)
-    manager = parl.Manager(
-        {
-            "RL": parl.TaskSettings(
-                algorithm_func, max_batchsize=s.max_batchsize, max_training_batchsize=s.max_training_batchsize
-            )
-        }
-    )
+    task_settings = make_settings(s)
+    manager = parl.Manager({"RL": task_settings})
     for i in range(s.agents):
         agent_seed = seed * 1000 + i
         epsilon = LinearSchedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps)
         agent = EpsilonGreedyAgent(make_env(), epsilon=epsilon, seed=agent_seed)
         manager.add_agent(agent, {"RL": make_helper(s, agent_seed)})
-    task = manager.tasks["RL"]
-    evaluator = parl.ComputationTask("eval", algorithm_func())
-
-    start = time.perf_counter()
-    manager.start()
-    steps, recent, last_print, next_check, check = 0, [], start, 0, float("nan")
-    best_check, best_weights = float("-inf"), None  # the policy evaluated at the end
-    try:
-        while manager.running() and steps < max_steps:
-            time.sleep(0.05)
-            for episode in manager.new_episodes():
-                steps += int(episode["steps"])
-                recent = (recent + [episode["reward"]])[-20:]
-            if manager.errors:
-                raise manager.errors[0]
-            mean_recent = float(np.mean(recent)) if recent else 0.0
-            now = time.perf_counter()
-            if verbose and now - last_print >= 2.0:
-                last_print = now
-                print(
-                    f"[{now - start:5.1f}s] env steps {steps:7d}  updates {task.update_steps:6d}  "
-                    f"recent return {mean_recent:5.1f}  greedy check {check:5.1f}",
-                    flush=True,
-                )
-            if mean_recent >= 0.3 * target and steps >= next_check:
-                next_check = steps + 1_000
-                evaluator.set_algorithm_weights(task.algorithm_weights())
-                check = greedy_check(evaluator, eval_episodes, target, seed=10_000 + steps)
-                if check > best_check:
-                    best_check, best_weights = check, evaluator.algorithm_weights()
-                if check >= target:
-                    break
-    finally:
-        manager.stop()
-    train_seconds = time.perf_counter() - start
-    # The policy of the best greedy check (the last one when it reached the target): DQN's
-    # greedy return can drop again with further training, as checkpoint selection in SB3's
-    # EvalCallback and others acknowledges.
-    evaluator.set_algorithm_weights(best_weights if best_weights is not None else task.algorithm_weights())
-    returns = evaluate(evaluator, make_env, eval_episodes, seed=1_000_000 + seed)
-    result = {
-        "seed": seed,
-        "train_seconds": train_seconds,
-        "env_steps": steps,
-        "updates": task.update_steps,
-        "greedy_check": check,
-        "best_greedy_check": best_check,
-        "greedy_mean_return": float(np.mean(returns)),
-    }
-    if verbose:
-        print(f"trained {steps} env steps, {task.update_steps} updates in {train_seconds:.1f} s (after imports)")
-        print(f"greedy {eval_episodes}-episode mean return: {result['greedy_mean_return']:.1f}")
-    return result
+    return train_until(
+        manager,
+        task_settings,
+        make_env,
+        target=target,
+        max_steps=max_steps,
+        seed=seed,
+        eval_episodes=eval_episodes,
+        check_from=0.3 * target,
+        verbose=verbose,
+    )
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

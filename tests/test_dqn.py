@@ -8,6 +8,7 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
+from parl.framework.batch_info import batch_info
 from parl.models import MLPQModel
 
 from toys import RecordingCommunicator
@@ -50,7 +51,14 @@ def known_dqn(**kwargs) -> DQN:
 def dqn_loss(dqn: DQN, ends: np.ndarray, obs=OBS, next_obs=NEXT_OBS, actions=ACTIONS, rewards=REWARDS) -> float:
     t = paddle.to_tensor
     costs = dqn.learn(
-        {"obs": t(obs)}, {"obs": t(next_obs)}, {}, {}, t(ends), {"action": t(actions)}, {"reward": t(rewards)}
+        {"obs": t(obs)},
+        {"obs": t(next_obs)},
+        {},
+        {},
+        t(ends),
+        {"action": t(actions)},
+        {"reward": t(rewards)},
+        batch_info(len(ends)),
     )
     return float(costs["loss"])
 

@@ -250,7 +250,7 @@ def test_checkpoint_round_trip_into_a_fresh_task(tmp_path) -> None:
     # One more step on the same batch gives the same costs and weights: the Adam
     # moments, the target network and the update counter were all restored.
     batch = _batch(200)
-    assert restored.learn(batch) == original.learn(batch)
+    _assert_same_costs(restored.learn(batch), original.learn(batch))
     _assert_same_weights(original, restored)
     assert restored.update_steps == original.update_steps == 14
 
@@ -263,6 +263,12 @@ def test_checkpoint_round_trip_into_a_fresh_task(tmp_path) -> None:
     assert not np.array_equal(
         weights_only.algorithm_weights()["model"]["q.w"], original.algorithm_weights()["model"]["q.w"]
     )
+
+
+def _assert_same_costs(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
 def test_checkpoint_load_into_a_task_that_has_trained(tmp_path) -> None:
@@ -278,7 +284,7 @@ def test_checkpoint_load_into_a_task_that_has_trained(tmp_path) -> None:
     other.load(path)
     assert other.update_steps == 3
     batch = _batch(7)
-    assert other.learn(batch) == original.learn(batch)
+    _assert_same_costs(other.learn(batch), original.learn(batch))
     _assert_same_weights(original, other)
 
 

@@ -123,13 +123,13 @@ class EchoAlgorithm(parl.Algorithm):
         if (obs[:, 1] == fail).any():
             raise ToyFailure(f"marker {fail} in a batch of {len(obs)}")
 
-    def predict(self, inputs, states):
+    def predict(self, inputs, states, *, deterministic=False):
         obs = inputs["obs"].numpy()
         self.prediction_batches.append(obs)
         self._maybe_block_or_fail(obs, PREDICT_FAIL, PREDICT_BLOCK)
         return {"action": paddle.cast(inputs["obs"][:, :1], "int64")}, {}
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards):
+    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
         obs = inputs["obs"].numpy()
         self.learn_batches.append(obs)
         self._maybe_block_or_fail(obs, LEARN_FAIL, LEARN_BLOCK)

@@ -5,7 +5,11 @@ The model implements ``value(inputs) -> Q`` of shape ``[batch, num_actions]``
 spec of shape ``[1]``. The target network is a second model built by
 ``model_func``, so it lines up with the online model by structure.
 
-    target = r + gamma * (1 - next_episode_end) * Q_target(s', argmax_a Q_online(s', a))
+    target = r + gamma^k * (1 - next_episode_end) * Q_target(s', argmax_a Q_online(s', a))
+
+where ``k`` is the number of env steps the transition spans (1, or up to n
+with n-step replay). With prioritized replay each row's loss is weighted by
+its importance weight, and ``td_error`` (one per row) becomes its new priority.
 
 Exploration (epsilon-greedy) is the agent's choice, so ``predict`` is greedy.
 """
@@ -17,9 +21,11 @@ from typing import Callable, Dict, Optional, Tuple
 import paddle
 import paddle.nn.functional as F
 
+from parl.algorithms.target import TargetSync
 from parl.framework.algorithm import Algorithm, TensorDict
+from parl.framework.batch_info import BatchInfo
 from parl.framework.model import Model
-from parl.framework.validation import check_choice, check_int, check_range
+from parl.framework.validation import check_choice, check_range
 
 
 class DQN(Algorithm):
@@ -50,16 +56,14 @@ class DQN(Algorithm):
     ) -> None:
         super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
-        self.target_update_interval = check_int("target_update_interval", target_update_interval, 1)
-        self.tau = check_range("tau", tau, 0.0, 1.0)
-        if self.tau == 0.0:
-            raise ValueError("tau must be in (0, 1], got 0.0 (the target would never change)")
         self.double_q = bool(double_q)
         self.loss = check_choice("loss", loss, ("huber", "mse"))
         self.target_model = model_func()
-        self._target_synced = False
+        self.targets = TargetSync([(self.model, self.target_model)], tau=tau, interval=target_update_interval)
 
-    def predict(self, inputs: TensorDict, states: TensorDict) -> Tuple[TensorDict, TensorDict]:
+    def predict(
+        self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
+    ) -> Tuple[TensorDict, TensorDict]:
         q = self.model.value(inputs)
         return {"action": paddle.argmax(q, axis=-1, keepdim=True)}, {}
 
@@ -72,15 +76,8 @@ class DQN(Algorithm):
         next_episode_end: paddle.Tensor,
         actions: TensorDict,
         rewards: TensorDict,
+        info: BatchInfo,
     ) -> Dict[str, paddle.Tensor]:
-        if not self._target_synced:
-            # A target that has never received values (layers are built lazily)
-            # starts as a copy of the online model; a target restored from a
-            # checkpoint is built already and must not be overwritten.
-            if not all(layer.built for _, layer in self.target_model.named_layers()):
-                self.model.value(inputs)  # builds the online layers before the first copy
-                self.model.sync_weights_to(self.target_model)
-            self._target_synced = True
         batch_size = actions["action"].shape[0]
         if self.double_q:
             # One online pass over [inputs; next_inputs]: the second half only picks next actions.
@@ -90,18 +87,19 @@ class DQN(Algorithm):
         else:
             q = self.model.value(inputs)
         q_taken = paddle.take_along_axis(q, actions["action"], axis=1)
+        self.targets.initialize()  # the online layers are built by now
         with paddle.no_grad():
             next_q_target = self.target_model.value(next_inputs)
             if not self.double_q:
                 next_action = paddle.argmax(next_q_target, axis=-1, keepdim=True)
             next_value = paddle.take_along_axis(next_q_target, next_action, axis=1)
-            target = rewards["reward"] + self.gamma * (1.0 - next_episode_end) * next_value
+            target = rewards["reward"] + info.discount(self.gamma) * (1.0 - next_episode_end) * next_value
         if self.loss == "huber":
-            loss = F.smooth_l1_loss(q_taken, target)
+            per_row = F.smooth_l1_loss(q_taken, target, reduction="none")
         else:
-            loss = F.mse_loss(q_taken, target)
-        return {"loss": loss, "q_mean": q_taken.mean().detach()}
+            per_row = F.mse_loss(q_taken, target, reduction="none")
+        loss = per_row.mean() if info.uniform_weights else (per_row * info.weights).mean()
+        return {"loss": loss, "q_mean": q_taken.mean().detach(), "td_error": (target - q_taken).detach()}
 
     def after_update(self, update_step: int) -> None:
-        if update_step % self.target_update_interval == 0:
-            self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau)
+        self.targets.after_update(update_step)

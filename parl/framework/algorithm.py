@@ -3,25 +3,36 @@
     algorithm = DQN(model_func, gamma=0.99)
     actions, next_states = algorithm.predict(inputs, states)            # tensors in, tensors out
     costs = algorithm.learn(inputs, next_inputs, states, next_states,
-                            next_episode_end, actions, rewards)          # {"loss": ..., ...}
+                            next_episode_end, actions, rewards, info)    # {"loss": ..., ...}
 
 An Algorithm holds only math: it never touches queues, threads, environments
 or files. :class:`~parl.framework.computation_task.ComputationTask` converts
 numpy to tensors, minimizes ``costs["loss"]`` with the optimizer from
 :meth:`Algorithm.make_optimizer`, and calls :meth:`Algorithm.after_update`.
+
+``learn`` returns the costs of one optimizer step, or an iterator of them for
+algorithms that take several steps on one batch (PPO's epochs and
+minibatches): the task runs one optimizer step per item it yields.
+
+Hyperparameters are keyword arguments; an unknown one raises ValueError
+naming it, like a bad value does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+import inspect
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
 import paddle
 
+from parl.framework.batch_info import BatchInfo
 from parl.framework.model import Model
 from parl.framework.optimizer import Adam
 from parl.framework.validation import check_positive
 
 TensorDict = Dict[str, paddle.Tensor]
+#: What :meth:`Algorithm.learn` returns: one step's costs, or one item per optimizer step.
+LearnResult = Union[TensorDict, Iterator[TensorDict]]
 
 
 class Algorithm:
@@ -30,6 +41,17 @@ class Algorithm:
     Keeping the callable lets an algorithm clone models (target networks,
     behaviour policies) whose layers line up with ``self.model``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Algorithm":
+        # Python reports an unknown keyword as a TypeError from deep inside the
+        # call; name the option and the known ones instead.
+        known = _keyword_names(cls)
+        unknown = [] if known is _ANY else sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(
+                f"{cls.__name__}: unknown option {unknown[0]}={kwargs[unknown[0]]!r}; options are {sorted(known)}"
+            )
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -58,8 +80,14 @@ class Algorithm:
         and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
         return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
 
-    def predict(self, inputs: TensorDict, states: TensorDict) -> Tuple[TensorDict, TensorDict]:
-        """Batched actions (by action spec name) and next recurrent states (by state spec name)."""
+    def predict(
+        self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
+    ) -> Tuple[TensorDict, TensorDict]:
+        """Batched actions (by action spec name) and next recurrent states (by state spec name).
+
+        ``deterministic`` asks for the greedy or mean action instead of a sample
+        (evaluation); algorithms whose policy is deterministic ignore it.
+        """
         raise NotImplementedError
 
     def learn(
@@ -71,17 +99,43 @@ class Algorithm:
         next_episode_end: paddle.Tensor,
         actions: TensorDict,
         rewards: TensorDict,
-    ) -> TensorDict:
+        info: BatchInfo,
+    ) -> LearnResult:
         """Named costs of one batch; ``costs["loss"]`` is what the optimizer minimizes.
 
         ``next_episode_end`` is 1.0 where the next input is terminal (the task
         ended: no bootstrap) and 0.0 otherwise, including on truncation by a
         time limit, where the next input must be bootstrapped from.
+
+        ``info`` tells how the rows relate (time-ordered segments), how many
+        env steps each transition spans (n-step replay) and the rows'
+        importance weights (prioritized replay); see :class:`BatchInfo`.
+
+        Costs are scalars, except a per-row ``"td_error"`` of shape ``[B]`` or
+        ``[B, 1]``, which prioritized replay uses as new priorities. A
+        generator may be returned instead, yielding one costs dict per
+        optimizer step.
         """
         raise NotImplementedError
 
     def after_update(self, update_step: int) -> None:
         """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""
+
+
+def _keyword_names(cls: type) -> set:
+    names = _KEYWORDS.get(cls)
+    if names is None:
+        params = inspect.signature(cls.__init__).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            names = _ANY
+        else:
+            names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"self"}
+        _KEYWORDS[cls] = names
+    return names
+
+
+_KEYWORDS: Dict[type, set] = {}
+_ANY: set = set()  # marker: the constructor takes **kwargs, so any keyword is accepted
 
 
 def create_algorithm_func(

@@ -48,8 +48,9 @@ class Communicator:
         self._wrapper.prediction_queue.put(request)
         return request.wait(self._wrapper.is_stopped)
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, float]:
-        """Send a training batch (already checked by the helper); returns the costs of the update."""
+    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+        """Send a training batch (already checked by the helper); returns the costs of the update
+        (floats, and this batch's rows of a per-row ``td_error``)."""
         request = Request(self.agent_id, batch)
         self._wrapper.training_queue.put(request)
         return request.wait(self._wrapper.is_stopped)

@@ -1,11 +1,12 @@
 """ComputationTask: one Algorithm behind a numpy-in, numpy-out interface.
 
-    task = ComputationTask("RL", algorithm)
+    task = ComputationTask("RL", algorithm, normalize_inputs=True)
     actions, next_states = task.predict({"obs": obs_batch}, {})
     costs = task.learn(batch)          # {"loss": 0.12, ...} as floats
     task.save("ckpt/RL.pdckpt"); task.load("ckpt/RL.pdckpt")
 
-It owns the optimizer, the update counter and checkpoints, and is safe to
+It owns the optimizer, the update counter, the data transforms (input
+normalization, reward scaling and clipping) and checkpoints, and is safe to
 call from the wrapper's prediction and training threads at once: the
 optimizer step (the only write to weights) and each prediction run under one
 lock, so a prediction never sees half-updated weights, while the training
@@ -18,19 +19,26 @@ import os
 import pickle
 import tempfile
 import threading
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import paddle
 from paddle.base import core
 
 from parl.framework.algorithm import Algorithm
+from parl.framework.batch_info import make_batch_info
 from parl.framework.model import Model, named_models
 from parl.framework.optimizer import Optimizer
 from parl.framework.specs import Spec, normalize_specs, zeros
+from parl.framework.transforms import InputNormalizer, RewardTransform
 from parl.layers.layer_func import training_mode
 
 ArrayDict = Dict[str, np.ndarray]
+#: A learn result: scalar costs as floats, per-row values (``td_error``) as arrays.
+Costs = Dict[str, Union[float, np.ndarray]]
+
+#: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
+NORMALIZER_KEY = "_input_normalizer"
 
 #: Fields of a training batch, each a dict of batched arrays except ``next_episode_end``.
 BATCH_FIELDS = ("inputs", "next_inputs", "states", "next_states", "actions", "rewards", "next_episode_end")
@@ -39,9 +47,30 @@ _CHECKPOINT_VERSION = 1
 
 
 class ComputationTask:
-    """Wraps one Algorithm; numpy in, numpy out."""
+    """Wraps one Algorithm; numpy in, numpy out.
 
-    def __init__(self, name: str, algorithm: Algorithm) -> None:
+    Args:
+        name: the task's name in errors and checkpoints.
+        algorithm: the Algorithm to serve.
+        normalize_inputs: float inputs to normalize by running mean and std
+            (True: every float input; False or empty: none). The statistics are
+            updated from prediction batches (not deterministic ones), used for
+            prediction and learning alike, and saved in checkpoints.
+        input_clip: normalized inputs are clipped to [-input_clip, input_clip].
+        reward_scale: rewards are multiplied by this before learning.
+        reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        algorithm: Algorithm,
+        *,
+        normalize_inputs: Union[bool, Sequence[str]] = False,
+        input_clip: float = 10.0,
+        reward_scale: float = 1.0,
+        reward_clip: Optional[float] = None,
+    ) -> None:
         if not isinstance(algorithm, Algorithm):
             raise ValueError(f"task {name!r}: expected a parl.Algorithm, got {type(algorithm).__name__}")
         self.name = name
@@ -52,21 +81,51 @@ class ComputationTask:
         self.state_specs: List[Spec] = normalize_specs(model.get_state_specs(), owner)
         self.action_specs: List[Spec] = normalize_specs(model.get_action_specs(), owner)
         self.reward_specs: List[Spec] = normalize_specs(model.get_reward_specs(), owner)
+        self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
+        self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
         self._optimizer: Optional[Optimizer] = None
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
         self._learn_lock = threading.Lock()
 
+    def _make_normalizer(
+        self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
+    ) -> Optional[InputNormalizer]:
+        floats = {s.name: s.shape for s in self.input_specs if s.dtype.kind == "f"}
+        if normalize_inputs is True:
+            names = list(floats)
+        elif normalize_inputs is False or normalize_inputs is None:
+            names = []
+        elif isinstance(normalize_inputs, (list, tuple)):
+            names = list(normalize_inputs)
+        else:
+            raise ValueError(f"normalize_inputs must be a bool or a list of input names, got {normalize_inputs!r}")
+        bad = [n for n in names if n not in floats]
+        if bad:
+            raise ValueError(f"task {self.name!r}: normalize_inputs names {bad}, float inputs are {sorted(floats)}")
+        return InputNormalizer({n: floats[n] for n in names}, clip=input_clip) if names else None
+
     # -- prediction ---------------------------------------------------------
     def predict(
-        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray]
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], *, deterministic: bool = False
     ) -> Tuple[ArrayDict, ArrayDict]:
-        """Batched actions and next states as numpy, keyed by spec name."""
-        in_t = {k: _tensor(v) for k, v in inputs.items()}
+        """Batched actions and next states as numpy, keyed by spec name.
+
+        ``deterministic`` asks the algorithm for greedy or mean actions
+        (evaluation); such batches leave the input statistics unchanged.
+        """
         st_t = {k: _tensor(v) for k, v in states.items()}
         with self._weights_lock, paddle.no_grad(), training_mode(False):
-            actions, next_states = self.algorithm.predict(in_t, st_t)
+            if self.normalizer is not None:
+                if not deterministic:
+                    self.normalizer.update(inputs)
+                inputs = self.normalizer(inputs)
+            in_t = {k: _tensor(v) for k, v in inputs.items()}
+            if deterministic:
+                actions, next_states = self.algorithm.predict(in_t, st_t, deterministic=True)
+            else:
+                actions, next_states = self.algorithm.predict(in_t, st_t)
             return _to_numpy(actions), _to_numpy(next_states)
 
     def initial_states(self, batch_size: int = 1) -> ArrayDict:
@@ -74,39 +133,61 @@ class ComputationTask:
         return zeros(self.state_specs, batch_size)
 
     # -- training -----------------------------------------------------------
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, float]:
-        """One optimizer step on ``batch`` (fields :data:`BATCH_FIELDS`); returns the named costs."""
+    def learn(self, batch: Mapping[str, object]) -> Costs:
+        """Optimizer steps on ``batch`` (fields :data:`BATCH_FIELDS`, optionally the info fields of
+        :mod:`parl.framework.batch_info`); returns the named costs.
+
+        Scalar costs come back as floats (averaged over the steps of an
+        algorithm that takes several); a per-row ``td_error`` as an array.
+        """
+        inputs, next_inputs = batch["inputs"], batch["next_inputs"]
+        rewards = batch["rewards"]
+        if self.normalizer is not None:
+            with self._weights_lock:  # statistics change under prediction batches
+                inputs, next_inputs = self.normalizer(inputs), self.normalizer(next_inputs)
+        if not self.reward_transform.identity:
+            rewards = self.reward_transform(rewards)
+        episode_end = batch["next_episode_end"]
         t = {
-            field: _tensor(batch[field])
-            if field == "next_episode_end"
-            else {k: _tensor(v) for k, v in batch[field].items()}
-            for field in BATCH_FIELDS
+            "inputs": inputs,
+            "next_inputs": next_inputs,
+            "states": batch["states"],
+            "next_states": batch["next_states"],
+            "actions": batch["actions"],
+            "rewards": rewards,
         }
+        t = {field: {k: _tensor(v) for k, v in values.items()} for field, values in t.items()}
+        info = make_batch_info(batch, len(episode_end), _tensor)
         with self._learn_lock, training_mode(True):
-            costs = self.algorithm.learn(
+            result = self.algorithm.learn(
                 t["inputs"],
                 t["next_inputs"],
                 t["states"],
                 t["next_states"],
-                t["next_episode_end"],
+                _tensor(episode_end),
                 t["actions"],
                 t["rewards"],
+                info,
             )
-            if "loss" not in costs:
-                raise ValueError(
-                    f"{type(self.algorithm).__name__}.learn must return a dict with a 'loss' entry, got {sorted(costs)}"
-                )
-            optimizer = self._get_optimizer()
-            try:
-                costs["loss"].backward()
-                with self._weights_lock:
-                    optimizer.step()
-                    self.update_steps += 1
-                    self.algorithm.after_update(self.update_steps)
-            finally:
-                # Also after a failure, so a bad batch leaves no gradient behind for the next one.
-                optimizer.clear_grad(set_to_zero=False)
-            return {k: float(v) for k, v in costs.items()}
+            if isinstance(result, Mapping):
+                return self._step(result)
+            return _mean_costs([self._step(costs) for costs in result])
+
+    def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
+        if not isinstance(costs, Mapping) or "loss" not in costs:
+            got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
+            raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")
+        optimizer = self._get_optimizer()
+        try:
+            costs["loss"].backward()
+            with self._weights_lock:
+                optimizer.step()
+                self.update_steps += 1
+                self.algorithm.after_update(self.update_steps)
+        finally:
+            # Also after a failure, so a bad batch leaves no gradient behind for the next one.
+            optimizer.clear_grad(set_to_zero=False)
+        return {k: _cost_value(k, v) for k, v in costs.items()}
 
     def _get_optimizer(self) -> Optimizer:
         # Layers create their parameters on first call, so the optimizer is made
@@ -131,6 +212,7 @@ class ComputationTask:
                 "weights": self._algorithm_weights(),
                 "optimizer": self._to_structural(self._optimizer.state_dict()) if self._optimizer else None,
                 "update_steps": self.update_steps,
+                "normalizer": self.normalizer.state_dict() if self.normalizer is not None else None,
             }
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
@@ -155,21 +237,39 @@ class ComputationTask:
         with self._learn_lock, self._weights_lock:
             self._set_algorithm_weights(state["weights"])
             self.update_steps = int(state["update_steps"])
+            self._set_normalizer_state(state.get("normalizer"), path)
             if state["optimizer"] is not None:
                 if self._optimizer is None:
                     self._pending_optimizer_state = state["optimizer"]
                 else:
                     self._optimizer.set_state_dict(self._from_structural(state["optimizer"]))
 
+    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+        if (state is None) != (self.normalizer is None):
+            has = "has" if state is not None else "has no"
+            raise ValueError(
+                f"{source} {has} input normalizer statistics, but task {self.name!r} "
+                f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
+            )
+        if state is not None:
+            self.normalizer.set_state_dict(state)
+
     def algorithm_weights(self) -> Dict[str, ArrayDict]:
-        """Weights of every Model the algorithm holds, by attribute name; a consistent snapshot
-        even while the task trains."""
+        """Weights of every Model the algorithm holds, by attribute name, plus the input
+        normalizer's statistics under :data:`NORMALIZER_KEY` when the task normalizes;
+        a consistent snapshot even while the task trains."""
         with self._weights_lock:
-            return self._algorithm_weights()
+            weights = self._algorithm_weights()
+            if self.normalizer is not None:
+                weights[NORMALIZER_KEY] = self.normalizer.state_dict()
+            return weights
 
     def set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
         """Inverse of :meth:`algorithm_weights`; never interleaves with an update or a prediction."""
+        weights = dict(weights)
+        stats = weights.pop(NORMALIZER_KEY, None)
         with self._weights_lock:
+            self._set_normalizer_state(stats, "the weights")
             self._set_algorithm_weights(weights)
 
     def _algorithm_weights(self) -> Dict[str, ArrayDict]:
@@ -223,6 +323,22 @@ def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) ->
             value = _rename_sorted(value, pairs)
         out[key] = value
     return out
+
+
+def _cost_value(name: str, value: paddle.Tensor) -> Union[float, np.ndarray]:
+    if value.size == 1:
+        return float(value)
+    if name == "td_error":
+        return value.numpy().reshape(-1)
+    raise ValueError(
+        f"cost {name!r} must be a scalar (only 'td_error' may have one value per row), got shape {list(value.shape)}"
+    )
+
+
+def _mean_costs(steps: List[Costs]) -> Costs:
+    if not steps:
+        raise ValueError("Algorithm.learn yielded no optimizer steps")
+    return {k: float(np.mean([s[k] for s in steps])) for k in steps[0] if not isinstance(steps[0][k], np.ndarray)}
 
 
 def _tensor(array: np.ndarray) -> paddle.Tensor:

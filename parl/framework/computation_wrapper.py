@@ -6,7 +6,7 @@ Two threads per wrapper:
                       task.predict, split rows back to their senders
     training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
                       first), join at most max_training_batchsize of them, task.learn, return the
-                      costs to every sender
+                      costs to every sender (a per-row ``td_error`` split back by sender)
 
 An exception in the task reaches every agent whose request was in the failed
 batch, with the original traceback; the loop keeps serving later requests.
@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Set
 import numpy as np
 
 from parl.framework.affinity import pin_current_thread
+from parl.framework.batch_info import INFO_FIELDS, default_info_arrays
 from parl.framework.communicator import Communicator
 from parl.framework.computation_task import BATCH_FIELDS, ComputationTask
 from parl.framework.errors import RemoteError
@@ -141,13 +142,14 @@ class ComputationWrapper:
             stats.training_batches += 1
             stats.training_requests += len(requests)
             try:
-                batch = _join_batches([r.payload for r in requests])
-                costs = task.learn(batch)
+                batches = [r.payload for r in requests]
+                costs = task.learn(_join_batches(batches))
+                replies = _split_costs(costs, [len(b["next_episode_end"]) for b in batches])
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
                 _fail(requests, f"training in task {task.name!r}", exc)
                 continue
-            for request in requests:
-                request.finish(costs)
+            for request, reply in zip(requests, replies):
+                request.finish(reply)
 
 
 def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
@@ -160,7 +162,22 @@ def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
             out[field] = np.concatenate(parts)
         else:
             out[field] = concatenate(parts, list(parts[0]))
+    for field in INFO_FIELDS:
+        if any(field in b for b in batches):
+            out[field] = np.concatenate(
+                [b[field] if field in b else default_info_arrays(len(b["next_episode_end"]))[field] for b in batches]
+            )
     return out
+
+
+def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, object]]:
+    """Each sender's costs: the shared scalars, and its own rows of per-row values."""
+    per_row = [k for k, v in costs.items() if isinstance(v, np.ndarray)]
+    if not per_row or len(sizes) == 1:
+        return [costs] * len(sizes)
+    bounds = np.cumsum(sizes)[:-1]
+    pieces = {k: np.split(costs[k], bounds) for k in per_row}
+    return [{**costs, **{k: pieces[k][i] for k in per_row}} for i in range(len(sizes))]
 
 
 def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from parl.framework import affinity
 from parl.framework.agent import Agent
@@ -44,6 +44,11 @@ class TaskSettings:
         max_training_batchsize: most agents' training batches joined into one update (None: max_batchsize).
             Each update is one optimizer step, so this bounds how many env steps an update covers.
         training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
+        normalize_inputs: float inputs normalized by running statistics shared by all agents
+            (True: all of them); see :class:`~parl.framework.computation_task.ComputationTask`.
+        input_clip: bound on normalized inputs.
+        reward_scale: rewards are multiplied by this before learning.
+        reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
     """
 
     algorithm_func: Callable[[], Algorithm]
@@ -51,6 +56,21 @@ class TaskSettings:
     min_batchsize: int = 1
     max_training_batchsize: Optional[int] = None
     training_timeout: float = 0.02
+    normalize_inputs: Union[bool, Sequence[str]] = False
+    input_clip: float = 10.0
+    reward_scale: float = 1.0
+    reward_clip: Optional[float] = None
+
+    def make_task(self, name: str) -> ComputationTask:
+        """A ComputationTask built from these settings (the Manager's, or a separate evaluator)."""
+        return ComputationTask(
+            name,
+            self.algorithm_func(),
+            normalize_inputs=self.normalize_inputs,
+            input_clip=self.input_clip,
+            reward_scale=self.reward_scale,
+            reward_clip=self.reward_clip,
+        )
 
 
 class Manager:
@@ -72,7 +92,7 @@ class Manager:
         for name, settings in tasks.items():
             if not isinstance(settings, TaskSettings):
                 raise ValueError(f"task {name!r}: expected TaskSettings, got {type(settings).__name__}")
-            task = ComputationTask(name, settings.algorithm_func())
+            task = settings.make_task(name)
             self.tasks[name] = task
             self.wrappers[name] = ComputationWrapper(
                 task,

@@ -8,14 +8,7 @@ import numpy as np
 
 from parl.framework.computation_task import ComputationTask
 from parl.framework.validation import check_int
-
-
-def _default_inputs(obs: Any) -> Dict[str, np.ndarray]:
-    return {"obs": np.asarray(obs, dtype=np.float32)}
-
-
-def _default_action(actions: Dict[str, np.ndarray]) -> Any:
-    return int(actions["action"][0])
+from parl.utils.gym_agent import env_action_converter, obs_inputs
 
 
 def evaluate(
@@ -23,17 +16,22 @@ def evaluate(
     make_env: Callable[[], Any],
     episodes: int,
     seed: int,
-    to_inputs: Callable[[Any], Dict[str, np.ndarray]] = _default_inputs,
-    to_env_action: Callable[[Dict[str, np.ndarray]], Any] = _default_action,
+    to_inputs: Callable[[Any], Dict[str, np.ndarray]] = obs_inputs,
+    to_env_action: Optional[Callable[[Dict[str, np.ndarray]], Any]] = None,
     max_steps: Optional[int] = None,
 ) -> List[float]:
-    """Returns of ``episodes`` episodes played with ``task.predict`` (greedy for value-based algorithms).
+    """Returns of ``episodes`` episodes played with ``task.predict(..., deterministic=True)``:
+    the greedy or mean action of the policy.
 
     Episode ``i`` resets its environment with seed ``seed + i``. Recurrent
-    states start at zero and are carried through each episode.
+    states start at zero and are carried through each episode. Actions are
+    converted by :func:`~parl.utils.gym_agent.env_action_converter` unless
+    ``to_env_action`` is given.
     """
     check_int("episodes", episodes, 1)
     env = make_env()
+    if to_env_action is None:
+        to_env_action = env_action_converter(env.action_space)
     returns = []
     try:
         for i in range(episodes):
@@ -42,7 +40,7 @@ def evaluate(
             total, steps, done = 0.0, 0, False
             while not done and (max_steps is None or steps < max_steps):
                 inputs = {k: v[None] for k, v in to_inputs(obs).items()}
-                actions, states = task.predict(inputs, states)
+                actions, states = task.predict(inputs, states, deterministic=True)
                 obs, reward, terminated, truncated, _ = env.step(to_env_action({k: v[0] for k, v in actions.items()}))
                 total += float(reward)
                 steps += 1

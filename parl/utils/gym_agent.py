@@ -1,0 +1,91 @@
+"""GymAgent: the episode loop every gymnasium example shares.
+
+    class NoisyAgent(GymAgent):
+        def act(self, inputs, states):               # exploration is the agent's choice
+            actions, next_states = super().act(inputs, states)
+            ...
+            return actions, next_states
+
+The agent feeds ``{"obs": obs}`` to the helper of task ``"RL"``, carries
+recurrent states through the episode (zero at its start), converts actions
+for the environment with :func:`env_action_converter`, stores every
+transition and asks the helper to learn after each step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Tuple
+
+import numpy as np
+
+from parl.framework.agent import Agent
+
+ArrayDict = Dict[str, np.ndarray]
+
+
+def env_action_converter(space: Any, name: str = "action") -> Callable[[ArrayDict], Any]:
+    """Maps a model's action dict (one sample) to what ``env.step`` takes.
+
+    Discrete spaces get ``int(action[0])``. Box spaces get the action clipped to
+    [-1, 1] and scaled linearly to [low, high]: continuous policies act in
+    [-1, 1] whatever the environment's bounds.
+
+    Raises:
+        ValueError: the space is neither Discrete nor a bounded Box.
+    """
+    kind = type(space).__name__
+    if kind == "Discrete":
+        return lambda actions: int(actions[name][0])
+    if kind == "Box":
+        low, high = np.asarray(space.low, dtype=np.float32), np.asarray(space.high, dtype=np.float32)
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise ValueError(f"Box action space must be bounded, got low={low}, high={high}")
+        half, mid = (high - low) / 2.0, (high + low) / 2.0
+        return lambda actions: mid + half * np.clip(actions[name], -1.0, 1.0)
+    raise ValueError(f"no action conversion for a {kind} space; give one explicitly")
+
+
+def obs_inputs(obs: Any) -> ArrayDict:
+    """The default input dict of an observation: ``{"obs": float32 array}``."""
+    return {"obs": np.asarray(obs, dtype=np.float32)}
+
+
+class GymAgent(Agent):
+    """Plays gymnasium episodes through the helper of ``task``.
+
+    Args:
+        env: a gymnasium environment.
+        task: the name of the task whose helper acts and learns.
+        seed: seeds the first reset and the action space.
+        num_games: episodes to play (None: until stopped).
+    """
+
+    def __init__(self, env: Any, *, task: str = "RL", seed: int = 0, num_games: Any = None) -> None:
+        super().__init__(env, seed=seed, num_games=num_games)
+        self.task = task
+        self.total_steps = 0
+        self.to_env_action = env_action_converter(env.action_space)
+        env.action_space.seed(seed)
+
+    def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
+        """Actions and next states for one step; override to explore."""
+        return self.helpers[self.task].predict(inputs, states)
+
+    def run_one_episode(self) -> Dict[str, float]:
+        helper = self.helpers[self.task]
+        obs, _ = self.reset_env()
+        inputs = obs_inputs(obs)
+        states = helper.initial_states()
+        total, steps, done = 0.0, 0, False
+        while not done:
+            actions, next_states = self.act(inputs, states)
+            obs, reward, terminated, truncated, _ = self.env.step(self.to_env_action(actions))
+            next_inputs = obs_inputs(obs)
+            helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
+            helper.learn()
+            inputs, states = next_inputs, next_states
+            total += float(reward)
+            steps += 1
+            self.total_steps += 1
+            done = terminated or truncated
+        return {"reward": total, "steps": steps}

@@ -1,0 +1,130 @@
+"""Train a robot until its deterministic policy reaches a target return.
+
+    manager = parl.Manager({"RL": settings}); ...add agents...
+    result = train_until(manager, settings, make_env, target=475.0, max_steps=100_000, seed=0)
+
+Every example trains this way: the Manager runs the agents while this loop
+gathers episode statistics, prints progress, and every ``check_interval``
+env steps (once the recent training return reaches ``check_from``) copies
+the weights into a separate evaluator task and plays greedy episodes with
+:func:`~parl.utils.evaluation.evaluate`. Training stops at the first check
+that reaches ``target``; the policy of the best check is then evaluated on
+fresh seeds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from parl.framework.computation_task import ComputationTask
+from parl.framework.manager import Manager, TaskSettings
+from parl.framework.validation import check_int
+from parl.utils.evaluation import evaluate
+
+
+def greedy_check(
+    evaluator: ComputationTask, make_env: Callable[[], Any], episodes: int, target: float, seed: int
+) -> float:
+    """Mean deterministic return over ``episodes``.
+
+    Plays one episode first and returns its score alone when it misses
+    ``target``, so checks of a policy that is not there yet cost one episode.
+    """
+    first = evaluate(evaluator, make_env, 1, seed=seed)[0]
+    if first < target or episodes == 1:
+        return first
+    rest = evaluate(evaluator, make_env, episodes - 1, seed=seed + 1)
+    return float(np.mean([first] + rest))
+
+
+def train_until(
+    manager: Manager,
+    settings: TaskSettings,
+    make_env: Callable[[], Any],
+    *,
+    target: float,
+    max_steps: int,
+    seed: int,
+    task: str = "RL",
+    eval_episodes: int = 10,
+    check_interval: int = 1_000,
+    check_from: Optional[float] = None,
+    verbose: bool = True,
+) -> Dict[str, float]:
+    """Run ``manager`` until a greedy check of task ``task`` reaches ``target`` or ``max_steps`` env steps pass.
+
+    Args:
+        manager: a Manager with its agents added, not yet started.
+        settings: the task's settings, used to build the evaluator task.
+        make_env: builds one evaluation environment.
+        target: mean deterministic return over ``eval_episodes`` that ends training.
+        max_steps: env step budget (all agents together).
+        seed: base of the evaluation seeds.
+        check_interval: env steps between greedy checks.
+        check_from: checks start once the mean of the last 20 training returns reaches this (None: at once).
+
+    Returns:
+        ``train_seconds``, ``env_steps``, ``updates``, ``episodes``, ``greedy_check`` (the last),
+        ``best_greedy_check`` and ``greedy_mean_return`` (best policy on fresh seeds).
+
+    Raises:
+        AgentError: the first error an agent hit.
+    """
+    check_int("max_steps", max_steps, 1)
+    check_int("check_interval", check_interval, 1)
+    learner = manager.tasks[task]
+    evaluator = settings.make_task("eval")
+    start = time.perf_counter()
+    manager.start()
+    steps, episodes, recent, last_print, next_check = 0, 0, [], start, 0
+    check, best_check, best_weights = float("nan"), float("-inf"), None
+    try:
+        while manager.running() and steps < max_steps:
+            time.sleep(0.02)
+            for episode in manager.new_episodes():
+                steps += int(episode["steps"])
+                episodes += 1
+                recent = (recent + [float(episode["reward"])])[-20:]
+            if manager.errors:
+                raise manager.errors[0]
+            mean_recent = float(np.mean(recent)) if recent else float("-inf")
+            now = time.perf_counter()
+            if verbose and now - last_print >= 2.0:
+                last_print = now
+                print(
+                    f"[{now - start:5.1f}s] env steps {steps:7d}  updates {learner.update_steps:6d}  "
+                    f"recent return {mean_recent:7.1f}  greedy check {check:7.1f}",
+                    flush=True,
+                )
+            if recent and (check_from is None or mean_recent >= check_from) and steps >= next_check:
+                next_check = steps + check_interval
+                evaluator.set_algorithm_weights(learner.algorithm_weights())
+                check = greedy_check(evaluator, make_env, eval_episodes, target, seed=10_000 + steps)
+                if check > best_check:
+                    best_check, best_weights = check, evaluator.algorithm_weights()
+                if check >= target:
+                    break
+    finally:
+        manager.stop()
+    train_seconds = time.perf_counter() - start
+    # The policy of the best check (the last one when it reached the target): a greedy return
+    # can drop again with further training, as checkpoint selection in SB3's EvalCallback admits.
+    evaluator.set_algorithm_weights(best_weights if best_weights is not None else learner.algorithm_weights())
+    returns: List[float] = evaluate(evaluator, make_env, eval_episodes, seed=1_000_000 + seed)
+    result = {
+        "seed": seed,
+        "train_seconds": train_seconds,
+        "env_steps": steps,
+        "updates": learner.update_steps,
+        "episodes": episodes,
+        "greedy_check": check,
+        "best_greedy_check": best_check,
+        "greedy_mean_return": float(np.mean(returns)),
+    }
+    if verbose:
+        print(f"trained {steps} env steps, {learner.update_steps} updates in {train_seconds:.1f} s (after imports)")
+        print(f"greedy {eval_episodes}-episode mean return: {result['greedy_mean_return']:.1f}")
+    return result
