@@ -112,7 +112,10 @@ class OnPolicyHelper(AgentHelper):
 
     The cache is also sent when an episode ends, so no step crosses episodes.
     Each transition carries its next input, which is the bootstrap input of
-    the last one.
+    the last one. The batch is marked as one time-ordered segment
+    (``BatchInfo.sequence_lengths``), so algorithms can compute returns and
+    unroll recurrent models over it even after the wrapper joins the segments
+    of several agents.
     """
 
     def __init__(self, *, sample_interval: int = 5) -> None:
@@ -137,7 +140,10 @@ class OnPolicyHelper(AgentHelper):
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
         cache, self._cache = self._cache, []
-        return self.communicator.learn(_stack_transitions(cache))
+        batch = _stack_transitions(cache)
+        # One time-ordered segment: the wrapper may join it with other agents' segments.
+        batch["sequence_lengths"] = np.array([len(cache)], dtype=np.int64)
+        return self.communicator.learn(batch)
 
 
 class ExpReplayHelper(AgentHelper):
