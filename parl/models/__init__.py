@@ -1,5 +1,6 @@
 """parl.models: ready-made models for common observation and action spaces."""
 
+from parl.models.actor_critic import ActorCriticModel, LSTMActorCritic, MLPActorCritic
 from parl.models.mlp_q_model import MLPQModel
 
-__all__ = ["MLPQModel"]
+__all__ = ["ActorCriticModel", "LSTMActorCritic", "MLPActorCritic", "MLPQModel"]

@@ -1,0 +1,80 @@
+"""What PolicyGradient, A2C and PPO share: acting from an ActorCriticModel and advantages over segments.
+
+    class MyPG(ActorCriticBase):
+        def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+            dist, value = self.model.sequence(inputs, states, info.sequence_lengths)
+            adv, returns = self.advantages(value, next_inputs, next_states, next_episode_end, rewards, info, lam=1.0)
+            ...
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple
+
+import paddle
+
+from parl.algorithms.returns import gae
+from parl.framework.algorithm import Algorithm, TensorDict
+from parl.framework.batch_info import BatchInfo
+from parl.framework.model import Model
+from parl.framework.validation import check_range
+from parl.models.actor_critic import ActorCriticModel
+
+
+class ActorCriticBase(Algorithm):
+    """Base of the on-policy actor-critic algorithms over an :class:`ActorCriticModel`.
+
+    ``predict`` samples from the policy (its mode when deterministic) and
+    carries recurrent states; :meth:`advantages` bootstraps each segment's last
+    row from ``V(next_inputs)`` unless the episode terminated there.
+    """
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        gamma: float,
+        learning_rate: float,
+        grad_clip: Optional[float],
+    ) -> None:
+        super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
+        if not isinstance(self.model, ActorCriticModel):
+            raise ValueError(
+                f"{type(self).__name__} needs a parl.models.ActorCriticModel, got {type(self.model).__name__}"
+            )
+        self.gamma = check_range("gamma", gamma, 0.0, 1.0)
+
+    def predict(
+        self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
+    ) -> Tuple[TensorDict, TensorDict]:
+        dist, _, next_states = self.model.step(inputs, states)
+        return {"action": dist.mode() if deterministic else dist.sample()}, next_states
+
+    def advantages(
+        self,
+        values: paddle.Tensor,
+        next_inputs: TensorDict,
+        next_states: TensorDict,
+        next_episode_end: paddle.Tensor,
+        rewards: TensorDict,
+        info: BatchInfo,
+        lam: float,
+    ) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """GAE(``lam``) advantages and value targets (advantage + value), both ``[B, 1]`` and without gradient.
+
+        ``lam = 1`` gives A2C's n-step returns: rewards to the segment's end plus
+        the discounted bootstrap value there.
+        """
+        with paddle.no_grad():
+            _, next_values, _ = self.model.step(next_inputs, next_states)
+        adv = gae(
+            rewards["reward"].numpy(),
+            values.detach().numpy(),
+            next_values.numpy(),
+            next_episode_end.numpy(),
+            info.sequence_lengths,
+            self.gamma,
+            lam,
+        )
+        adv_t = paddle.to_tensor(adv.reshape(-1, 1))
+        return adv_t, adv_t + values.detach()

@@ -1,0 +1,186 @@
+"""Actor-critic models for the policy-gradient family (PolicyGradient, A2C, PPO).
+
+Every model here answers two calls, so algorithms never care whether it is
+feedforward or recurrent:
+
+    dist, value, next_states = model.step(inputs, states)        # one step per row (acting, bootstrap)
+    dist, value = model.sequence(inputs, states, lengths)        # rows are time-ordered segments (learning)
+
+``dist`` is a :class:`~parl.algorithms.distributions.Categorical` (discrete
+actions, int64 ``[1]``) or a :class:`~parl.algorithms.distributions.DiagGaussian`
+with mean and softplus sigma (continuous actions, float32 ``[action_dim]`` in
+[-1, 1] after clipping by the agent); ``value`` is ``[B, 1]``.
+A recurrent model declares its memory as state specs ``h`` and ``c``; in
+:meth:`ActorCriticModel.sequence` it restarts each segment from the state stored
+with the segment's first row and unrolls it step by step.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+
+from parl import layers
+from parl.algorithms.distributions import Categorical, DiagGaussian
+from parl.framework.model import Model
+from parl.framework.specs import SpecList
+from parl.framework.validation import check_int
+
+TensorDict = Dict[str, paddle.Tensor]
+Distribution = Union[Categorical, DiagGaussian]
+
+#: Smallest standard deviation of a Gaussian head (keeps log-probabilities finite).
+MIN_STD = 1e-3
+
+
+class ActorCriticModel(Model):
+    """Base of the actor-critic models: a policy head and a value head over one observation.
+
+    Args:
+        obs_dim: length of the float32 ``obs`` input.
+        num_actions: discrete actions (give this or ``action_dim``).
+        action_dim: dimensions of a continuous action.
+    """
+
+    def __init__(self, obs_dim: int, num_actions: Optional[int], action_dim: Optional[int]) -> None:
+        super().__init__()
+        if (num_actions is None) == (action_dim is None):
+            raise ValueError(
+                f"give exactly one of num_actions (discrete) and action_dim (continuous), "
+                f"got num_actions={num_actions!r}, action_dim={action_dim!r}"
+            )
+        self.obs_dim = check_int("obs_dim", obs_dim, 1)
+        self.discrete = num_actions is not None
+        if self.discrete:
+            self.num_actions = check_int("num_actions", num_actions, 2)
+            self.logits = layers.fc(self.num_actions)
+        else:
+            self.action_dim = check_int("action_dim", action_dim, 1)
+            self.mean = layers.fc(self.action_dim)
+            self.sigma = layers.fc(self.action_dim)
+        self.critic = layers.fc(1)
+
+    def get_input_specs(self) -> SpecList:
+        return [("obs", dict(shape=[self.obs_dim], dtype="float32"))]
+
+    def get_action_specs(self) -> SpecList:
+        if self.discrete:
+            return [("action", dict(shape=[1], dtype="int64"))]
+        return [("action", dict(shape=[self.action_dim], dtype="float32"))]
+
+    def _heads(self, policy_features: paddle.Tensor, value_features: paddle.Tensor) -> Tuple[Distribution, paddle.Tensor]:
+        if self.discrete:
+            dist: Distribution = Categorical(self.logits(policy_features))
+        else:
+            std = F.softplus(self.sigma(policy_features)) + MIN_STD
+            dist = DiagGaussian(self.mean(policy_features), std)
+        return dist, self.critic(value_features)
+
+    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
+        """Policy, value and next states for one step of every row."""
+        raise NotImplementedError
+
+    def sequence(
+        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
+    ) -> Tuple[Distribution, paddle.Tensor]:
+        """Policy and value of every row, rows being consecutive time-ordered segments."""
+        raise NotImplementedError
+
+
+class MLPActorCritic(ActorCriticModel):
+    """Feedforward actor and critic, each with its own ``hidden_sizes`` tanh layers (or one shared trunk).
+
+    Args:
+        shared: one trunk feeds both heads (fewer parameters; the losses then share gradients).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: Optional[int] = None,
+        action_dim: Optional[int] = None,
+        hidden_sizes: Sequence[int] = (64, 64),
+        shared: bool = False,
+    ) -> None:
+        super().__init__(obs_dim, num_actions, action_dim)
+        self.shared = bool(shared)
+        self.actor_hidden = [layers.fc(check_int("hidden_sizes", h, 1), act="tanh") for h in hidden_sizes]
+        self.critic_hidden = [] if self.shared else [layers.fc(h, act="tanh") for h in hidden_sizes]
+
+    def _features(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        h = obs
+        for layer in self.actor_hidden:
+            h = layer(h)
+        if self.shared:
+            return h, h
+        v = obs
+        for layer in self.critic_hidden:
+            v = layer(v)
+        return h, v
+
+    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
+        dist, value = self._heads(*self._features(inputs["obs"]))
+        return dist, value, {}
+
+    def sequence(
+        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
+    ) -> Tuple[Distribution, paddle.Tensor]:
+        return self._heads(*self._features(inputs["obs"]))
+
+
+class LSTMActorCritic(ActorCriticModel):
+    """An fc layer, an LSTM cell, then the policy and value heads; memory flows through state specs ``h``, ``c``."""
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: Optional[int] = None,
+        action_dim: Optional[int] = None,
+        hidden_size: int = 64,
+    ) -> None:
+        super().__init__(obs_dim, num_actions, action_dim)
+        self.hidden_size = check_int("hidden_size", hidden_size, 1)
+        self.embed = layers.fc(self.hidden_size, act="tanh")
+        self.cell = layers.lstm(self.hidden_size)
+
+    def get_state_specs(self) -> SpecList:
+        return [
+            ("h", dict(shape=[self.hidden_size], dtype="float32")),
+            ("c", dict(shape=[self.hidden_size], dtype="float32")),
+        ]
+
+    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
+        out, (h, c) = self.cell(self.embed(inputs["obs"]), (states["h"], states["c"]))
+        dist, value = self._heads(out, out)
+        return dist, value, {"h": h, "c": c}
+
+    def sequence(
+        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
+    ) -> Tuple[Distribution, paddle.Tensor]:
+        gather, starts, positions, longest = _segment_layout(sequence_lengths)
+        x = self.embed(inputs["obs"])
+        num = len(sequence_lengths)
+        padded = paddle.gather(x, gather).reshape([num, longest, -1])  # [S, T, H]; short segments repeat rows
+        h = paddle.gather(states["h"], starts)
+        c = paddle.gather(states["c"], starts)
+        outputs = []
+        for t in range(longest):
+            out, (h, c) = self.cell(padded[:, t], (h, c))
+            outputs.append(out)
+        flat = paddle.stack(outputs, axis=1).reshape([num * longest, -1])
+        out = paddle.gather(flat, positions)  # back to row order
+        return self._heads(out, out)
+
+
+def _segment_layout(sequence_lengths: Sequence[int]) -> Tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor, int]:
+    """Index tensors that pad rows into ``[segments, longest]`` and bring them back."""
+    lengths = np.asarray(sequence_lengths, dtype=np.int64)
+    longest = int(lengths.max())
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    offsets = np.minimum(np.arange(longest)[None, :], lengths[:, None] - 1)
+    gather = (starts[:, None] + offsets).reshape(-1)
+    positions = np.concatenate([s * longest + np.arange(n) for s, n in enumerate(lengths)])
+    return (paddle.to_tensor(gather), paddle.to_tensor(starts), paddle.to_tensor(positions), longest)
