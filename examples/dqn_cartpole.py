@@ -9,10 +9,9 @@ Trains until a greedy 10-episode evaluation reaches the target mean return
 
 from __future__ import annotations
 
-import argparse
 import random
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -21,6 +20,7 @@ import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
 from parl.utils import GymAgent, LinearSchedule, train_until
+from parl.utils.cli import example_parser
 
 ENV_ID = "CartPole-v1"
 
@@ -131,19 +131,8 @@ def train(
     )
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-steps", type=int, default=150_000, help="env step budget for training")
-    parser.add_argument("--target", type=float, default=475.0, help="greedy mean return that ends training")
-    parser.add_argument("--eval-episodes", type=int, default=10)
-    parser.add_argument("--agents", type=int, default=Settings.agents)
-    parser.add_argument("--quiet", action="store_true", help="print only the final result")
-    return parser.parse_args(argv)
-
-
 if __name__ == "__main__":
-    args = parse_args()
+    args = example_parser(__doc__, max_steps=150_000, target=475.0, agents=Settings.agents).parse_args()
     train(
         args.seed, args.max_steps, args.target, args.eval_episodes, Settings(agents=args.agents), verbose=not args.quiet
     )
