@@ -7,9 +7,9 @@ examples/dqn_cartpole.py and benchmarks/ cover the multi-agent case.
 from __future__ import annotations
 
 import gymnasium as gym
+from learning import load_example, run_single_agent, self_checking
 
 import parl
-from learning import load_example, run_single_agent, self_checking
 from parl.utils import LinearSchedule
 
 STEP_BUDGET = 80_000

@@ -1,10 +1,10 @@
 """What PolicyGradient, A2C and PPO share: acting from an ActorCriticModel and advantages over segments.
 
-    class MyPG(ActorCriticBase):
-        def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
-            dist, value = self.model.sequence(inputs, states, info.sequence_lengths)
-            adv, returns = self.advantages(value, next_inputs, next_states, next_episode_end, rewards, info, lam=1.0)
-            ...
+class MyPG(ActorCriticBase):
+    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+        dist, value = self.model.sequence(inputs, states, info.sequence_lengths)
+        adv, returns = self.advantages(value, next_inputs, next_states, next_episode_end, rewards, info, lam=1.0)
+        ...
 """
 
 from __future__ import annotations

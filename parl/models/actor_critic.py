@@ -71,7 +71,9 @@ class ActorCriticModel(Model):
             return [("action", dict(shape=[1], dtype="int64"))]
         return [("action", dict(shape=[self.action_dim], dtype="float32"))]
 
-    def _heads(self, policy_features: paddle.Tensor, value_features: paddle.Tensor) -> Tuple[Distribution, paddle.Tensor]:
+    def _heads(
+        self, policy_features: paddle.Tensor, value_features: paddle.Tensor
+    ) -> Tuple[Distribution, paddle.Tensor]:
         if self.discrete:
             dist: Distribution = Categorical(self.logits(policy_features))
         else:
