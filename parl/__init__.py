@@ -6,9 +6,13 @@ A robot is a set of :class:`Agent` objects (one per environment copy) whose
 threads. :class:`Manager` builds and runs the whole thing.
 """
 
+import warnings as _warnings
+
 from parl.threads import prepare_environment as _prepare_environment
 
 _prepare_environment()
+# paddle warns at import that ccache, used only to build C++ extensions, is missing.
+_warnings.filterwarnings("ignore", message="No ccache found", category=UserWarning)
 
 from parl.threads import default_num_threads as _default_num_threads  # noqa: E402
 from parl.threads import set_num_threads  # noqa: E402
