@@ -19,7 +19,7 @@ import os
 import pickle
 import tempfile
 import threading
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import paddle
@@ -171,12 +171,23 @@ class ComputationTask:
             )
             if isinstance(result, Mapping):
                 return self._step(result)
+            if not isinstance(result, Iterator):
+                raise ValueError(
+                    f"{type(self.algorithm).__name__}.learn must return a dict of costs or an iterator of them, "
+                    f"got {type(result).__name__}"
+                )
             return _mean_costs([self._step(costs) for costs in result])
 
     def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
         if not isinstance(costs, Mapping) or "loss" not in costs:
             got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
             raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")
+        for name, value in costs.items():  # checked before the step, so a refused batch changes nothing
+            if value.size != 1 and name != "td_error":
+                raise ValueError(
+                    f"cost {name!r} must be a scalar (only 'td_error' may have one value per row), "
+                    f"got shape {list(value.shape)}"
+                )
         optimizer = self._get_optimizer()
         try:
             costs["loss"].backward()
@@ -235,6 +246,9 @@ class ComputationTask:
         if not isinstance(state, dict) or state.get("version") != _CHECKPOINT_VERSION:
             raise ValueError(f"{path} is not a parl checkpoint (version {_CHECKPOINT_VERSION})")
         with self._learn_lock, self._weights_lock:
+            # Everything that can refuse the file is checked before anything changes.
+            self._check_normalizer_state(state.get("normalizer"), path)
+            self._check_model_names(state["weights"], path)
             self._set_algorithm_weights(state["weights"])
             self.update_steps = int(state["update_steps"])
             self._set_normalizer_state(state.get("normalizer"), path)
@@ -244,13 +258,23 @@ class ComputationTask:
                 else:
                     self._optimizer.set_state_dict(self._from_structural(state["optimizer"]))
 
-    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+    def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
         if (state is None) != (self.normalizer is None):
             has = "has" if state is not None else "has no"
             raise ValueError(
                 f"{source} {has} input normalizer statistics, but task {self.name!r} "
                 f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
             )
+
+    def _check_model_names(self, weights: Mapping[str, object], source: str) -> None:
+        models = dict(self._models())
+        if set(weights) != set(models):
+            raise ValueError(
+                f"{source}: holds models {sorted(weights)}, the algorithm of task {self.name!r} has {sorted(models)}"
+            )
+
+    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+        self._check_normalizer_state(state, source)
         if state is not None:
             self.normalizer.set_state_dict(state)
 
@@ -269,19 +293,17 @@ class ComputationTask:
         weights = dict(weights)
         stats = weights.pop(NORMALIZER_KEY, None)
         with self._weights_lock:
-            self._set_normalizer_state(stats, "the weights")
+            self._check_normalizer_state(stats, "the weights")
+            self._check_model_names(weights, "the weights")
             self._set_algorithm_weights(weights)
+            self._set_normalizer_state(stats, "the weights")
 
     def _algorithm_weights(self) -> Dict[str, ArrayDict]:
         return {attr: model.get_weights() for attr, model in self._models()}
 
     def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
-        models = dict(self._models())
-        if set(weights) != set(models):
-            raise ValueError(
-                f"task {self.name!r}: checkpoint holds models {sorted(weights)}, algorithm has {sorted(models)}"
-            )
-        for attr, model in models.items():
+        self._check_model_names(weights, f"task {self.name!r}")
+        for attr, model in self._models():
             model.set_weights(weights[attr])
 
     def _models(self) -> List[Tuple[str, Model]]:
@@ -326,18 +348,17 @@ def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) ->
 
 
 def _cost_value(name: str, value: paddle.Tensor) -> Union[float, np.ndarray]:
-    if value.size == 1:
-        return float(value)
     if name == "td_error":
         return value.numpy().reshape(-1)
-    raise ValueError(
-        f"cost {name!r} must be a scalar (only 'td_error' may have one value per row), got shape {list(value.shape)}"
-    )
+    return float(value.numpy().reshape(()))
 
 
 def _mean_costs(steps: List[Costs]) -> Costs:
     if not steps:
         raise ValueError("Algorithm.learn yielded no optimizer steps")
+    if any("td_error" in step for step in steps):
+        # Rows would get one value per step; priorities need one per row.
+        raise ValueError("a per-row 'td_error' is only supported from a learn that takes one optimizer step")
     return {k: float(np.mean([s[k] for s in steps])) for k in steps[0] if not isinstance(steps[0][k], np.ndarray)}
 
 
