@@ -21,5 +21,9 @@ setup(
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
     ],
-    extras_require={"test": ["pytest>=7"]},
+    extras_require={
+        # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
+        "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
+        "test": ["pytest>=7", "ale-py>=0.10", "opencv-python-headless>=4.10"],
+    },
 )

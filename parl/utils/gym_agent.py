@@ -14,7 +14,7 @@ transition and asks the helper to learn after each step.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -46,8 +46,12 @@ def env_action_converter(space: Any, name: str = "action") -> Callable[[ArrayDic
 
 
 def obs_inputs(obs: Any) -> ArrayDict:
-    """The default input dict of an observation: ``{"obs": float32 array}``."""
-    return {"obs": np.asarray(obs, dtype=np.float32)}
+    """The default input dict of an observation: ``{"obs": array}``, float32 except that
+    uint8 image frames stay uint8 (a quarter of the bytes; the model scales them)."""
+    arr = np.asarray(obs)
+    if arr.dtype == np.uint8:
+        return {"obs": arr}
+    return {"obs": arr.astype(np.float32, copy=False)}
 
 
 class GymAgent(Agent):
@@ -71,6 +75,10 @@ class GymAgent(Agent):
         """Actions and next states for one step; override to explore."""
         return self.helpers[self.task].predict(inputs, states)
 
+    def after_step(self, costs: Optional[Dict[str, Any]]) -> None:
+        """Called after every env step with what ``helper.learn()`` returned (None: no update);
+        override to log."""
+
     def run_one_episode(self) -> Dict[str, float]:
         helper = self.helpers[self.task]
         obs, _ = self.reset_env()
@@ -82,10 +90,11 @@ class GymAgent(Agent):
             obs, reward, terminated, truncated, _ = self.env.step(self.to_env_action(actions))
             next_inputs = obs_inputs(obs)
             helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
-            helper.learn()
+            costs = helper.learn()
             inputs, states = next_inputs, next_states
             total += float(reward)
             steps += 1
             self.total_steps += 1
             done = terminated or truncated
+            self.after_step(costs)
         return {"reward": total, "steps": steps}

@@ -1,0 +1,185 @@
+"""The Atari example: the Mnih et al. network on uint8 frames, gymnasium's preprocessing, and a short
+run on the real ALE that steps, learns and writes TensorBoard scalars."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import struct
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+import pytest
+from learning import load_example
+from tensorboardX.proto import event_pb2
+
+import parl
+from parl.framework.specs import check_sample, normalize_specs
+from parl.models.atari_q_model import AtariQModel
+from parl.utils import obs_inputs
+
+example = load_example("dqn_atari")
+
+# A run of ~600 env steps: 2 agents, episodes cut at 150 steps, ~25 updates of 16 transitions.
+TEST_RUN = dataclasses.replace(
+    example.short_run_settings(),
+    max_episode_steps=150,
+    warmup_steps=100,
+    batch_size=16,
+    sample_interval=16,
+    log_interval=100,
+)
+
+
+def frames(batch: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, size=(batch, 4, 84, 84), dtype=np.uint8)
+
+
+def reference_q(weights: Dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
+    """The paper's network written out with paddle's functional ops, on pixels scaled to [0, 1]."""
+    w = {k: paddle.to_tensor(v) for k, v in weights.items()}
+    h = paddle.to_tensor(obs.astype(np.float32) / 255.0)
+    for i, stride in enumerate((4, 2, 1)):
+        h = F.relu(F.conv2d(h, w[f"conv.{i}.w"], w[f"conv.{i}.b"], stride))
+    h = F.relu(paddle.flatten(h, 1) @ w["hidden.w"] + w["hidden.b"])
+    return (h @ w["q.w"] + w["q.b"]).numpy()
+
+
+def read_scalars(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
+    """Every scalar in the event files of ``logdir``: tag -> [(step, value)], read record by record
+    (TFRecord framing: uint64 length, uint32 CRC, the Event proto, uint32 CRC)."""
+    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+    files = sorted(logdir.glob("events.out.tfevents.*"))
+    assert files, f"no event file in {logdir}"
+    for path in files:
+        data, pos = path.read_bytes(), 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos : pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
+            pos += 12 + length + 4
+            for value in event.summary.value:
+                scalars[value.tag].append((event.step, value.simple_value))
+    return scalars
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def test_the_model_maps_uint8_frame_stacks_to_one_q_value_per_action() -> None:
+    model = AtariQModel(num_actions=6)
+    obs = frames(3)
+    q = model.value({"obs": paddle.to_tensor(obs)})
+    assert q.shape == [3, 6] and q.dtype == paddle.float32
+    [spec] = normalize_specs(model.get_input_specs(), "AtariQModel")
+    assert (spec.name, spec.shape, spec.dtype) == ("obs", (4, 84, 84), np.dtype(np.uint8))
+    weights = model.get_weights()
+    assert weights["conv.0.w"].shape == (32, 4, 8, 8)
+    assert weights["conv.1.w"].shape == (64, 32, 4, 4)
+    assert weights["conv.2.w"].shape == (64, 64, 3, 3)
+    assert weights["hidden.w"].shape == (64 * 7 * 7, 512)
+    assert weights["q.w"].shape == (512, 6)
+    np.testing.assert_allclose(q.numpy(), reference_q(weights, obs), rtol=1e-4, atol=1e-5)
+    # Float pixel values (0..255) give the same Q-values: scaling happens inside the model.
+    as_float = model.value({"obs": paddle.to_tensor(obs.astype(np.float32))})
+    np.testing.assert_allclose(as_float.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_dqn_predicts_and_learns_on_uint8_batches() -> None:
+    task = parl.ComputationTask("RL", parl.algorithms.DQN(lambda: AtariQModel(num_actions=4), learning_rate=1e-3))
+    actions, _ = task.predict({"obs": frames(5)}, {})
+    assert actions["action"].shape == (5, 1) and actions["action"].dtype == np.int64
+    assert ((actions["action"] >= 0) & (actions["action"] < 4)).all()
+    before = task.algorithm_weights()["model"]
+    batch = {
+        "inputs": {"obs": frames(8, seed=1)},
+        "next_inputs": {"obs": frames(8, seed=2)},
+        "states": {},
+        "next_states": {},
+        "actions": {"action": np.arange(8, dtype=np.int64).reshape(8, 1) % 4},
+        "rewards": {"reward": np.linspace(-1, 1, 8, dtype=np.float32).reshape(8, 1)},
+        "next_episode_end": np.zeros((8, 1), np.float32),
+    }
+    costs = task.learn(batch)
+    assert math.isfinite(costs["loss"]) and task.update_steps == 1
+    after = task.algorithm_weights()["model"]
+    assert all(not np.array_equal(before[k], after[k]) for k in ("conv.0.w", "conv.2.w", "hidden.w", "q.w"))
+
+
+def test_the_model_rejects_frames_too_small_for_its_convolutions() -> None:
+    with pytest.raises(ValueError, match="screen_size"):
+        AtariQModel(num_actions=6, screen_size=32)
+
+
+# -- preprocessing ------------------------------------------------------------------------------
+
+
+def test_preprocessing_gives_uint8_stacks_of_four_84x84_frames_that_pass_the_spec_unconverted() -> None:
+    env = example.make_env(example.Settings())
+    try:
+        assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
+        obs, _ = env.reset(seed=0)
+        for _ in range(10):
+            previous, (obs, *_) = obs, env.step(env.action_space.sample())
+            assert not np.shares_memory(previous, obs)  # stored inputs and next inputs never alias
+        inputs = obs_inputs(obs)["obs"]
+        assert inputs.dtype == np.uint8 and inputs.shape == (4, 84, 84)
+        assert inputs.max() > inputs.min()  # a real picture, not a blank frame
+        [spec] = normalize_specs(AtariQModel(num_actions=6).get_input_specs(), "AtariQModel")
+        assert check_sample(spec, inputs, "input") is inputs  # no per-step conversion or copy
+    finally:
+        env.close()
+
+
+def test_episodes_can_be_cut_to_a_number_of_agent_steps() -> None:
+    env = example.make_env(dataclasses.replace(example.Settings(), max_episode_steps=7))
+    try:
+        env.reset(seed=0)
+        ends = [env.step(0)[2:4] for _ in range(7)]
+        assert ends[-1] == (False, True) and not any(any(end) for end in ends[:-1])
+    finally:
+        env.close()
+
+
+# -- the short run ------------------------------------------------------------------------------
+
+
+def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path, monkeypatch) -> None:
+    learners: List[parl.ComputationTask] = []
+    initial: Dict[str, np.ndarray] = {}
+    real_train_until = example.train_until
+
+    def spy(manager, settings, make_env, **kwargs):
+        task = manager.tasks["RL"]
+        task.predict({"obs": frames(1)}, {})  # builds the network, so its first weights can be kept
+        initial.update(task.algorithm_weights()["model"])
+        learners.append(task)
+        return real_train_until(manager, settings, make_env, **kwargs)
+
+    monkeypatch.setattr(example, "train_until", spy)
+    result = example.train(
+        seed=0, max_steps=600, eval_episodes=1, settings=TEST_RUN, verbose=False, logdir=str(tmp_path)
+    )
+    assert 600 <= result["env_steps"] <= 600 + TEST_RUN.agents * TEST_RUN.max_episode_steps
+    assert result["updates"] >= 10
+    assert -21 <= result["greedy_mean_return"] <= 21  # one real game of Pong, cut at 150 steps
+    final = learners[0].algorithm_weights()["model"]
+    assert set(final) == set(initial)
+    assert all(not np.array_equal(initial[k], final[k]) for k in final), "some weights never changed"
+
+    scalars = read_scalars(tmp_path)
+    assert set(example.TrainingLog.TAGS) <= set(scalars)
+    returns = [v for _, v in scalars["episode/return"]]
+    lengths = [v for _, v in scalars["episode/length"]]
+    assert len(returns) >= 4 and all(-21 <= r <= 21 for r in returns)
+    assert all(n == TEST_RUN.max_episode_steps for n in lengths)  # Pong outlasts 150 steps: truncated
+    losses = [v for _, v in scalars["train/loss"]]
+    assert losses and all(math.isfinite(v) and v >= 0 for v in losses)
+    assert all(math.isfinite(v) for _, v in scalars["train/q_mean"])
+    assert all(v > 0 for _, v in scalars["perf/env_steps_per_second"])
+    steps = [s for s, _ in scalars["perf/env_steps_per_second"]]
+    assert steps == list(range(TEST_RUN.log_interval, steps[-1] + 1, TEST_RUN.log_interval))
+    assert steps[-1] >= 600
