@@ -27,3 +27,21 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# Stable-Baselines3 beside parl (benchmarks/compare.py): SB3 lives in a virtualenv of its own.
+# torch goes in first and alone: `torch==2.13.0` is the CPU build; other torch specs pull CUDA's.
+SB3_VENV := .venv-sb3
+SB3_STAMP := $(SB3_VENV)/.installed
+BENCH_COMPARE_ARGS ?= --cpus 1 --write
+
+$(SB3_STAMP): benchmarks/requirements-sb3.txt
+	$(PYTHON) -m venv $(SB3_VENV)
+	$(SB3_VENV)/bin/pip install --quiet torch==2.13.0
+	$(SB3_VENV)/bin/pip install --quiet -r benchmarks/requirements-sb3.txt
+	touch $(SB3_STAMP)
+
+$(SB3_VENV): $(SB3_STAMP)
+
+.PHONY: bench-compare
+bench-compare: $(STAMP) $(SB3_STAMP)
+	$(PY) benchmarks/compare.py $(BENCH_COMPARE_ARGS)

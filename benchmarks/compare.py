@@ -1,0 +1,256 @@
+"""Each parl example beside Stable-Baselines3 on the same task: env steps and seconds to a greedy target.
+
+    make bench-compare                                           # builds .venv-sb3, then: compare.py --cpus 1 --write
+    .venv/bin/python benchmarks/compare.py                       # every row, seeds 0 1 2; prints the tables
+    .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
+    .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3
+
+Every (row, side, seed) trains in a fresh process, one after another, so
+runs share no state, do not compete for cores, and imports are not timed: parl's side
+calls the example's ``train(seed=..., verbose=False)`` through
+benchmarks/parl_runner.py, SB3's runs benchmarks/sb3_runner.py in the
+``.venv-sb3`` virtualenv (``make .venv-sb3``). Both stop at the first greedy
+check whose 10-episode mean reaches the row's target (one deterministic
+episode every 1,000 env steps, nine more when it passes). A row whose
+example does not exist yet shows "missing"; SB3 shows "n/a" where it has no
+counterpart. ``--write`` replaces the section between
+``<!-- compare:begin -->`` and ``<!-- compare:end -->`` in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from compare_report import PARL, SB3, Run, Side, runs_table, section, summary_table, write_section
+from compare_rows import ROWS, Row
+
+ROOT = Path(__file__).resolve().parents[1]
+SB3_PYTHON = ROOT / ".venv-sb3" / "bin" / "python"
+PARL_RUNNER = ROOT / "benchmarks" / "parl_runner.py"
+SB3_RUNNER = ROOT / "benchmarks" / "sb3_runner.py"
+DOC = ROOT / "docs" / "benchmarks.md"
+CHECK_INTERVAL = 1_000  # env steps between greedy checks, on both sides
+
+
+def parl_command(row: Row, seed: int) -> List[str]:
+    """The command that trains ``row``'s parl example once."""
+    command = [sys.executable, str(PARL_RUNNER), "--example", str(ROOT / row.example), "--seed", str(seed)]
+    command += ["--target", str(row.threshold), "--check-interval", str(CHECK_INTERVAL)]
+    return command + [arg for option in row.options for arg in ("--option", option)]
+
+
+def sb3_command(row: Row, seed: int, settings: str, threads: int) -> List[str]:
+    """The command that trains ``row``'s SB3 counterpart once."""
+    command = [str(SB3_PYTHON), str(SB3_RUNNER), "--algo", row.sb3_algo, "--env", row.sb3_env]
+    command += ["--target", str(row.threshold), "--seed", str(seed), "--settings", settings, "--threads", str(threads)]
+    command += ["--check-interval", str(CHECK_INTERVAL)]
+    if row.sb3_check_from is not None:
+        command += ["--check-from", str(row.sb3_check_from)]
+    return command
+
+
+def run_once(run: Run, command: List[str], cpus: Optional[str], timeout: float) -> Run:
+    """Run ``command`` (under ``taskset -c cpus`` when given) and keep its ``RESULT`` line or its error."""
+    if cpus:
+        command = ["taskset", "-c", cpus] + command
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        run.error = f"stopped after {timeout:.0f} s"
+        return run
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        run.error = last.replace("|", "/")[:200]
+    else:
+        run.result = json.loads(lines[-1][len("RESULT ") :])
+    return run
+
+
+def sb3_settings(row: Row, pendulum_settings: str) -> str:
+    """The settings SB3 trains ``row`` with: the zoo's, or its defaults where the row allows and it was asked."""
+    return pendulum_settings if row.sb3_tunable else "zoo"
+
+
+def settings_label(settings: str) -> str:
+    return {"zoo": "rl-zoo tuned", "default": "SB3 defaults"}[settings]
+
+
+def progress(run: Run) -> None:
+    if run.result is None:
+        print(f"{run.row.name:>22} {run.side:>4} seed {run.seed}: error: {run.error}", flush=True)
+        return
+    r = run.result
+    print(
+        f"{run.row.name:>22} {run.side:>4} seed {run.seed}: {'reached' if run.reached else 'NOT reached'} "
+        f"check {r['greedy_check']:.1f}  env steps {r['env_steps']}  {r['train_seconds']:.1f} s  "
+        f"(CPU {r['cpu_seconds']:.1f} s whole call)  final greedy {r['greedy_mean_return']:.1f}",
+        flush=True,
+    )
+
+
+def measure(
+    rows: Sequence[Row], args: argparse.Namespace, loads: List[float]
+) -> Tuple[Dict[str, Dict[str, Side]], List[Run]]:
+    """Train every row's sides for every seed, alternating sides so drifts of machine speed hit both alike.
+
+    Appends the 1-minute load average after each run to ``loads``.
+
+    Returns:
+        the sides of each row by row name and side (PARL, SB3), and every run in the order it ran.
+    """
+    sides: Dict[str, Dict[str, Side]] = {}
+    runs: List[Run] = []
+    for row in rows:
+        settings = sb3_settings(row, args.sb3_pendulum_settings)
+        parl = Side(status="not run" if args.sb3_only else "")
+        if not parl.status and not (ROOT / row.example).exists():
+            parl.status = "missing"
+        sb3 = Side(status="not run" if args.no_sb3 else "", settings=settings_label(settings) if row.sb3_algo else "")
+        if row.sb3_algo is None:
+            sb3.status = f"n/a ({row.sb3_absent})"
+        parl_runs, sb3_runs = [], []
+        for seed in args.seeds:
+            if not parl.status:
+                parl_runs.append(run_once(Run(row, PARL, seed), parl_command(row, seed), args.cpus, args.timeout))
+                progress(parl_runs[-1])
+                loads.append(load())
+            if not sb3.status:
+                command = sb3_command(row, seed, settings, args.sb3_threads)
+                sb3_runs.append(run_once(Run(row, SB3, seed), command, args.cpus, args.timeout))
+                progress(sb3_runs[-1])
+                loads.append(load())
+        parl.runs, sb3.runs = parl_runs, sb3_runs
+        sides[row.name] = {PARL: parl, SB3: sb3}
+        runs += parl_runs + sb3_runs
+    return sides, runs
+
+
+def version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def sb3_versions() -> str:
+    """Versions in the SB3 virtualenv, as one line."""
+    if not SB3_PYTHON.exists():
+        return "no .venv-sb3"
+    code = (
+        "import importlib.metadata as m, torch; "
+        "print(', '.join(f'{p} {m.version(p)}' for p in ('torch', 'stable-baselines3', 'gymnasium', 'numpy')))"
+    )
+    done = subprocess.run([str(SB3_PYTHON), "-c", code], capture_output=True, text=True)
+    return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def load() -> float:
+    """The 1-minute load average (0 where the system does not tell)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
+    """Where and how the figures were measured; ``loads``: 1-minute load averages before and after each run."""
+    memory = next(
+        (line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")),
+        None,
+    )
+    memory_text = f", {int(memory) / 2**20:.0f} GiB" if memory else ""
+    pinning = f"pinned to CPU {args.cpus} with `taskset -c {args.cpus}`" if args.cpus else "not pinned"
+    cores = os.cpu_count() or 1
+    shared = (
+        " The machine was shared with other jobs (load above its core count): wall seconds are inflated;"
+        " env steps and CPU seconds are the steadier figures."
+        if max(loads) > cores
+        else ""
+    )
+    return (
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()}, {cores} cores{memory_text}; "
+        f"1-minute load average between {min(loads):.1f} and {max(loads):.1f} around the runs. "
+        f"parl side: Python {platform.python_version()}, paddlepaddle {version('paddlepaddle')}, "
+        f"gymnasium {version('gymnasium')}, numpy {version('numpy')}. "
+        f"SB3 side (`.venv-sb3`, benchmarks/requirements-sb3.txt): {sb3_versions()}, "
+        f"{args.sb3_threads} torch thread(s). Runs one at a time, {pinning}.{shared}"
+    )
+
+
+METHOD = """\
+Both sides stop training at the first greedy check whose 10-episode mean reaches the target: one
+deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more when it reaches the target
+(`parl.utils.training.greedy_check`; SB3's side, benchmarks/sb3_runner.py, does the same with the same
+seeds). Checks start once the mean of the last 20 training returns reaches a level: parl's examples set
+their own (30% of the target on CartPole, from the start on Pendulum), and SB3's side uses the same.
+**Seconds** are wall time from the start of training (after imports and set-up) to that stop; **env
+steps** are those of all environment copies together at the stop (parl counts the steps of finished
+episodes). Each figure is the median over the seeds; a seed that does not reach the target within its
+budget counts as never reaching it, so a median reads "not reached" when fewer than half the seeds reach
+it. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`),
+whose `n_timesteps` is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and
+DDPG Pendulum 20k, PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget.
+parl's budgets are the examples' defaults (`max_steps`). "missing": the example does not exist yet.
+"CPU s (whole call)" in the table of every run is the process's CPU time over set-up, training and the
+final evaluation: less inflated than wall time when other jobs share the machine."""
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = [row.name for row in ROWS]
+    parser.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"rows to run, of: {names}")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    sides = parser.add_mutually_exclusive_group()
+    sides.add_argument("--no-sb3", action="store_true", help="train parl's side only")
+    sides.add_argument("--sb3-only", action="store_true", help="train SB3's side only")
+    parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
+    parser.add_argument("--doc", type=Path, default=DOC, help="the file --write updates")
+    parser.add_argument("--cpus", default=None, help="run every training under `taskset -c CPUS` (e.g. 1)")
+    parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of SB3 (parl uses one)")
+    parser.add_argument(
+        "--sb3-pendulum-settings",
+        choices=("zoo", "default"),
+        default="zoo",
+        help="SB3's settings on Pendulum: rl-zoo's or SB3's defaults (CartPole always uses rl-zoo's tuned ones)",
+    )
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before one run is stopped")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    rows = [row for row in ROWS if args.only is None or row.name in args.only]
+    if not args.no_sb3 and any(row.sb3_algo for row in rows) and not SB3_PYTHON.exists():
+        sys.exit(f"{SB3_PYTHON} not found: build it with `make .venv-sb3` (or pass --no-sb3)")
+    loads = [load()]
+    sides, runs = measure(rows, args, loads)
+    summary, every_run = summary_table(rows, sides), runs_table(runs)
+    print("\n" + summary + "\n\n" + every_run)
+    if args.write:
+        python = os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(str(ROOT)) else sys.executable
+        command = shlex.join([python, "benchmarks/compare.py", *argv])
+        write_section(args.doc, section(command, machine(args, loads), METHOD, summary, every_run))
+        print(f"\nwrote {args.doc}")
+
+
+if __name__ == "__main__":
+    main()
