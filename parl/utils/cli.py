@@ -13,5 +13,5 @@ def example_parser(description: str, *, max_steps: int, target: float, agents: i
     parser.add_argument("--target", type=float, default=target, help="deterministic mean return that ends training")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--agents", type=int, default=agents)
-    parser.add_argument("--quiet", action="store_true", help="print only the final result")
+    parser.add_argument("--quiet", action="store_true", help="print nothing (the result is what train() returns)")
     return parser

@@ -40,6 +40,15 @@ def greedy_check(
     return float(np.mean([first] + rest))
 
 
+def _env_steps(manager: Manager, finished_steps: int) -> int:
+    """Env steps so far: live counts of agents that keep one (``total_steps``, as GymAgent does),
+    otherwise the steps of finished episodes."""
+    counts = [getattr(agent, "total_steps", None) for agent in manager.agents]
+    if counts and all(isinstance(c, int) for c in counts):
+        return int(sum(counts))
+    return finished_steps
+
+
 def train_until(
     manager: Manager,
     settings: TaskSettings,
@@ -61,7 +70,8 @@ def train_until(
         settings: the task's settings, used to build the evaluator task.
         make_env: builds one evaluation environment.
         target: mean deterministic return over ``eval_episodes`` that ends training.
-        max_steps: env step budget (all agents together).
+        max_steps: env step budget (all agents together), counted live for agents with a
+            ``total_steps`` counter (GymAgent), else at episode ends.
         seed: base of the evaluation seeds.
         check_interval: env steps between greedy checks.
         check_from: checks start once the mean of the last 20 training returns reaches this (None: at once).
@@ -79,15 +89,16 @@ def train_until(
     evaluator = settings.make_task("eval")
     start = time.perf_counter()
     manager.start()
-    steps, episodes, recent, last_print, next_check = 0, 0, [], start, 0
+    steps, finished_steps, episodes, recent, last_print, next_check = 0, 0, 0, [], start, 0
     check, best_check, best_weights = float("nan"), float("-inf"), None
     try:
         while manager.running() and steps < max_steps:
             time.sleep(0.02)
             for episode in manager.new_episodes():
-                steps += int(episode["steps"])
+                finished_steps += int(episode["steps"])
                 episodes += 1
                 recent = (recent + [float(episode["reward"])])[-20:]
+            steps = _env_steps(manager, finished_steps)
             if manager.errors:
                 raise manager.errors[0]
             mean_recent = float(np.mean(recent)) if recent else float("-inf")
