@@ -32,7 +32,7 @@ clean:
 # torch goes in first and alone: `torch==2.13.0` is the CPU build; other torch specs pull CUDA's.
 SB3_VENV := .venv-sb3
 SB3_STAMP := $(SB3_VENV)/.installed
-BENCH_COMPARE_ARGS ?= --cpus 1 --write
+BENCH_COMPARE_ARGS ?= --side-cpus 1 0 --write
 
 $(SB3_STAMP): benchmarks/requirements-sb3.txt
 	$(PYTHON) -m venv $(SB3_VENV)

@@ -1,6 +1,6 @@
 """Each parl example beside Stable-Baselines3 on the same task: env steps and seconds to a greedy target.
 
-    make bench-compare                                           # builds .venv-sb3, then: compare.py --cpus 1 --write
+    make bench-compare                                           # builds .venv-sb3, then: compare.py --side-cpus 1 0 --write
     .venv/bin/python benchmarks/compare.py                       # every row, seeds 0 1 2; prints the tables
     .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
     .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3
@@ -20,6 +20,7 @@ counterpart. ``--write`` replaces the section between
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import importlib.metadata
 import json
@@ -120,15 +121,24 @@ def measure(
         if row.sb3_algo is None:
             sb3.status = f"n/a ({row.sb3_absent})"
         parl_runs, sb3_runs = [], []
+        parl_cpus, sb3_cpus = args.side_cpus if args.side_cpus else (args.cpus, args.cpus)
         for seed in args.seeds:
+            jobs = []
             if not parl.status:
-                parl_runs.append(run_once(Run(row, PARL, seed), parl_command(row, seed), args.cpus, args.timeout))
-                progress(parl_runs[-1])
-                loads.append(load())
+                jobs.append((parl_runs, Run(row, PARL, seed), parl_command(row, seed), parl_cpus))
             if not sb3.status:
-                command = sb3_command(row, seed, settings, args.sb3_threads)
-                sb3_runs.append(run_once(Run(row, SB3, seed), command, args.cpus, args.timeout))
-                progress(sb3_runs[-1])
+                jobs.append(
+                    (sb3_runs, Run(row, SB3, seed), sb3_command(row, seed, settings, args.sb3_threads), sb3_cpus)
+                )
+            if args.side_cpus:
+                # The two sides at once, each alone on its own core.
+                with concurrent.futures.ThreadPoolExecutor(len(jobs) or 1) as pool:
+                    done = list(pool.map(lambda job: run_once(job[1], job[2], job[3], args.timeout), jobs))
+            else:
+                done = [run_once(job[1], job[2], job[3], args.timeout) for job in jobs]
+            for job, run in zip(jobs, done):
+                job[0].append(run)
+                progress(run)
                 loads.append(load())
         parl.runs, sb3.runs = parl_runs, sb3_runs
         sides[row.name] = {PARL: parl, SB3: sb3}
@@ -177,7 +187,17 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
         None,
     )
     memory_text = f", {int(memory) / 2**20:.0f} GiB" if memory else ""
-    pinning = f"pinned to CPU {args.cpus} with `taskset -c {args.cpus}`" if args.cpus else "not pinned"
+    if args.side_cpus:
+        pinning = (
+            f"parl's and SB3's runs of a seed side by side, parl pinned to CPU {args.side_cpus[0]} and SB3 to "
+            f"CPU {args.side_cpus[1]} with `taskset`; one run per core at a time"
+        )
+    else:
+        pinning = (
+            f"one at a time, pinned to CPU {args.cpus} with `taskset -c {args.cpus}`"
+            if args.cpus
+            else "one at a time, not pinned"
+        )
     cores = os.cpu_count() or 1
     shared = (
         " The machine was shared with other jobs (load above its core count): wall seconds are inflated;"
@@ -191,7 +211,7 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
         f"parl side: Python {platform.python_version()}, paddlepaddle {version('paddlepaddle')}, "
         f"gymnasium {version('gymnasium')}, numpy {version('numpy')}. "
         f"SB3 side (`.venv-sb3`, benchmarks/requirements-sb3.txt): {sb3_versions()}, "
-        f"{args.sb3_threads} torch thread(s). Runs one at a time, {pinning}.{shared}"
+        f"{args.sb3_threads} torch thread(s). Runs {pinning}.{shared}"
     )
 
 
@@ -224,6 +244,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
     parser.add_argument("--doc", type=Path, default=DOC, help="the file --write updates")
     parser.add_argument("--cpus", default=None, help="run every training under `taskset -c CPUS` (e.g. 1)")
+    parser.add_argument(
+        "--side-cpus",
+        nargs=2,
+        metavar=("PARL_CPU", "SB3_CPU"),
+        help="run the parl and SB3 trainings of a seed at once, each pinned to its own core (halves wall time)",
+    )
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of SB3 (parl uses one)")
     parser.add_argument(
         "--sb3-pendulum-settings",
