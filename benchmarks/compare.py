@@ -222,8 +222,8 @@ deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more w
 seeds). Checks start once the mean of the last 20 training returns reaches a level: parl's examples set
 their own (30% of the target on CartPole, from the start on Pendulum), and SB3's side uses the same.
 **Seconds** are wall time from the start of training (after imports and set-up) to that stop; **env
-steps** are those of all environment copies together at the stop (parl counts the steps of finished
-episodes). Each figure is the median over the seeds; a seed that does not reach the target within its
+steps** are those of all environment copies together at the stop (parl counts them live, SB3 as it
+does). Each figure is the median over the seeds; a seed that does not reach the target within its
 budget counts as never reaching it, so a median reads "not reached" when fewer than half the seeds reach
 it. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`),
 whose `n_timesteps` is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and
