@@ -1,6 +1,7 @@
 """DQN on CartPole-v1 with 8 agents as threads feeding one ComputationTask.
 
     python examples/dqn_cartpole.py [--agents 8] [--seed 0] [--max-steps 150000]
+    python examples/dqn_cartpole.py --dueling --prioritized --n-step 3     # the options of docs/replay.md
 
 Trains until a greedy 10-episode evaluation reaches the target mean return
 (or the env step budget runs out), printing progress, then prints a greedy
@@ -45,6 +46,13 @@ class Settings:
     sample_interval: int = 4  # env steps between an agent's training batches
     max_batchsize: int = 64
     max_training_batchsize: Optional[int] = 2  # agents' batches joined per update; measured best of 1, 2, all
+    # Options of docs/replay.md, off by default (measured there against these defaults).
+    dueling: bool = False  # dueling Q head (Wang et al., 2016)
+    prioritized: bool = False  # proportional prioritized replay (Schaul et al., 2016)
+    priority_alpha: float = 0.6  # the paper's
+    beta_start: float = 0.4  # the paper's
+    beta_steps: int = 5_000  # per agent: about the agent steps of a run, as the paper anneals over all of training
+    n_step: int = 1  # env steps per replayed transition
 
 
 class EpsilonGreedyAgent(GymAgent):
@@ -69,7 +77,7 @@ def make_algorithm_func(s: Settings) -> Callable[[], DQN]:
     """The DQN factory for ``s`` (the Manager and the evaluator each build one)."""
     return parl.create_algorithm_func(
         MLPQModel,
-        dict(obs_dim=4, num_actions=2, hidden_sizes=s.hidden_sizes),
+        dict(obs_dim=4, num_actions=2, hidden_sizes=s.hidden_sizes, dueling=s.dueling),
         DQN,
         dict(
             gamma=s.gamma,
@@ -89,6 +97,12 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
         warmup_steps=s.warmup_steps,
         sample_interval=s.sample_interval,
         seed=seed,
+        prioritized=s.prioritized,
+        alpha=s.priority_alpha,
+        beta_start=s.beta_start,
+        beta_steps=s.beta_steps,
+        n_step=s.n_step,
+        gamma=s.gamma,  # the n-step sums discount as DQN does
     )
 
 
@@ -132,7 +146,10 @@ def train(
 
 
 if __name__ == "__main__":
-    args = example_parser(__doc__, max_steps=150_000, target=475.0, agents=Settings.agents).parse_args()
-    train(
-        args.seed, args.max_steps, args.target, args.eval_episodes, Settings(agents=args.agents), verbose=not args.quiet
-    )
+    parser = example_parser(__doc__, max_steps=150_000, target=475.0, agents=Settings.agents)
+    parser.add_argument("--dueling", action="store_true", help="dueling Q head")
+    parser.add_argument("--prioritized", action="store_true", help="prioritized replay")
+    parser.add_argument("--n-step", type=int, default=Settings.n_step, help="env steps per replayed transition")
+    args = parser.parse_args()
+    settings = Settings(agents=args.agents, dueling=args.dueling, prioritized=args.prioritized, n_step=args.n_step)
+    train(args.seed, args.max_steps, args.target, args.eval_episodes, settings, verbose=not args.quiet)

@@ -29,6 +29,7 @@ from parl.framework.computation_wrapper import ComputationWrapper  # noqa: E402
 from parl.framework.errors import AgentError, RemoteError  # noqa: E402
 from parl.framework.manager import Manager, TaskSettings  # noqa: E402
 from parl.framework.model import Model  # noqa: E402
+from parl.framework.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
 from parl.framework.replay_buffer import ReplayBuffer  # noqa: E402
 from parl.seeding import seed_everything  # noqa: E402
 
@@ -46,6 +47,7 @@ __all__ = [
     "Manager",
     "Model",
     "OnPolicyHelper",
+    "PrioritizedReplayBuffer",
     "RemoteError",
     "ReplayBuffer",
     "TaskSettings",

@@ -116,6 +116,34 @@ def test_bad_capacity_raises(capacity) -> None:
         make_buffer(capacity)
 
 
+def test_add_returns_the_slot_and_gather_reads_those_slots_back() -> None:
+    buffer = make_buffer(3)
+    assert [buffer.add(transition(i)) for i in range(5)] == [0, 1, 2, 0, 1]  # a ring of 3
+    assert check_rows(buffer.gather(np.array([0, 2, 1, 0]))) == [3, 2, 4, 3]
+    batch = buffer.gather(np.array([1]))
+    batch["inputs"]["obs"][...] = 99.0  # copies, as sampled batches
+    assert check_rows(buffer.gather(np.array([1]))) == [4]
+
+
+def test_gathering_a_slot_that_holds_nothing_raises() -> None:
+    buffer = make_buffer(10)
+    buffer.add(transition(0))
+    with pytest.raises(ValueError, match=r"\[0, 1\).*\[0 1\]"):
+        buffer.gather(np.array([0, 1]))
+
+
+def test_bootstrap_steps_are_stored_per_transition_when_asked() -> None:
+    buffer = parl.ReplayBuffer(5, INPUTS, STATES, ACTIONS, REWARDS, bootstrap_steps=True)
+    for i in range(4):
+        steps = {} if i == 0 else {"bootstrap_steps": np.array([i + 1], np.float32)}
+        buffer.add({**transition(i), **steps})
+    batch = buffer.sample(100, np.random.default_rng(0))
+    ids = check_rows(batch)
+    assert batch["bootstrap_steps"].shape == (100, 1) and batch["bootstrap_steps"].dtype == np.float32
+    np.testing.assert_array_equal(batch["bootstrap_steps"][:, 0], [1 if i == 0 else i + 1 for i in ids])  # default 1
+    assert "bootstrap_steps" not in make_buffer(5).gather(np.array([], np.int64))  # not asked: not sent
+
+
 # -- helpers ------------------------------------------------------------------
 
 

@@ -6,7 +6,8 @@
 
 A helper hides all communication from the agent and owns the agent's
 experience: :class:`OnPolicyHelper` caches the last steps and sends them;
-:class:`ExpReplayHelper` keeps a replay buffer and sends sampled batches.
+:class:`ExpReplayHelper` keeps a replay buffer (uniform or prioritized, of
+1-step or n-step transitions) and sends sampled batches.
 
 ``terminated`` (the task ended) and ``truncated`` (cut by a time limit) are
 kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
@@ -21,9 +22,11 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from parl.framework.communicator import Communicator
+from parl.framework.n_step import NStepAccumulator, copy_transition
+from parl.framework.prioritized_replay_buffer import PrioritizedReplayBuffer
 from parl.framework.replay_buffer import ReplayBuffer
 from parl.framework.specs import check_dict, zeros
-from parl.framework.validation import check_int
+from parl.framework.validation import check_int, check_positive, check_range
 
 ArrayDict = Dict[str, np.ndarray]
 Rewards = Union[float, int, Mapping[str, object]]
@@ -128,12 +131,7 @@ class OnPolicyHelper(AgentHelper):
         # Checked arrays may be the agent's own (no copy when the dtype already
         # fits); an agent that reuses an observation buffer in place would
         # otherwise change the cached steps.
-        self._cache.append(
-            {
-                field: value.copy() if isinstance(value, np.ndarray) else {k: v.copy() for k, v in value.items()}
-                for field, value in transition.items()
-            }
-        )
+        self._cache.append(copy_transition(transition))
         self._episode_over = episode_over
 
     def learn(self) -> Optional[Dict[str, float]]:
@@ -147,9 +145,37 @@ class OnPolicyHelper(AgentHelper):
 
 
 class ExpReplayHelper(AgentHelper):
-    """Keeps a uniform replay buffer; every ``sample_interval`` stored steps, sends a sampled batch.
+    """Keeps a replay buffer; every ``sample_interval`` stored steps, sends a sampled batch.
 
-    Learning starts once ``warmup_steps`` transitions are stored.
+    Learning starts once ``warmup_steps`` transitions are stored. Works with
+    any off-policy algorithm; two options change what is replayed:
+
+    - ``n_step > 1``: each stored transition spans up to ``n_step`` env steps
+      (:class:`~parl.framework.n_step.NStepAccumulator`): its reward is the
+      discounted sum of the rewards on the way and the batch carries
+      ``bootstrap_steps``, which algorithms turn into ``gamma ** steps`` with
+      ``info.discount(gamma)``. ``gamma`` here discounts those sums and must be
+      the algorithm's own. The last ``store_data`` of an episode must say
+      ``terminated`` or ``truncated``, or transitions would span two episodes.
+    - ``prioritized=True``: transitions are drawn by priority
+      (:class:`~parl.framework.prioritized_replay_buffer.PrioritizedReplayBuffer`),
+      the batch carries importance ``weights``, and the per-row ``td_error`` the
+      algorithm returns from ``learn`` becomes the priorities of the rows sent.
+
+    Args:
+        capacity: transitions kept by this agent.
+        batch_size: transitions per batch sent.
+        warmup_steps: transitions stored before the first batch.
+        sample_interval: stored steps between batches.
+        seed: seeds this helper's sampling.
+        prioritized: sample by priority instead of uniformly.
+        alpha: priority exponent, in [0, 1] (prioritized only).
+        beta_start: importance-weight exponent at the start, in [0, 1]; it reaches 1 after
+            ``beta_steps`` of this agent's steps (prioritized only).
+        beta_steps: this agent's steps over which beta anneals to 1 (0: 1 from the start).
+        priority_epsilon: added to ``|td_error|`` so no priority is 0 (prioritized only).
+        n_step: env steps per stored transition.
+        gamma: discount of the n-step reward sums (n_step > 1 only); must match the algorithm's.
     """
 
     def __init__(
@@ -160,34 +186,86 @@ class ExpReplayHelper(AgentHelper):
         warmup_steps: int = 1000,
         sample_interval: int = 1,
         seed: Optional[int] = None,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_steps: int = 100_000,
+        priority_epsilon: float = 1e-6,
+        n_step: int = 1,
+        gamma: float = 0.99,
     ) -> None:
         super().__init__()
         self.capacity = check_int("capacity", capacity, 1)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.warmup_steps = check_int("warmup_steps", warmup_steps, 0)
         self.sample_interval = check_int("sample_interval", sample_interval, 1)
+        if not isinstance(prioritized, bool):
+            raise ValueError(f"prioritized must be True or False, got {prioritized!r}")
+        self.prioritized = prioritized
+        self.alpha = check_range("alpha", alpha, 0.0, 1.0)
+        self.beta_start = check_range("beta_start", beta_start, 0.0, 1.0)
+        self.beta_steps = check_int("beta_steps", beta_steps, 0)
+        self.priority_epsilon = check_positive("priority_epsilon", priority_epsilon)
+        self.n_step = check_int("n_step", n_step, 1)
+        self.gamma = check_range("gamma", gamma, 0.0, 1.0)
         self._rng = np.random.default_rng(seed)
         self._since_learn = 0
-        self.buffer: Optional[ReplayBuffer] = None
+        self._n_step = NStepAccumulator(self.n_step, gamma=self.gamma) if self.n_step > 1 else None
+        self.buffer: Optional[Union[ReplayBuffer, PrioritizedReplayBuffer]] = None
 
     def _on_bind(self, communicator: Communicator) -> None:
-        self.buffer = ReplayBuffer(
-            self.capacity,
+        specs = (
             communicator.input_specs,
             communicator.state_specs,
             communicator.action_specs,
             communicator.reward_specs,
         )
+        multi_step = self._n_step is not None
+        if self.prioritized:
+            self.buffer = PrioritizedReplayBuffer(
+                self.capacity,
+                *specs,
+                alpha=self.alpha,
+                beta_start=self.beta_start,
+                beta_steps=self.beta_steps,
+                epsilon=self.priority_epsilon,
+                bootstrap_steps=multi_step,
+            )
+        else:
+            self.buffer = ReplayBuffer(self.capacity, *specs, bootstrap_steps=multi_step)
 
     def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
-        self.buffer.add(transition)
+        if self._n_step is None:
+            self.buffer.add(transition)
+        else:
+            for n_step_transition in self._n_step.add(transition, episode_over):
+                self.buffer.add(n_step_transition)
         self._since_learn += 1
 
     def learn(self) -> Optional[Dict[str, float]]:
         if self._since_learn < self.sample_interval or len(self.buffer) < max(self.warmup_steps, 1):
             return None
         self._since_learn = 0
-        return self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
+        if not self.prioritized:
+            return self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
+        batch, slots = self.buffer.sample(self.batch_size, self._rng)
+        costs = self.communicator.learn(batch)
+        self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+        return costs
+
+
+def _td_errors(costs: Mapping[str, object], rows: int) -> np.ndarray:
+    """This batch's per-row ``td_error`` from the costs of one update."""
+    td_error = costs.get("td_error")
+    if td_error is None:
+        raise ValueError(
+            "prioritized replay needs Algorithm.learn to return a per-row 'td_error' (one optimizer step per "
+            f"batch), got costs {sorted(costs)}"
+        )
+    td_error = np.asarray(td_error).reshape(-1)
+    if td_error.size != rows:
+        raise ValueError(f"td_error has {td_error.size} values, the batch sent has {rows} rows")
+    return td_error
 
 
 def _stack_transitions(transitions: List[Dict[str, object]]) -> Dict[str, object]:
