@@ -110,7 +110,10 @@ def train_until(
                     f"recent return {mean_recent:7.1f}  greedy check {check:7.1f}",
                     flush=True,
                 )
-            if recent and (check_from is None or mean_recent >= check_from) and steps >= next_check:
+            # After the first update every layer the algorithm learns with is built (layers are built
+            # lazily), so a snapshot of the learner has all the weights the evaluator holds.
+            ready = recent and learner.update_steps > 0 and (check_from is None or mean_recent >= check_from)
+            if ready and steps >= next_check:
                 next_check = steps + check_interval
                 evaluator.set_algorithm_weights(learner.algorithm_weights())
                 check = greedy_check(evaluator, make_env, eval_episodes, target, seed=10_000 + steps)

@@ -1,0 +1,116 @@
+"""What DDPG, TD3 and SAC share: Q critics with target copies, the bootstrapped target, the critic loss.
+
+class MyActorCritic(ActorCriticQ):
+    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+        obs, action = inputs["obs"], actions["action"]
+        with paddle.no_grad():
+            next_action = self.target_model.actor.forward(next_inputs["obs"])
+            next_q = self.target_model.critic.value(next_inputs["obs"], next_action)       # [M, B, 1]
+            target = self.q_target(next_q.min(axis=0), rewards, next_episode_end, info)
+        critic_loss, td_error = self.critic_loss(self.model.critic.value(obs, action), target, info)
+        q_pi = self.model.critic.value(obs, self.model.actor.forward(obs), frozen=True)
+        actor_loss = self.weighted_mean(-q_pi[0], info)
+        return {"loss": critic_loss + actor_loss, "td_error": td_error, ...}
+
+All parts of the model are trained by one optimizer on the summed losses.
+Each loss reaches only its own part: critic targets are computed without
+gradient, and actor losses read the critic with ``frozen=True`` (detached
+critic weights, gradient only to the action), so the critic's gradient is
+exactly that of the critic loss.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple, Type
+
+import paddle
+
+from parl.algorithms.target import TargetSync
+from parl.framework.algorithm import Algorithm, TensorDict
+from parl.framework.batch_info import BatchInfo
+from parl.framework.model import Model
+from parl.framework.validation import check_range
+from parl.models.continuous import ContinuousActorCritic
+
+
+class ActorCriticQ(Algorithm):
+    """Base of off-policy actor-critic algorithms over a :class:`ContinuousActorCritic` model.
+
+    Holds ``target_model``, a second model built by ``model_func``, whose
+    ``critic`` (and ``actor`` when ``target_actor``) start as copies of the
+    online ones and follow them by Polyak averaging every
+    ``target_update_interval`` optimizer updates.
+
+    Args:
+        model_class: the model type the subclass needs.
+        gamma: discount, in [0, 1].
+        tau: fraction of the online weights blended into the targets per sync.
+        target_actor: whether the actor has a target copy (DDPG, TD3) or not (SAC).
+        target_update_interval: optimizer updates between target syncs.
+    """
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        model_class: Type[ContinuousActorCritic],
+        gamma: float,
+        tau: float,
+        target_actor: bool,
+        target_update_interval: int,
+        learning_rate: float,
+        grad_clip: Optional[float],
+    ) -> None:
+        super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
+        if not isinstance(self.model, model_class):
+            raise ValueError(
+                f"{type(self).__name__} needs a parl.models.continuous.{model_class.__name__}, "
+                f"got {type(self.model).__name__}"
+            )
+        self.gamma = check_range("gamma", gamma, 0.0, 1.0)
+        self.target_model = model_func()
+        pairs = [(self.model.critic, self.target_model.critic)]
+        if target_actor:
+            pairs.append((self.model.actor, self.target_model.actor))
+        self.targets = TargetSync(pairs, tau=tau, interval=target_update_interval)
+        for online, target in pairs:  # models are built when made; a checkpoint's targets are set afterwards
+            online.sync_weights_to(target)
+        #: Optimizer updates completed (kept by :meth:`after_update`).
+        self.completed_updates = 0
+
+    def q_target(
+        self,
+        next_value: paddle.Tensor,
+        rewards: TensorDict,
+        next_episode_end: paddle.Tensor,
+        info: BatchInfo,
+    ) -> paddle.Tensor:
+        """``r + gamma^k * (1 - next_episode_end) * next_value``, ``[B, 1]``.
+
+        ``k`` is the env steps each transition spans (``info.bootstrap_steps``);
+        ``next_episode_end`` is 1 only on termination, so truncated episodes bootstrap.
+        """
+        return rewards["reward"] + info.discount(self.gamma) * (1.0 - next_episode_end) * next_value
+
+    def critic_loss(
+        self, q: paddle.Tensor, target: paddle.Tensor, info: BatchInfo
+    ) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """The critics' summed squared errors against ``target`` (importance-weighted mean over rows),
+        and each row's TD error ``target - mean_m Q_m`` ``[B, 1]`` (no gradient).
+
+        Args:
+            q: ``[members, B, 1]`` online critic values of the batch's actions.
+            target: ``[B, 1]``, without gradient.
+        """
+        error = target - q
+        loss = self.weighted_mean((error * error).sum(axis=0), info)
+        return loss, error.mean(axis=0).detach()
+
+    @staticmethod
+    def weighted_mean(per_row: paddle.Tensor, info: BatchInfo) -> paddle.Tensor:
+        """Mean of ``[B, 1]`` values, each row weighted by its importance weight (prioritized replay)."""
+        return per_row.mean() if info.uniform_weights else (per_row * info.weights).mean()
+
+    def after_update(self, update_step: int) -> None:
+        self.completed_updates = update_step
+        self.targets.after_update(update_step)

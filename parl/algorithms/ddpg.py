@@ -1,0 +1,100 @@
+"""DDPG (Lillicrap et al., 2016): a deterministic actor trained through a Q critic.
+
+With ``M`` critics (1 for DDPG; TD3 uses 2) and the target copies ``Q'``, ``pi'``:
+
+    y        = r + gamma^k * (1 - next_episode_end) * min_m Q'_m(s', pi'(s'))
+    L_critic = sum_m (Q_m(s, a) - y)^2                  (mean over rows, importance-weighted)
+    L_actor  = -Q_1(s, pi(s))                           (critic frozen: gradient to the actor only)
+
+``k`` is the env steps each transition spans (1, or up to n with n-step
+replay). Both losses are minimized by one optimizer step on their sum; the
+targets follow by Polyak averaging. ``predict`` returns ``pi(s)``:
+exploration noise is the agent's choice.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Tuple
+
+import paddle
+
+from parl.algorithms.actor_critic_q import ActorCriticQ
+from parl.framework.algorithm import TensorDict
+from parl.framework.batch_info import BatchInfo
+from parl.framework.model import Model
+from parl.models.continuous import DeterministicActorCritic
+
+
+class DDPG(ActorCriticQ):
+    """Deep deterministic policy gradient over a :class:`~parl.models.continuous.DeterministicActorCritic`.
+
+    Args:
+        gamma: discount, in [0, 1].
+        tau: Polyak rate of the target actor and critic per sync. 0.005: Fujimoto et al. (2018) and
+            Stable-Baselines3 (the paper's 0.001 is slower).
+        learning_rate: Adam step size of actor and critic alike (the paper uses 1e-4 for the actor
+            and 1e-3 for the critic; Stable-Baselines3 uses 1e-3 for both).
+        target_update_interval: optimizer updates between target syncs.
+        grad_clip: global gradient-norm bound over all parameters, or None.
+    """
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        learning_rate: float = 1e-3,
+        target_update_interval: int = 1,
+        grad_clip: Optional[float] = None,
+    ) -> None:
+        super().__init__(
+            model_func,
+            model_class=DeterministicActorCritic,
+            gamma=gamma,
+            tau=tau,
+            target_actor=True,
+            target_update_interval=target_update_interval,
+            learning_rate=learning_rate,
+            grad_clip=grad_clip,
+        )
+
+    def predict(
+        self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
+    ) -> Tuple[TensorDict, TensorDict]:
+        return {"action": self.model.actor.forward(inputs["obs"])}, {}
+
+    def next_actions(self, next_obs: paddle.Tensor) -> paddle.Tensor:
+        """Actions of the target policy at the next observations (called without gradient)."""
+        return self.target_model.actor.forward(next_obs)
+
+    def updates_actor(self) -> bool:
+        """Whether this update includes the actor loss (always, for DDPG)."""
+        return True
+
+    def learn(
+        self,
+        inputs: TensorDict,
+        next_inputs: TensorDict,
+        states: TensorDict,
+        next_states: TensorDict,
+        next_episode_end: paddle.Tensor,
+        actions: TensorDict,
+        rewards: TensorDict,
+        info: BatchInfo,
+    ) -> Dict[str, paddle.Tensor]:
+        obs, action, next_obs = inputs["obs"], actions["action"], next_inputs["obs"]
+        with paddle.no_grad():
+            next_q = self.target_model.critic.value(next_obs, self.next_actions(next_obs))
+            target = self.q_target(next_q.min(axis=0), rewards, next_episode_end, info)
+        q = self.model.critic.value(obs, action)
+        critic_loss, td_error = self.critic_loss(q, target, info)
+        costs = {"critic_loss": critic_loss, "q_mean": q.mean().detach(), "td_error": td_error}
+        loss = critic_loss
+        if self.updates_actor():
+            q_pi = self.model.critic.value(obs, self.model.actor.forward(obs), frozen=True)[0]
+            actor_loss = -self.weighted_mean(q_pi, info)
+            costs["actor_loss"] = actor_loss
+            loss = loss + actor_loss
+        costs["loss"] = loss
+        return costs

@@ -1,0 +1,191 @@
+"""Models for continuous control with Q critics: DDPG and TD3 (deterministic actor), SAC (Gaussian actor).
+
+Both families take a float32 ``obs`` of ``[obs_dim]`` and act with a float32
+``action`` of ``[action_dim]`` in [-1, 1] (agents scale it to the
+environment's bounds). Each holds an ``actor`` and a ``critic``:
+
+    action = model.actor.forward(obs)                      # DeterministicActor: tanh output, [B, D]
+    mean, log_std = model.actor.forward(obs)               # GaussianActor: pre-squash Gaussian, [B, D] each
+    dist = model.actor.dist(obs)                           # ... as a TanhGaussian
+    q = model.critic.value(obs, action)                    # QCritic: [members, B, 1], one row per critic
+    q = model.critic.value(obs, action, frozen=True)       # same values; no gradient reaches the critic
+
+``frozen=True`` is how actor losses go through the critic: the gradient
+reaches the action (and so the actor) but not the critic's weights, so one
+optimizer can minimize the sum of the actor and critic losses.
+
+These models build their layers when they are made (the specs give every
+input size), so an algorithm can copy them into target networks at once and
+weight snapshots taken while training starts are always complete.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence, Tuple, Type, Union
+
+import paddle
+
+from parl import layers
+from parl.framework.distributions import TanhGaussian
+from parl.framework.model import Model
+from parl.framework.specs import SpecList
+from parl.framework.validation import check_int, check_positive
+from parl.layers.ensemble_fc import EnsembleFC
+from parl.layers.layer_func import LayerFunc, ParamSpec
+
+#: Bounds of a GaussianActor's log standard deviation (as Stable-Baselines3's SAC).
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+def _hidden(sizes: Sequence[int]) -> list:
+    return [layers.fc(check_int("hidden_sizes", h, 1), act="relu") for h in sizes]
+
+
+class QCritic(Model):
+    """``members`` independent Q networks over ``concat(obs, action)``, computed together.
+
+    Each layer is an :class:`~parl.layers.ensemble_fc.EnsembleFC`, so the
+    twin critics of TD3 and SAC cost one kernel per layer.
+    """
+
+    def __init__(self, members: int, hidden_sizes: Sequence[int]) -> None:
+        super().__init__()
+        self.members = check_int("num_critics", members, 1)
+        self.hidden = [EnsembleFC(check_int("hidden_sizes", h, 1), self.members, act="relu") for h in hidden_sizes]
+        self.out = EnsembleFC(1, self.members)
+
+    def value(self, obs: paddle.Tensor, action: paddle.Tensor, *, frozen: bool = False) -> paddle.Tensor:
+        """``Q_m(obs, action)`` for every member ``m``: ``[members, B, 1]``.
+
+        ``frozen=True`` detaches the weights: gradients flow to ``obs`` and
+        ``action`` only.
+        """
+        h = paddle.concat([obs, action], axis=-1)
+        for layer in self.hidden + [self.out]:
+            h = layer.frozen(h) if frozen else layer(h)
+        return h
+
+
+class DeterministicActor(Model):
+    """``tanh(MLP(obs))``: one action in (-1, 1) per row (DDPG, TD3)."""
+
+    def __init__(self, action_dim: int, hidden_sizes: Sequence[int]) -> None:
+        super().__init__()
+        self.hidden = _hidden(hidden_sizes)
+        self.out = layers.fc(check_int("action_dim", action_dim, 1), act="tanh")
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The action, ``[B, action_dim]``."""
+        h = obs
+        for layer in self.hidden:
+            h = layer(h)
+        return self.out(h)
+
+
+class GaussianActor(Model):
+    """A diagonal Gaussian over pre-squash actions, squashed by tanh (SAC).
+
+    One output layer gives the mean and the log standard deviation, the latter
+    clipped to [:data:`LOG_STD_MIN`, :data:`LOG_STD_MAX`].
+    """
+
+    def __init__(self, action_dim: int, hidden_sizes: Sequence[int]) -> None:
+        super().__init__()
+        self.action_dim = check_int("action_dim", action_dim, 1)
+        self.hidden = _hidden(hidden_sizes)
+        self.out = layers.fc(2 * self.action_dim)
+
+    def forward(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """``(mean, log_std)``, each ``[B, action_dim]``."""
+        h = obs
+        for layer in self.hidden:
+            h = layer(h)
+        mean, log_std = paddle.split(self.out(h), 2, axis=-1)
+        return mean, paddle.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)
+
+    def dist(self, obs: paddle.Tensor) -> TanhGaussian:
+        """The policy at ``obs``: samples and log-probabilities in action space (-1, 1)."""
+        return TanhGaussian(*self.forward(obs))
+
+
+class ContinuousActorCritic(Model):
+    """Base of the models of this module: specs, an ``actor`` of ``actor_class`` and the ``critic``.
+
+    Args:
+        obs_dim: length of the float32 ``obs`` input.
+        action_dim: length of the float32 ``action``, in [-1, 1].
+        num_critics: independent Q networks (1 for DDPG, 2 for TD3 and SAC).
+        hidden_sizes: ReLU layers of the actor and of each critic.
+        actor_class: :class:`DeterministicActor` or :class:`GaussianActor`.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        num_critics: int,
+        hidden_sizes: Sequence[int],
+        actor_class: Type[Union[DeterministicActor, GaussianActor]],
+    ) -> None:
+        super().__init__()
+        self.obs_dim = check_int("obs_dim", obs_dim, 1)
+        self.action_dim = check_int("action_dim", action_dim, 1)
+        self.hidden_sizes = tuple(check_int("hidden_sizes", h, 1) for h in hidden_sizes)
+        self.critic = QCritic(num_critics, self.hidden_sizes)
+        self.actor = actor_class(self.action_dim, self.hidden_sizes)
+        with paddle.no_grad():
+            obs, action = paddle.zeros([1, self.obs_dim]), paddle.zeros([1, self.action_dim])
+            self.actor.forward(obs)
+            self.critic.value(obs, action)
+
+    def get_input_specs(self) -> SpecList:
+        return [("obs", dict(shape=[self.obs_dim], dtype="float32"))]
+
+    def get_action_specs(self) -> SpecList:
+        return [("action", dict(shape=[self.action_dim], dtype="float32"))]
+
+
+class DeterministicActorCritic(ContinuousActorCritic):
+    """A :class:`DeterministicActor` and ``num_critics`` Q networks (DDPG: 1, TD3: 2)."""
+
+    def __init__(
+        self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
+    ) -> None:
+        super().__init__(obs_dim, action_dim, num_critics, hidden_sizes, DeterministicActor)
+
+
+class GaussianActorCritic(ContinuousActorCritic):
+    """A :class:`GaussianActor` and ``num_critics`` Q networks (SAC: 2)."""
+
+    def __init__(
+        self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
+    ) -> None:
+        super().__init__(obs_dim, action_dim, num_critics, hidden_sizes, GaussianActor)
+
+
+class _Scalar(LayerFunc):
+    """One trainable float, built at once (it reads no input)."""
+
+    def __init__(self, initial: float) -> None:
+        super().__init__("scalar")
+        self.initial = float(initial)
+        self._build_from_input(paddle.zeros([1]))
+
+    def param_specs(self, first_input: paddle.Tensor) -> dict:
+        return {"value": ParamSpec([], "float32", paddle.nn.initializer.Constant(self.initial))}
+
+    def forward(self, x: paddle.Tensor) -> paddle.Tensor:
+        return self.params["value"]
+
+
+class Temperature(Model):
+    """SAC's entropy temperature, learned as ``log_alpha`` (a Model so checkpoints and weight copies carry it)."""
+
+    def __init__(self, initial_alpha: float = 1.0) -> None:
+        super().__init__()
+        self.log_alpha_value = _Scalar(math.log(check_positive("initial_alpha", initial_alpha)))
+
+    def log_alpha(self) -> paddle.Tensor:
+        """A 0-d tensor, trainable."""
+        return self.log_alpha_value.params["value"]
