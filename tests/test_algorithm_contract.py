@@ -48,22 +48,48 @@ class Case:
 
 
 def _cases() -> List[Case]:
-    from parl.algorithms import DQN
-    from parl.models import MLPQModel
+    from parl.algorithms.a2c import A2C
+    from parl.algorithms.ddpg import DDPG
+    from parl.algorithms.dqn import DQN
+    from parl.algorithms.policy_gradient import PolicyGradient
+    from parl.algorithms.ppo import PPO
+    from parl.algorithms.sac import SAC
+    from parl.algorithms.td3 import TD3
+    from parl.models import LSTMActorCritic, MLPActorCritic, MLPQModel
+    from parl.models.continuous import DeterministicActorCritic, GaussianActorCritic
 
-    cases = [
-        Case("DQN", DQN, MLPQModel, dict(obs_dim=4, num_actions=2, hidden_sizes=(16,)), {}, "CartPole-v1", False),
+    q = dict(obs_dim=4, num_actions=2, hidden_sizes=(16,))
+    discrete = dict(obs_dim=4, num_actions=2, hidden_sizes=(16,))
+    gaussian = dict(obs_dim=3, action_dim=1, hidden_sizes=(16,))
+    lstm = dict(obs_dim=4, num_actions=2, hidden_size=8)
+    continuous = dict(obs_dim=3, action_dim=1, hidden_sizes=(16,))
+    ppo = dict(epochs=2, num_minibatches=2)
+    return [
+        Case("DQN", DQN, MLPQModel, q, {}, "CartPole-v1", False),
+        Case("DQN-dueling", DQN, MLPQModel, {**q, "dueling": True}, {}, "CartPole-v1", False),
         Case(
-            "DQN-dueling",
+            "DQN-prioritized-3-step",
             DQN,
             MLPQModel,
-            dict(obs_dim=4, num_actions=2, hidden_sizes=(16,), dueling=True),
+            q,
             {},
             "CartPole-v1",
             False,
+            dict(prioritized=True, n_step=3, gamma=0.99),
         ),
+        Case("PolicyGradient", PolicyGradient, MLPActorCritic, discrete, {}, "CartPole-v1", True),
+        Case("PolicyGradient-gaussian", PolicyGradient, MLPActorCritic, gaussian, {}, "Pendulum-v1", True),
+        Case("A2C", A2C, MLPActorCritic, discrete, {}, "CartPole-v1", True),
+        Case("A2C-gaussian", A2C, MLPActorCritic, gaussian, {}, "Pendulum-v1", True),
+        Case("A2C-lstm", A2C, LSTMActorCritic, lstm, {}, "CartPole-v1", True),
+        Case("PPO", PPO, MLPActorCritic, discrete, ppo, "CartPole-v1", True),
+        Case("PPO-gaussian", PPO, MLPActorCritic, gaussian, ppo, "Pendulum-v1", True),
+        Case("PPO-lstm", PPO, LSTMActorCritic, lstm, ppo, "CartPole-v1", True),
+        Case("DDPG", DDPG, DeterministicActorCritic, {**continuous, "num_critics": 1}, {}, "Pendulum-v1", False),
+        Case("TD3", TD3, DeterministicActorCritic, continuous, {}, "Pendulum-v1", False),
+        Case("SAC", SAC, GaussianActorCritic, continuous, {}, "Pendulum-v1", False),
+        Case("SAC-3-step", SAC, GaussianActorCritic, continuous, {}, "Pendulum-v1", False, dict(n_step=3, gamma=0.99)),
     ]
-    return cases
 
 
 CASES = _cases()

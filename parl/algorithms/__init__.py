@@ -1,5 +1,11 @@
 """parl.algorithms: one file of math per algorithm."""
 
+from parl.algorithms.a2c import A2C
+from parl.algorithms.ddpg import DDPG
 from parl.algorithms.dqn import DQN
+from parl.algorithms.policy_gradient import PolicyGradient
+from parl.algorithms.ppo import PPO
+from parl.algorithms.sac import SAC
+from parl.algorithms.td3 import TD3
 
-__all__ = ["DQN"]
+__all__ = ["A2C", "DDPG", "DQN", "PPO", "PolicyGradient", "SAC", "TD3"]

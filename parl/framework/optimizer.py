@@ -134,3 +134,66 @@ class Adam:
                 tensor.set_value(np.asarray(state[key], dtype=np.float32))
         if "learning_rate" in state:
             self._lr.set_value(np.asarray(state["learning_rate"], dtype=np.float32))
+
+
+class RMSProp(Adam):
+    """RMSProp (Tieleman & Hinton, 2012), the optimizer of A3C (Mnih et al., 2016), with optional
+    momentum, centering and global gradient-norm clipping.
+
+    ``ms = alpha * ms + (1 - alpha) * g^2``; ``mom = momentum * mom + lr * g / sqrt(ms + epsilon)``;
+    ``param -= mom`` (``ms - mean_grad^2`` in place of ``ms`` when centered). Epsilon sits inside the
+    square root, as in TensorFlow's RMSProp that A3C and OpenAI Baselines' A2C used. The state
+    starts at zero. It calls paddle's fused ``rmsprop_`` kernel once per parameter, so its updates
+    are those of ``paddle.optimizer.RMSProp`` (checked in the tests); the clipping, learning-rate
+    and state-dict bookkeeping are :class:`Adam`'s.
+    """
+
+    def __init__(
+        self,
+        parameters: List[paddle.Tensor],
+        *,
+        learning_rate: float = 7e-4,
+        alpha: float = 0.99,
+        epsilon: float = 1e-5,
+        momentum: float = 0.0,
+        centered: bool = False,
+        grad_clip: Optional[float] = None,
+    ) -> None:
+        self.alpha = check_range("alpha", alpha, 0.0, 1.0)
+        self.momentum = check_range("momentum", momentum, 0.0, 1.0)
+        self.centered = bool(centered)
+        parameters = list(parameters)
+        if not parameters:
+            raise ValueError("RMSProp needs at least one parameter, got none")
+        super().__init__(parameters, learning_rate=learning_rate, epsilon=epsilon, grad_clip=grad_clip)
+
+    def _fresh_state(self, param: paddle.Tensor) -> Dict[str, paddle.Tensor]:
+        return {
+            "mean_square": paddle.zeros_like(param),
+            "moment": paddle.zeros_like(param),
+            "mean_grad": paddle.zeros_like(param),
+        }
+
+    def step(self) -> None:
+        """Apply one update from the parameters' gradients (parameters without a gradient are left alone)."""
+        with paddle.no_grad():
+            grads = [p.grad for p in self._params]
+            if self.grad_clip is not None:
+                grads = self._clipped(grads)
+            for param, grad, st in zip(self._params, grads, self._state):
+                if grad is None:
+                    continue
+                _C_ops.rmsprop_(
+                    param,
+                    st["mean_square"],
+                    grad,
+                    st["moment"],
+                    self._lr,
+                    st["mean_grad"],
+                    None,
+                    self.epsilon,
+                    self.alpha,
+                    self.momentum,
+                    self.centered,
+                    False,
+                )

@@ -1,0 +1,202 @@
+"""PPO (Schulman et al., 2017): clipped surrogate objective over several epochs of minibatches.
+
+One batch (the time-ordered segments of one or more agents) gives
+``epochs * num_minibatches`` optimizer steps. Before the first, under no
+gradient, the behaviour policy's log-probabilities, the values and the
+GAE(lambda) advantages are computed once for every row; each step then takes
+
+    ratio       = exp(log pi(a|s) - log pi_old(a|s))
+    policy_loss = -mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))
+    value_loss  = mean((V(s) - R)^2)          # or the max with the clipped value's error
+    loss        = policy_loss + value_coef * value_loss - entropy_coef * entropy
+
+over one minibatch, where ``R = A + V_old`` and ``A`` is normalized per
+minibatch by default. ``learn`` is a generator: the task runs one optimizer
+step per costs dict it yields.
+
+Rows are shuffled with ``paddle.randperm``, so ``parl.seed_everything`` makes a
+single-agent run reproducible. A recurrent model (one with state specs) is
+unrolled over whole segments, so its minibatches are groups of whole segments.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import paddle
+
+from parl.algorithms.actor_critic_base import ActorCriticBase
+from parl.framework.algorithm import TensorDict
+from parl.framework.batch_info import BatchInfo
+from parl.framework.model import Model
+from parl.framework.validation import check_choice, check_int, check_positive, check_range
+
+#: Where advantages are normalized to zero mean and unit standard deviation.
+ADVANTAGE_NORMALIZATION = ("minibatch", "batch", "none")
+
+
+class PPO(ActorCriticBase):
+    """Proximal Policy Optimization with the clipped surrogate objective.
+
+    Defaults are the paper's MuJoCo settings (table 3) where it gives them, and
+    Stable-Baselines3's otherwise (value clipping off, gradient norm 0.5).
+
+    Args:
+        gamma: discount, in [0, 1].
+        gae_lambda: GAE's lambda, in [0, 1] (1: discounted returns to the segment's end).
+        learning_rate: Adam step size.
+        clip_range: the surrogate's epsilon: ratios outside [1 - eps, 1 + eps] give no gradient.
+        value_clip: clip the new value to ``old value +- value_clip`` and take the larger of
+            the two squared errors (as OpenAI baselines); None: plain squared error.
+        value_coef: weight of the value loss.
+        entropy_coef: weight of the entropy bonus.
+        epochs: passes over each batch.
+        num_minibatches: minibatches per pass; each row (for recurrent models, each
+            segment) lands in exactly one. A batch with fewer rows (segments) than this
+            is split into that many minibatches instead.
+        advantage_normalization: "minibatch" (as SB3 and CleanRL), "batch", or "none".
+        grad_clip: global gradient-norm bound, or None.
+    """
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        learning_rate: float = 3e-4,
+        clip_range: float = 0.2,
+        value_clip: Optional[float] = None,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        epochs: int = 10,
+        num_minibatches: int = 32,
+        advantage_normalization: str = "minibatch",
+        grad_clip: Optional[float] = 0.5,
+    ) -> None:
+        super().__init__(model_func, gamma=gamma, learning_rate=learning_rate, grad_clip=grad_clip)
+        self.gae_lambda = check_range("gae_lambda", gae_lambda, 0.0, 1.0)
+        self.clip_range = check_positive("clip_range", clip_range)
+        self.value_clip = None if value_clip is None else check_positive("value_clip", value_clip)
+        self.value_coef = check_range("value_coef", value_coef, 0.0, float("inf"))
+        self.entropy_coef = check_range("entropy_coef", entropy_coef, 0.0, float("inf"))
+        self.epochs = check_int("epochs", epochs, 1)
+        self.num_minibatches = check_int("num_minibatches", num_minibatches, 1)
+        self.advantage_normalization = check_choice(
+            "advantage_normalization", advantage_normalization, ADVANTAGE_NORMALIZATION
+        )
+        self.recurrent = bool(self.model.get_state_specs())
+
+    def learn(
+        self,
+        inputs: TensorDict,
+        next_inputs: TensorDict,
+        states: TensorDict,
+        next_states: TensorDict,
+        next_episode_end: paddle.Tensor,
+        actions: TensorDict,
+        rewards: TensorDict,
+        info: BatchInfo,
+    ) -> Iterator[Dict[str, paddle.Tensor]]:
+        """Yields the costs of each of the ``epochs * num_minibatches`` optimizer steps on this batch."""
+        lengths = info.sequence_lengths
+        with paddle.no_grad():
+            dist, values = self.model.sequence(inputs, states, lengths)
+            old_log_probs = dist.log_prob(actions["action"])
+        advantages, returns = self.advantages(
+            values, next_inputs, next_states, next_episode_end, rewards, info, self.gae_lambda
+        )
+        # With one minibatch per pass, normalizing per minibatch is normalizing the batch: done once.
+        normalize_each = self.advantage_normalization == "minibatch" and self._minibatch_count(lengths) > 1
+        if self.advantage_normalization != "none" and not normalize_each:
+            advantages = _normalized(advantages)
+        rows = {"old_log_probs": old_log_probs, "old_values": values, "advantages": advantages, "returns": returns}
+        for _ in range(self.epochs):
+            for index, mb_lengths in self._minibatches(lengths):
+                yield self._step(
+                    _take(inputs, index),
+                    _take(states, index),
+                    _take(actions, index),
+                    _take(rows, index),
+                    mb_lengths,
+                    normalize_each,
+                )
+
+    def _minibatch_count(self, lengths: Tuple[int, ...]) -> int:
+        """Minibatches per pass: ``num_minibatches``, or fewer when the batch has fewer rows (segments)."""
+        return min(self.num_minibatches, len(lengths) if self.recurrent else sum(lengths))
+
+    def _minibatches(self, lengths: Tuple[int, ...]) -> List[Tuple[Optional[paddle.Tensor], Tuple[int, ...]]]:
+        """One pass of shuffled minibatches: (row index or None for the whole batch, segment lengths)."""
+        count = self._minibatch_count(lengths)
+        if count == 1:
+            return [(None, lengths)]
+        order = paddle.randperm(len(lengths) if self.recurrent else sum(lengths)).numpy()
+        groups = np.array_split(order, count)
+        if not self.recurrent:
+            return [(paddle.to_tensor(g), (1,) * len(g)) for g in groups]
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        out = []
+        for group in groups:
+            index = np.concatenate([np.arange(starts[s], starts[s] + lengths[s]) for s in group])
+            out.append((paddle.to_tensor(index), tuple(lengths[s] for s in group)))
+        return out
+
+    def _step(
+        self,
+        inputs: TensorDict,
+        states: TensorDict,
+        actions: TensorDict,
+        rows: TensorDict,
+        lengths: Tuple[int, ...],
+        normalize: bool,
+    ) -> Dict[str, paddle.Tensor]:
+        dist, values = self.model.sequence(inputs, states, lengths)
+        advantages = _normalized(rows["advantages"]) if normalize else rows["advantages"]
+        log_ratio = dist.log_prob(actions["action"]) - rows["old_log_probs"]
+        ratio = paddle.exp(log_ratio)
+        clipped_ratio = paddle.clip(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
+        policy_loss = -paddle.minimum(ratio * advantages, clipped_ratio * advantages).mean()
+        error = values - rows["returns"]
+        squared_error = error * error
+        if self.value_clip is not None:
+            old = rows["old_values"]
+            clipped_error = old + paddle.clip(values - old, -self.value_clip, self.value_clip) - rows["returns"]
+            squared_error = paddle.maximum(squared_error, clipped_error * clipped_error)
+        value_loss = squared_error.mean()
+        loss = policy_loss + self.value_coef * value_loss
+        if self.entropy_coef > 0.0:
+            entropy = dist.entropy().mean()
+            loss = loss - self.entropy_coef * entropy
+        with paddle.no_grad():
+            if self.entropy_coef == 0.0:
+                entropy = dist.entropy().mean()  # logged only: no gradient to compute
+            ratio, log_ratio = ratio.detach(), log_ratio.detach()
+            approx_kl = (ratio - 1.0 - log_ratio).mean()
+            clip_fraction = (paddle.abs(ratio - 1.0) > self.clip_range).astype("float32").mean()
+        return {
+            "loss": loss,
+            "policy_loss": policy_loss.detach(),
+            "value_loss": value_loss.detach(),
+            "entropy": entropy.detach(),
+            "approx_kl": approx_kl,
+            "clip_fraction": clip_fraction,
+        }
+
+
+def _normalized(advantages: paddle.Tensor) -> paddle.Tensor:
+    """Zero mean, unit standard deviation (a single row is only centred)."""
+    centred = advantages - advantages.mean()
+    if advantages.shape[0] < 2:
+        return centred
+    # The unbiased estimate, written out: paddle.std costs several times more in Python.
+    variance = (centred * centred).sum() / (advantages.shape[0] - 1)
+    return centred / (paddle.sqrt(variance) + 1e-8)
+
+
+def _take(tensors: TensorDict, index: Optional[paddle.Tensor]) -> TensorDict:
+    """The rows ``index`` of every tensor (all rows when ``index`` is None)."""
+    if index is None:
+        return tensors
+    return {k: paddle.gather(v, index) for k, v in tensors.items()}

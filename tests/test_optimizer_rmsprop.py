@@ -1,0 +1,105 @@
+"""parl's lean RMSProp matches paddle.optimizer.RMSProp update for update."""
+
+import numpy as np
+import paddle
+import pytest
+
+from parl.framework.optimizer import RMSProp
+
+
+def _pair(seed: int):
+    rng = np.random.default_rng(seed)
+    init = rng.standard_normal((3, 2)).astype(np.float32)
+    a = paddle.create_parameter([3, 2], "float32")
+    b = paddle.create_parameter([3, 2], "float32")
+    a.set_value(init)
+    b.set_value(init)
+    return a, b
+
+
+def _loss(p, i):
+    return ((p * p) * (i + 1) + p).sum()
+
+
+@pytest.mark.parametrize(
+    "grad_clip, momentum, centered", [(None, 0.0, False), (0.5, 0.0, False), (None, 0.9, True), (0.5, 0.5, False)]
+)
+def test_same_updates_as_paddle_rmsprop(grad_clip, momentum, centered):
+    mine, theirs = _pair(0)
+    ours = RMSProp(
+        [mine], learning_rate=0.01, alpha=0.9, epsilon=1e-5, momentum=momentum, centered=centered, grad_clip=grad_clip
+    )
+    clip = paddle.nn.ClipGradByGlobalNorm(grad_clip) if grad_clip else None
+    reference = paddle.optimizer.RMSProp(
+        learning_rate=0.01,
+        rho=0.9,
+        epsilon=1e-5,
+        momentum=momentum,
+        centered=centered,
+        parameters=[theirs],
+        grad_clip=clip,
+    )
+    start = mine.numpy().copy()
+    for i in range(6):
+        _loss(mine, i).backward()
+        ours.step()
+        ours.clear_grad()
+        _loss(theirs, i).backward()
+        reference.step()
+        reference.clear_grad()
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(mine.numpy(), start)  # the updates did move the parameters
+
+
+def test_first_step_follows_the_formula():
+    """ms = (1 - alpha) g^2 from zero, so the first step is lr * g / sqrt((1 - alpha) g^2 + eps)."""
+    p, _ = _pair(4)
+    start = p.numpy().copy()
+    opt = RMSProp([p], learning_rate=0.1, alpha=0.99, epsilon=1e-5)
+    _loss(p, 0).backward()
+    grad = 2 * start + 1
+    opt.step()
+    expected = start - 0.1 * grad / np.sqrt(0.01 * grad**2 + 1e-5)
+    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_state_dict_round_trip_continues_identically():
+    p1, p2 = _pair(1)
+    opt1 = RMSProp([p1], learning_rate=0.05, momentum=0.5, centered=True)
+    for i in range(3):
+        _loss(p1, i).backward()
+        opt1.step()
+        opt1.clear_grad()
+    p2.set_value(p1.numpy())
+    state = {k.replace(p1.name, p2.name): v for k, v in opt1.state_dict().items()}
+    assert {k[len(p2.name) + 1 :] for k in state if k != "learning_rate"} == {"mean_square", "moment", "mean_grad"}
+    opt2 = RMSProp([p2], learning_rate=0.05, momentum=0.5, centered=True)
+    opt2.set_state_dict(state)
+    for opt, p in ((opt1, p1), (opt2, p2)):
+        _loss(p, 3).backward()
+        opt.step()
+        opt.clear_grad()
+    np.testing.assert_array_equal(p1.numpy(), p2.numpy())
+
+
+def test_bad_settings_and_missing_state_raise():
+    p, _ = _pair(2)
+    with pytest.raises(ValueError, match="learning_rate.*-0.1"):
+        RMSProp([p], learning_rate=-0.1)
+    with pytest.raises(ValueError, match="alpha.*1.5"):
+        RMSProp([p], alpha=1.5)
+    with pytest.raises(ValueError, match="momentum.*-1"):
+        RMSProp([p], momentum=-1)
+    with pytest.raises(ValueError, match="epsilon.*0"):
+        RMSProp([p], epsilon=0.0)
+    with pytest.raises(ValueError, match="RMSProp needs at least one parameter"):
+        RMSProp([])
+    with pytest.raises(ValueError, match="mean_square"):
+        RMSProp([p]).set_state_dict({})
+
+
+def test_learning_rate_can_change():
+    p, _ = _pair(3)
+    opt = RMSProp([p], learning_rate=0.1)
+    opt.set_lr(0.02)
+    assert opt.get_lr() == pytest.approx(0.02)
