@@ -1,6 +1,6 @@
 """Each parl example beside Stable-Baselines3 on the same task: env steps and seconds to a greedy target.
 
-    make bench-compare                                           # builds .venv-sb3, then: compare.py --side-cpus 1 0 --write
+    make bench-compare                         # builds .venv-sb3, then: compare.py --side-cpus 1 0 --write
     .venv/bin/python benchmarks/compare.py                       # every row, seeds 0 1 2; prints the tables
     .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
     .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3

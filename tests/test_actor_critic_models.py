@@ -9,8 +9,8 @@ import paddle
 import pytest
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.framework.distributions import Categorical, DiagGaussian
 from parl.framework.batch_info import batch_info
+from parl.framework.distributions import Categorical, DiagGaussian
 from parl.framework.specs import normalize_specs
 from parl.models import LSTMActorCritic, MLPActorCritic, MLPQModel
 from parl.models.actor_critic import MIN_STD
