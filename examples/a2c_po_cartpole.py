@@ -1,6 +1,6 @@
 """A2C with an LSTM policy on a partially observed CartPole-v1: the velocities are hidden.
 
-    python examples/a2c_po_cartpole.py [--model lstm|mlp] [--agents 8] [--seed 0] [--max-steps 300000]
+    python examples/a2c_po_cartpole.py [--model lstm|mlp] [--agents 8] [--seed 0] [--max-steps 150000]
 
 The agents see only the cart position and the pole angle, so a good policy
 must infer both velocities from what it saw before: the LSTM policy carries
@@ -51,11 +51,13 @@ class Settings(a2c_cartpole.Settings):
     """examples/a2c_cartpole.py's settings with an LSTM policy, chosen by measurement here (docs/algorithms/a2c.md)."""
 
     model: str = "lstm"
+    learning_rate: float = 3e-3
+    sample_interval: int = 32
 
 
 def train(
     seed: int = 0,
-    max_steps: int = 300_000,
+    max_steps: int = 150_000,
     target: float = 400.0,
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
@@ -67,7 +69,7 @@ def train(
 
 
 if __name__ == "__main__":
-    parser = example_parser(__doc__, max_steps=300_000, target=400.0, agents=Settings.agents)
+    parser = example_parser(__doc__, max_steps=150_000, target=400.0, agents=Settings.agents)
     parser.add_argument("--model", choices=a2c_cartpole.MODELS, default=Settings.model, help="policy network")
     args = parser.parse_args()
     train(

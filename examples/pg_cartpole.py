@@ -1,6 +1,6 @@
 """REINFORCE with a learned baseline on CartPole-v1, agents as threads feeding one ComputationTask.
 
-    python examples/pg_cartpole.py [--agents 4] [--seed 0] [--max-steps 200000]
+    python examples/pg_cartpole.py [--agents 8] [--seed 0] [--max-steps 200000]
 
 Each agent sends every episode whole (Monte-Carlo returns); the wrapper joins
 the episodes that arrive together into one update. Trains until a greedy
@@ -31,7 +31,7 @@ EPISODE_SEGMENT = 1_000
 class Settings:
     """Hyperparameters of this example, chosen by measurement on CartPole-v1 (docs/algorithms/policy_gradient.md)."""
 
-    agents: int = 4
+    agents: int = 8
     hidden_sizes: tuple = (64, 64)
     learning_rate: float = 3e-3
     gamma: float = 0.99
@@ -39,6 +39,7 @@ class Settings:
     entropy_coef: float = 0.0
     grad_clip: Optional[float] = None
     normalize_advantages: bool = True
+    normalize_inputs: bool = True  # observations scaled by running mean and std (in the task); measured faster
     max_batchsize: int = 64
     max_training_batchsize: Optional[int] = None  # episodes joined per update (None: all that arrive together)
 
@@ -72,7 +73,10 @@ def make_helper(s: Settings, seed: int) -> parl.OnPolicyHelper:
 def make_settings(s: Settings) -> parl.TaskSettings:
     """The task settings for ``s``."""
     return parl.TaskSettings(
-        make_algorithm_func(s), max_batchsize=s.max_batchsize, max_training_batchsize=s.max_training_batchsize
+        make_algorithm_func(s),
+        max_batchsize=s.max_batchsize,
+        max_training_batchsize=s.max_training_batchsize,
+        normalize_inputs=s.normalize_inputs,
     )
 
 
