@@ -58,6 +58,21 @@ class Setup:
 
 
 # rl-baselines3-zoo 2.9.2, hyperparams/{ppo,dqn,a2c,sac,td3,ddpg}.yml.
+# rl-zoo gives TD3 and DDPG the same Pendulum settings.
+_ZOO_TD3_DDPG_PENDULUM = Setup(
+    budget=20_000,
+    options=dict(
+        gamma=0.98,
+        buffer_size=200_000,
+        learning_starts=10_000,
+        gradient_steps=1,
+        train_freq=1,
+        learning_rate=1e-3,
+        policy_kwargs=dict(net_arch=[400, 300]),
+    ),
+    action_noise_std=0.1,
+)
+
 ZOO: Dict[Tuple[str, str], Setup] = {
     ("ppo", "CartPole-v1"): Setup(
         budget=100_000,
@@ -91,32 +106,8 @@ ZOO: Dict[Tuple[str, str], Setup] = {
     ),
     ("a2c", "CartPole-v1"): Setup(budget=500_000, n_envs=8, options=dict(ent_coef=0.0)),
     ("sac", "Pendulum-v1"): Setup(budget=20_000, options=dict(learning_rate=1e-3)),
-    ("td3", "Pendulum-v1"): Setup(
-        budget=20_000,
-        options=dict(
-            gamma=0.98,
-            buffer_size=200_000,
-            learning_starts=10_000,
-            gradient_steps=1,
-            train_freq=1,
-            learning_rate=1e-3,
-            policy_kwargs=dict(net_arch=[400, 300]),
-        ),
-        action_noise_std=0.1,
-    ),
-    ("ddpg", "Pendulum-v1"): Setup(
-        budget=20_000,
-        options=dict(
-            gamma=0.98,
-            buffer_size=200_000,
-            learning_starts=10_000,
-            gradient_steps=1,
-            train_freq=1,
-            learning_rate=1e-3,
-            policy_kwargs=dict(net_arch=[400, 300]),
-        ),
-        action_noise_std=0.1,
-    ),
+    ("td3", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
+    ("ddpg", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
     ("ppo", "Pendulum-v1"): Setup(
         budget=100_000,
         n_envs=4,

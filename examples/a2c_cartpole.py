@@ -22,7 +22,7 @@ import gymnasium as gym
 import parl
 from parl.algorithms.a2c import A2C
 from parl.models import LSTMActorCritic, MLPActorCritic
-from parl.utils import GymAgent, train_until
+from parl.utils import GymAgent, train_agents
 from parl.utils.cli import example_parser
 
 ENV_ID = "CartPole-v1"
@@ -110,23 +110,20 @@ def train(
     env_func: Callable[[], Any] = make_env,
 ) -> Dict[str, float]:
     """Train on environments from ``env_func`` until a greedy check reaches ``target`` or ``max_steps``
-    env steps pass (see :func:`parl.utils.train_until`)."""
+    env steps pass (see :func:`parl.utils.train_agents`)."""
     s = settings or Settings()
-    parl.seed_everything(seed)
     probe = env_func()
     task_settings = make_settings(s, probe.observation_space.shape[0], probe.action_space.n)
     probe.close()
-    manager = parl.Manager({"RL": task_settings})
-    for i in range(s.agents):
-        agent_seed = seed * 1000 + i
-        manager.add_agent(GymAgent(env_func(), seed=agent_seed), {"RL": make_helper(s, agent_seed)})
-    return train_until(
-        manager,
+    return train_agents(
         task_settings,
         env_func,
+        lambda agent_seed: GymAgent(env_func(), seed=agent_seed),
+        lambda agent_seed: make_helper(s, agent_seed),
+        agents=s.agents,
+        seed=seed,
         target=target,
         max_steps=max_steps,
-        seed=seed,
         eval_episodes=eval_episodes,
         check_from=0.3 * target,
         verbose=verbose,

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import parl
-from parl.utils import GymAgent, train_until
+from parl.utils import GymAgent, train_agents
 from parl.utils.cli import example_parser
 
 ENV_ID = "Pendulum-v1"
@@ -112,20 +112,16 @@ def train(
     verbose: bool,
 ) -> Dict[str, Any]:
     """Train ``s.agents`` agents (``make_agent(agent_seed)``) until a greedy check reaches ``target`` or
-    ``max_steps`` env steps pass (see :func:`parl.utils.train_until`)."""
-    parl.seed_everything(seed)
-    task_settings = make_settings(s, algorithm_func)
-    manager = parl.Manager({"RL": task_settings})
-    for i in range(s.agents):
-        agent_seed = seed * 1000 + i
-        manager.add_agent(make_agent(agent_seed), {"RL": make_helper(s, agent_seed)})
-    return train_until(
-        manager,
-        task_settings,
+    ``max_steps`` env steps pass (see :func:`parl.utils.train_agents`)."""
+    return train_agents(
+        make_settings(s, algorithm_func),
         make_env,
+        make_agent,
+        lambda agent_seed: make_helper(s, agent_seed),
+        agents=s.agents,
+        seed=seed,
         target=target,
         max_steps=max_steps,
-        seed=seed,
         eval_episodes=eval_episodes,
         check_interval=s.check_interval,
         verbose=verbose,

@@ -20,7 +20,7 @@ import numpy as np
 import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
-from parl.utils import GymAgent, LinearSchedule, train_until
+from parl.utils import GymAgent, LinearSchedule, train_agents
 from parl.utils.cli import example_parser
 
 ENV_ID = "CartPole-v1"
@@ -122,23 +122,22 @@ def train(
     verbose: bool = True,
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_until`)."""
+    :func:`parl.utils.train_agents`)."""
     s = settings or Settings()
-    parl.seed_everything(seed)
-    task_settings = make_settings(s)
-    manager = parl.Manager({"RL": task_settings})
-    for i in range(s.agents):
-        agent_seed = seed * 1000 + i
+
+    def make_agent(agent_seed: int) -> EpsilonGreedyAgent:
         epsilon = LinearSchedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps)
-        agent = EpsilonGreedyAgent(make_env(), epsilon=epsilon, seed=agent_seed)
-        manager.add_agent(agent, {"RL": make_helper(s, agent_seed)})
-    return train_until(
-        manager,
-        task_settings,
+        return EpsilonGreedyAgent(make_env(), epsilon=epsilon, seed=agent_seed)
+
+    return train_agents(
+        make_settings(s),
         make_env,
+        make_agent,
+        lambda agent_seed: make_helper(s, agent_seed),
+        agents=s.agents,
+        seed=seed,
         target=target,
         max_steps=max_steps,
-        seed=seed,
         eval_episodes=eval_episodes,
         check_from=0.3 * target,
         verbose=verbose,

@@ -19,7 +19,7 @@ import gymnasium as gym
 import parl
 from parl.algorithms.policy_gradient import PolicyGradient
 from parl.models import MLPActorCritic
-from parl.utils import GymAgent, train_until
+from parl.utils import GymAgent, train_agents
 from parl.utils.cli import example_parser
 
 ENV_ID = "CartPole-v1"
@@ -89,21 +89,17 @@ def train(
     verbose: bool = True,
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_until`)."""
+    :func:`parl.utils.train_agents`)."""
     s = settings or Settings()
-    parl.seed_everything(seed)
-    task_settings = make_settings(s)
-    manager = parl.Manager({"RL": task_settings})
-    for i in range(s.agents):
-        agent_seed = seed * 1000 + i
-        manager.add_agent(GymAgent(make_env(), seed=agent_seed), {"RL": make_helper(s, agent_seed)})
-    return train_until(
-        manager,
-        task_settings,
+    return train_agents(
+        make_settings(s),
         make_env,
+        lambda agent_seed: GymAgent(make_env(), seed=agent_seed),
+        lambda agent_seed: make_helper(s, agent_seed),
+        agents=s.agents,
+        seed=seed,
         target=target,
         max_steps=max_steps,
-        seed=seed,
         eval_episodes=eval_episodes,
         check_from=0.3 * target,
         verbose=verbose,

@@ -19,7 +19,7 @@ import gymnasium as gym
 import parl
 from parl.algorithms.ppo import PPO
 from parl.models import MLPActorCritic
-from parl.utils import GymAgent, train_until
+from parl.utils import GymAgent, train_agents
 from parl.utils.cli import example_parser
 
 ENV_ID = "CartPole-v1"
@@ -114,21 +114,17 @@ def train(
     verbose: bool = True,
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_until`)."""
+    :func:`parl.utils.train_agents`)."""
     s = settings or Settings()
-    parl.seed_everything(seed)
-    task_settings = make_settings(s)
-    manager = parl.Manager({"RL": task_settings})
-    for i in range(s.agents):
-        agent = GymAgent(make_env(s.env_id), seed=seed * 1000 + i)
-        manager.add_agent(agent, {"RL": make_helper(s)})
-    return train_until(
-        manager,
-        task_settings,
+    return train_agents(
+        make_settings(s),
         lambda: make_env(s.env_id),
+        lambda agent_seed: GymAgent(make_env(s.env_id), seed=agent_seed),
+        lambda agent_seed: make_helper(s),
+        agents=s.agents,
+        seed=seed,
         target=target,
         max_steps=max_steps,
-        seed=seed,
         eval_episodes=eval_episodes,
         check_interval=s.check_interval,
         check_from=None if s.check_from is None else min(s.check_from, target),

@@ -3,7 +3,7 @@
 from parl.utils.evaluation import evaluate
 from parl.utils.gym_agent import GymAgent, env_action_converter, obs_inputs
 from parl.utils.schedules import LinearSchedule
-from parl.utils.training import greedy_check, train_until
+from parl.utils.training import greedy_check, train_agents, train_until
 
 __all__ = [
     "GymAgent",
@@ -12,5 +12,6 @@ __all__ = [
     "evaluate",
     "greedy_check",
     "obs_inputs",
+    "train_agents",
     "train_until",
 ]

@@ -19,9 +19,12 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from parl.framework.agent import Agent
+from parl.framework.agent_helper import AgentHelper
 from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager, TaskSettings
 from parl.framework.validation import check_int
+from parl.seeding import seed_everything
 from parl.utils.evaluation import evaluate
 
 
@@ -142,3 +145,46 @@ def train_until(
         print(f"trained {steps} env steps, {learner.update_steps} updates in {train_seconds:.1f} s (after imports)")
         print(f"greedy {eval_episodes}-episode mean return: {result['greedy_mean_return']:.1f}")
     return result
+
+
+def train_agents(
+    task_settings: TaskSettings,
+    make_env: Callable[[], Any],
+    make_agent: Callable[[int], Agent],
+    make_helper: Callable[[int], AgentHelper],
+    *,
+    agents: int,
+    seed: int,
+    target: float,
+    max_steps: int,
+    eval_episodes: int = 10,
+    check_interval: int = 1_000,
+    check_from: Optional[float] = None,
+    thread_placement: str = "one_core",
+    verbose: bool = True,
+) -> Dict[str, float]:
+    """The robot of every single-task example, trained with :func:`train_until`.
+
+    Seeds everything with ``seed``, builds a Manager with one task ``"RL"`` from
+    ``task_settings`` and ``agents`` agents, agent ``i`` made by
+    ``make_agent(seed * 1000 + i)`` with helper ``make_helper(seed * 1000 + i)``.
+    The remaining arguments go to :func:`train_until`.
+    """
+    check_int("agents", agents, 1)
+    seed_everything(seed)
+    manager = Manager({"RL": task_settings}, thread_placement=thread_placement)
+    for i in range(agents):
+        agent_seed = seed * 1000 + i
+        manager.add_agent(make_agent(agent_seed), {"RL": make_helper(agent_seed)})
+    return train_until(
+        manager,
+        task_settings,
+        make_env,
+        target=target,
+        max_steps=max_steps,
+        seed=seed,
+        eval_episodes=eval_episodes,
+        check_interval=check_interval,
+        check_from=check_from,
+        verbose=verbose,
+    )
