@@ -142,22 +142,25 @@ def setup_for(algo: str, env_id: str, settings: str) -> Setup:
 
 
 def evaluate(model: BaseAlgorithm, env_id: str, episodes: int, seed: int) -> List[float]:
-    """Returns of ``episodes`` deterministic episodes; episode ``i`` resets with ``seed + i`` (as parl's)."""
-    env = gym.make(env_id)
-    returns = []
+    """Returns of ``episodes`` deterministic episodes; episode ``i`` resets with ``seed + i``. As parl's
+    evaluation, the episodes play at once with one batched prediction per step."""
+    envs = [gym.make(env_id) for _ in range(episodes)]
     try:
-        for i in range(episodes):
-            obs, _ = env.reset(seed=seed + i)
-            total, done = 0.0, False
-            while not done:
-                action, _ = model.predict(obs, deterministic=True)
-                obs, reward, terminated, truncated, _ = env.step(action)
-                total += float(reward)
-                done = terminated or truncated
-            returns.append(total)
+        obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+        totals, active = [0.0] * episodes, list(range(episodes))
+        while active:
+            actions, _ = model.predict(np.stack([obs[i] for i in active]), deterministic=True)
+            still = []
+            for action, i in zip(actions, active):
+                obs[i], reward, terminated, truncated, _ = envs[i].step(action)
+                totals[i] += float(reward)
+                if not (terminated or truncated):
+                    still.append(i)
+            active = still
     finally:
-        env.close()
-    return returns
+        for env in envs:
+            env.close()
+    return totals
 
 
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> float:

@@ -23,29 +23,39 @@ def evaluate(
     """Returns of ``episodes`` episodes played with ``task.predict(..., deterministic=True)``:
     the greedy or mean action of the policy.
 
-    Episode ``i`` resets its environment with seed ``seed + i``. Recurrent
-    states start at zero and are carried through each episode. Actions are
-    converted by :func:`~parl.utils.gym_agent.env_action_converter` unless
-    ``to_env_action`` is given.
+    The episodes play at once, one environment each, so every step is one
+    batched prediction over the episodes still running. Episode ``i`` resets
+    its environment with seed ``seed + i``. Recurrent states start at zero and
+    are carried through each episode. Actions are converted by
+    :func:`~parl.utils.gym_agent.env_action_converter` unless ``to_env_action``
+    is given; ``max_steps`` caps the length of every episode.
     """
     check_int("episodes", episodes, 1)
-    env = make_env()
-    if to_env_action is None:
-        to_env_action = env_action_converter(env.action_space)
-    returns = []
+    envs = [make_env() for _ in range(episodes)]
     try:
-        for i in range(episodes):
-            obs, _ = env.reset(seed=seed + i)
-            states = task.initial_states(1)
-            total, steps, done = 0.0, 0, False
-            while not done and (max_steps is None or steps < max_steps):
-                inputs = {k: v[None] for k, v in to_inputs(obs).items()}
-                actions, states = task.predict(inputs, states, deterministic=True)
-                obs, reward, terminated, truncated, _ = env.step(to_env_action({k: v[0] for k, v in actions.items()}))
-                total += float(reward)
-                steps += 1
-                done = terminated or truncated
-            returns.append(total)
+        if to_env_action is None:
+            to_env_action = env_action_converter(envs[0].action_space)
+        obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
+        states = task.initial_states(episodes)
+        totals, steps = [0.0] * episodes, 0
+        active = list(range(episodes))  # episodes still running, in the order of the batch rows
+        while active and (max_steps is None or steps < max_steps):
+            rows = [to_inputs(obs[i]) for i in active]
+            inputs = {k: np.stack([row[k] for row in rows]) for k in rows[0]}
+            actions, states = task.predict(inputs, states, deterministic=True)
+            keep = []
+            for row, i in enumerate(active):
+                obs[i], reward, terminated, truncated, _ = envs[i].step(
+                    to_env_action({k: v[row] for k, v in actions.items()})
+                )
+                totals[i] += float(reward)
+                if not (terminated or truncated):
+                    keep.append(row)
+            steps += 1
+            if len(keep) < len(active):
+                states = {k: v[keep] for k, v in states.items()}
+                active = [active[row] for row in keep]
     finally:
-        env.close()
-    return returns
+        for env in envs:
+            env.close()
+    return totals
