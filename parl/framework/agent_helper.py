@@ -13,6 +13,10 @@ experience: :class:`OnPolicyHelper` caches the last steps and sends them;
 kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
 algorithms bootstrap from the last input after a truncation and never after a
 termination.
+
+A helper's :meth:`AgentHelper.counters` are saved in checkpoints (the
+experience itself is not) and given back with
+:meth:`AgentHelper.restore_counters` when a run resumes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from parl.framework.communicator import Communicator
+from parl.framework.counters import read_counter
 from parl.framework.n_step import NStepAccumulator, copy_transition
 from parl.framework.prioritized_replay_buffer import PrioritizedReplayBuffer
 from parl.framework.replay_buffer import ReplayBuffer
@@ -45,6 +50,16 @@ class AgentHelper:
 
     def _on_bind(self, communicator: Communicator) -> None:
         """Hook for subclasses that size storage by the specs."""
+
+    def counters(self) -> Dict[str, int]:
+        """The integers a resumed run needs to go on where this helper stopped (annealing
+        schedules, say); none for the base class."""
+        return {}
+
+    def restore_counters(self, counters: Mapping[str, int]) -> None:
+        """Take up the :meth:`counters` of an earlier run, before or after :meth:`bind`; the base
+        class keeps none. Subclasses raise ValueError when a counter they keep is missing or is
+        not an integer >= 0."""
 
     @property
     def communicator(self) -> Communicator:
@@ -171,7 +186,8 @@ class ExpReplayHelper(AgentHelper):
         prioritized: sample by priority instead of uniformly.
         alpha: priority exponent, in [0, 1] (prioritized only).
         beta_start: importance-weight exponent at the start, in [0, 1]; it reaches 1 after
-            ``beta_steps`` of this agent's steps (prioritized only).
+            ``beta_steps`` of this agent's steps (prioritized only). The steps so far are the
+            counter ``replay_added``, so a resumed run goes on annealing where it stopped.
         beta_steps: this agent's steps over which beta anneals to 1 (0: 1 from the start).
         priority_epsilon: added to ``|td_error|`` so no priority is 0 (prioritized only).
         n_step: env steps per stored transition.
@@ -212,6 +228,7 @@ class ExpReplayHelper(AgentHelper):
         self._since_learn = 0
         self._n_step = NStepAccumulator(self.n_step, gamma=self.gamma) if self.n_step > 1 else None
         self.buffer: Optional[Union[ReplayBuffer, PrioritizedReplayBuffer]] = None
+        self._restored_added = 0  # transitions added before a resume, until the buffer exists
 
     def _on_bind(self, communicator: Communicator) -> None:
         specs = (
@@ -231,8 +248,25 @@ class ExpReplayHelper(AgentHelper):
                 epsilon=self.priority_epsilon,
                 bootstrap_steps=multi_step,
             )
+            self.buffer.added = self._restored_added
         else:
             self.buffer = ReplayBuffer(self.capacity, *specs, bootstrap_steps=multi_step)
+
+    def counters(self) -> Dict[str, int]:
+        """``replay_added`` (transitions added to the buffer, which anneal beta) when prioritized;
+        none for uniform replay."""
+        if not self.prioritized:
+            return {}
+        return {"replay_added": self.buffer.added if self.buffer is not None else self._restored_added}
+
+    def restore_counters(self, counters: Mapping[str, int]) -> None:
+        """Take up ``replay_added`` (prioritized only): beta goes on from where it was, over an
+        empty buffer, since replayed experience is not saved."""
+        if not self.prioritized:
+            return
+        self._restored_added = read_counter(counters, "replay_added", type(self).__name__)
+        if self.buffer is not None:
+            self.buffer.added = self._restored_added
 
     def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
         if self._n_step is None:

@@ -14,11 +14,12 @@ transition and asks the helper to learn after each step.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from parl.framework.agent import Agent
+from parl.framework.counters import read_counter
 
 ArrayDict = Dict[str, np.ndarray]
 
@@ -57,6 +58,9 @@ def obs_inputs(obs: Any) -> ArrayDict:
 class GymAgent(Agent):
     """Plays gymnasium episodes through the helper of ``task``.
 
+    ``total_steps`` counts the env steps of the whole run (restored on resume with
+    :meth:`restore_counters`); step-based schedules such as an exploration epsilon read it.
+
     Args:
         env: a gymnasium environment.
         task: the name of the task whose helper acts and learns.
@@ -70,6 +74,20 @@ class GymAgent(Agent):
         self.total_steps = 0
         self.to_env_action = env_action_converter(env.action_space)
         env.action_space.seed(seed)
+
+    def counters(self) -> Dict[str, int]:
+        """``episode`` and ``total_steps``."""
+        return {**super().counters(), "total_steps": self.total_steps}
+
+    def restore_counters(self, counters: Mapping[str, int]) -> None:
+        """Take up ``episode`` and ``total_steps`` of an earlier run (see :meth:`Agent.restore_counters`).
+
+        Raises:
+            ValueError: a counter is missing or is not an integer >= 0 (nothing is changed then).
+        """
+        total_steps = read_counter(counters, "total_steps", type(self).__name__)
+        super().restore_counters(counters)
+        self.total_steps = total_steps
 
     def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one step; override to explore."""
