@@ -20,7 +20,9 @@ setup(
         "gymnasium>=1.0",
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
+        "matplotlib>=3.7",
     ],
+    entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],

@@ -12,6 +12,7 @@ machine implements the same three methods.
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -37,6 +38,7 @@ class Communicator:
         self.action_specs: List[Spec] = task.action_specs
         self.reward_specs: List[Spec] = task.reward_specs
         self._what = f"task {task.name!r}"
+        self._timer = wrapper.stats.prediction_timer()
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
@@ -45,8 +47,12 @@ class Communicator:
         inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
         states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
         request = Request(self.agent_id, (inputs, states))
+        start = perf_counter()
         self._wrapper.prediction_queue.put(request)
-        return request.wait(self._wrapper.is_stopped)
+        result = request.wait(self._wrapper.is_stopped)
+        requests, seconds = self._timer.total  # latency the agent sees, for metrics
+        self._timer.total = (requests + 1, seconds + perf_counter() - start)
+        return result
 
     def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update

@@ -11,10 +11,16 @@ call from the wrapper's prediction and training threads at once: the
 optimizer step (the only write to weights) and each prediction run under one
 lock, so a prediction never sees half-updated weights, while the training
 forward and backward passes overlap predictions.
+
+Tasks whose algorithms share parameters (an RL task and an auxiliary task on
+one trunk; see :class:`~parl.Manager`'s ``shared``) share these locks too
+(:meth:`ComputationTask.share_locks_with`): an update of either then excludes
+the predictions and updates of both.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import tempfile
@@ -28,7 +34,7 @@ from paddle.base import core
 from parl.framework.algorithm import Algorithm
 from parl.framework.batch_info import make_batch_info
 from parl.framework.model import Model, named_models
-from parl.framework.optimizer import Optimizer
+from parl.framework.optimizer import Optimizer, grad_norm_value
 from parl.framework.specs import Spec, normalize_specs, zeros
 from parl.framework.transforms import InputNormalizer, RewardTransform
 from parl.layers.layer_func import training_mode
@@ -84,6 +90,12 @@ class ComputationTask:
         self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
         self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
+        #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
+        #: unless the optimizer clips by norm and has it already).
+        self.track_grad_norm = False
+        #: (sum of the finite gradient norms measured, steps measured, steps whose norm was not
+        #: finite), replaced as one value so a reader in another thread sees the three in step.
+        self.grad_norm_total: Tuple[float, int, int] = (0.0, 0, 0)
         self._optimizer: Optional[Optimizer] = None
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
@@ -105,6 +117,25 @@ class ComputationTask:
         if bad:
             raise ValueError(f"task {self.name!r}: normalize_inputs names {bad}, float inputs are {sorted(floats)}")
         return InputNormalizer({n: floats[n] for n in names}, clip=input_clip) if names else None
+
+    def share_locks_with(self, other: "ComputationTask") -> None:
+        """Use ``other``'s weights and learn locks from now on.
+
+        For tasks whose algorithms share parameters: the optimizer step of
+        either task (the only write to weights) then never overlaps a
+        prediction of the other, and their training passes never overlap, so
+        gradients of one task's loss never reach the other's optimizer step
+        on the shared parameters. Call it before either task serves requests
+        (:class:`~parl.Manager` does, for the tasks its ``shared`` links).
+        """
+        if not isinstance(other, ComputationTask):
+            raise ValueError(f"task {self.name!r}: expected a ComputationTask to share locks with, got {other!r}")
+        self._weights_lock = other._weights_lock
+        self._learn_lock = other._learn_lock
+
+    def shares_locks_with(self, other: "ComputationTask") -> bool:
+        """Whether this task and ``other`` exclude each other's updates and predictions."""
+        return self._weights_lock is other._weights_lock and self._learn_lock is other._learn_lock
 
     # -- prediction ---------------------------------------------------------
     def predict(
@@ -195,6 +226,8 @@ class ComputationTask:
                 optimizer.step()
                 self.update_steps += 1
                 self.algorithm.after_update(self.update_steps)
+            if self.track_grad_norm:
+                self._record_grad_norm(optimizer)
         finally:
             # Also after a failure, so a bad batch leaves no gradient behind for the next one.
             optimizer.clear_grad(set_to_zero=False)
@@ -212,6 +245,24 @@ class ComputationTask:
                 self._optimizer.set_state_dict(self._from_structural(self._pending_optimizer_state))
                 self._pending_optimizer_state = None
         return self._optimizer
+
+    def learning_rate(self) -> Optional[float]:
+        """The optimizer's current learning rate; None before the first update (the optimizer is
+        made then) or when the optimizer has no ``get_lr``."""
+        get_lr = getattr(self._optimizer, "get_lr", None)
+        return None if get_lr is None else float(get_lr())
+
+    def _record_grad_norm(self, optimizer: Optimizer) -> None:
+        norm = getattr(optimizer, "last_grad_norm", None)  # parl's optimizers have it when they clip
+        if norm is None:
+            norm = grad_norm_value([p.grad for p in self.algorithm.parameters()])
+            if norm is None:
+                return
+        total, steps, nonfinite = self.grad_norm_total
+        if math.isfinite(norm):
+            self.grad_norm_total = (total + norm, steps + 1, nonfinite)
+        else:
+            self.grad_norm_total = (total, steps + 1, nonfinite + 1)
 
     # -- checkpoints --------------------------------------------------------
     def save(self, path: str) -> None:

@@ -1,0 +1,211 @@
+"""Metrics of a training run: what a Manager measures, written to TensorBoard and metrics.jsonl.
+
+    with MetricsWriter("runs/ppo_cartpole") as writer:
+        metrics = RobotMetrics(manager)                 # before manager.start()
+        manager.start()
+        while training:
+            for episode in manager.new_episodes():
+                writer.scalars(env_steps, metrics.episode_values(episode))
+            writer.scalars(env_steps, metrics.collect(env_steps))   # every few seconds
+
+Every tag, its meaning and unit: ``docs/metrics.md``. The step of every row
+is the env step count of all agents together.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from parl.framework.computation_wrapper import StatsSnapshot, Total
+from parl.framework.manager import Manager
+from parl.framework.validation import check_int
+
+#: The file of one JSON object per row, in the log directory.
+METRICS_FILE = "metrics.jsonl"
+#: Keys of every JSON row besides the tags.
+ROW_KEYS = ("step", "time")
+
+
+class MetricsWriter:
+    """Writes rows of scalars to ``<log_dir>/metrics.jsonl`` and, optionally, to TensorBoard event files.
+
+    Each :meth:`scalars` call appends one line ``{"step": 1200, "time": 1700000000.123, "<tag>": value, ...}``
+    (``time`` in Unix seconds) and flushes it, so the file can be read while the
+    run goes on; runs resumed in the same directory append to it. Non-finite
+    values (a diverged loss) are written as ``null`` in JSON, which has no NaN,
+    and as they are to TensorBoard, which shows them.
+
+    Safe to call from several threads. Use as a context manager, or call :meth:`close`.
+
+    Args:
+        log_dir: the run's directory (created if missing).
+        tensorboard: also write tensorboardX event files to ``log_dir``.
+    """
+
+    def __init__(self, log_dir: str, *, tensorboard: bool = True) -> None:
+        os.makedirs(log_dir, exist_ok=True)
+        self.log_dir = log_dir
+        self.path = os.path.join(log_dir, METRICS_FILE)
+        self._lock = threading.Lock()
+        self._tensorboard: Any = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter  # imported here: slow, and only runs need it
+
+            self._tensorboard = SummaryWriter(logdir=log_dir, flush_secs=10)
+        self._file = open(self.path, "a", encoding="utf-8")  # closed by close()
+
+    def scalars(self, step: int, values: Mapping[str, float]) -> None:
+        """Write one row of ``values`` (tag -> number) at env step ``step``; an empty mapping writes nothing.
+
+        Raises:
+            ValueError: ``step`` is not an integer >= 0, a tag is not a non-empty string or is one of
+                :data:`ROW_KEYS`, or a value is not a number.
+            RuntimeError: the writer is closed.
+        """
+        step = check_int("step", step, 0)
+        row: Dict[str, Optional[float]] = {}
+        numbers: Dict[str, float] = {}
+        for tag, value in values.items():
+            if not isinstance(tag, str) or not tag or tag in ROW_KEYS:
+                raise ValueError(f"metric tags must be non-empty strings other than {list(ROW_KEYS)}, got {tag!r}")
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"metric {tag!r} must be a number, got {value!r}") from None
+            numbers[tag] = number
+            row[tag] = number if math.isfinite(number) else None
+        if not numbers:
+            return
+        now = time.time()
+        line = json.dumps({"step": step, "time": round(now, 3), **row}, allow_nan=False)
+        with self._lock:
+            if self._file.closed:
+                raise RuntimeError(f"the MetricsWriter of {self.log_dir} is closed")
+            self._file.write(line + "\n")
+            self._file.flush()
+            if self._tensorboard is not None:
+                for tag, number in numbers.items():
+                    self._tensorboard.add_scalar(tag, number, step, walltime=now)
+
+    def close(self) -> None:
+        """Flush and close both outputs; later calls do nothing."""
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+            if self._tensorboard is not None:
+                self._tensorboard.close()
+                self._tensorboard = None
+
+    def __enter__(self) -> "MetricsWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class RobotMetrics:
+    """Turns a Manager's episode records and its wrappers' counters into tagged scalars.
+
+    Making it switches on gradient-norm tracking in every task (a few tensor ops
+    per optimizer step unless the optimizer clips by norm and has the norm already).
+
+    Args:
+        manager: the robot; make this before ``manager.start()`` so the first interval starts with the run.
+        start_env_steps: env steps already taken (a resumed run), the base of the first
+            ``robot/env_steps_per_second``.
+        clock: seconds on a monotonic clock (tests pass a fake).
+    """
+
+    def __init__(
+        self, manager: Manager, *, start_env_steps: int = 0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._wrappers = dict(manager.wrappers)
+        for task in manager.tasks.values():
+            task.track_grad_norm = True
+        self._clock = clock
+        self._last_time = clock()
+        self._last_steps = check_int("start_env_steps", start_env_steps, 0)
+        self._last: Dict[str, StatsSnapshot] = {name: w.stats.snapshot() for name, w in self._wrappers.items()}
+
+    @staticmethod
+    def episode_values(episode: Mapping[str, float]) -> Dict[str, float]:
+        """The ``episode/*`` tags of one record of ``Manager.new_episodes()`` (keys ``reward``,
+        ``steps``, ``seconds``); a key the record lacks gives no tag."""
+        values: Dict[str, float] = {}
+        reward = episode.get("reward")
+        seconds = episode.get("seconds")
+        if reward is not None:
+            values["episode/reward"] = float(reward)
+        if episode.get("steps") is not None:
+            values["episode/length"] = float(episode["steps"])
+        if seconds is not None:
+            values["episode/seconds"] = float(seconds)
+            if reward is not None and seconds > 0:
+                values["episode/reward_per_second"] = float(reward) / float(seconds)
+        return values
+
+    def collect(self, env_steps: int) -> Dict[str, float]:
+        """``robot/env_steps_per_second`` and every task's ``task/<name>/*`` tags over the interval
+        since the previous call (or since this object was made).
+
+        Means over the interval (costs, batch sizes, latency, gradient norm) are
+        left out when the interval holds nothing to average: a task that did no
+        update reports no costs rather than zeros. A cost or gradient norm that
+        was not finite in any update of the interval is reported as NaN.
+        """
+        env_steps = check_int("env_steps", env_steps, 0)
+        now = self._clock()
+        seconds = now - self._last_time
+        values: Dict[str, float] = {}
+        if seconds > 0 and env_steps >= self._last_steps:
+            values["robot/env_steps_per_second"] = (env_steps - self._last_steps) / seconds
+        for name, wrapper in self._wrappers.items():
+            snapshot = wrapper.stats.snapshot()
+            values.update(task_values(name, self._last[name], snapshot, seconds))
+            self._last[name] = snapshot
+        self._last_time, self._last_steps = now, env_steps
+        return values
+
+
+def task_values(name: str, before: StatsSnapshot, after: StatsSnapshot, seconds: float) -> Dict[str, float]:
+    """The ``task/<name>/*`` tags of the interval between two snapshots ``seconds`` apart."""
+    prefix = f"task/{name}/"
+    values: Dict[str, float] = {}
+    updates = after.updates - before.updates
+    if updates > 0:
+        for cost, total in after.costs.items():
+            mean = _mean_since(before.costs.get(cost, (0.0, 0, 0)), total)
+            if mean is not None:
+                values[prefix + cost] = mean
+        values[prefix + "training_batch"] = (after.training_rows - before.training_rows) / updates
+    grad_norm = _mean_since(before.grad_norm, after.grad_norm)
+    if grad_norm is not None:
+        values[prefix + "grad_norm"] = grad_norm
+    if after.learning_rate is not None:
+        values[prefix + "learning_rate"] = after.learning_rate
+    if seconds > 0:
+        values[prefix + "updates_per_second"] = updates / seconds
+    batches = after.prediction_batches - before.prediction_batches
+    if batches > 0:
+        values[prefix + "prediction_batch"] = (after.predictions - before.predictions) / batches
+    timed = after.timed_predictions - before.timed_predictions
+    if timed > 0:
+        values[prefix + "prediction_latency_ms"] = (
+            1000.0 * (after.prediction_seconds - before.prediction_seconds) / timed
+        )
+    return values
+
+
+def _mean_since(before: Total, after: Total) -> Optional[float]:
+    """Mean of the values added between two totals; NaN if one was not finite; None if none was added."""
+    count = after[1] - before[1]
+    if count <= 0:
+        return None
+    if after[2] > before[2]:
+        return math.nan
+    return (after[0] - before[0]) / count
