@@ -5,7 +5,8 @@ from parl.algorithms.ddpg import DDPG
 from parl.algorithms.dqn import DQN
 from parl.algorithms.policy_gradient import PolicyGradient
 from parl.algorithms.ppo import PPO
+from parl.algorithms.reward_prediction import RewardPrediction
 from parl.algorithms.sac import SAC
 from parl.algorithms.td3 import TD3
 
-__all__ = ["A2C", "DDPG", "DQN", "PPO", "PolicyGradient", "SAC", "TD3"]
+__all__ = ["A2C", "DDPG", "DQN", "PPO", "PolicyGradient", "RewardPrediction", "SAC", "TD3"]

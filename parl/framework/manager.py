@@ -10,6 +10,21 @@
 Each agent runs in its own thread. An agent whose episode raises is reported
 (agent, episode, traceback) and ends; the others go on. :meth:`stop` ends
 everything within its timeout, even with agents blocked on predictions.
+
+Tasks can share parts of their models (an RL task and an auxiliary task on one
+trunk). Every task is built on its own; ``shared`` then puts the first task's
+object in place of the others':
+
+    manager = parl.Manager(
+        {"RL": rl_settings, "Aux": aux_settings},
+        shared={"trunk": {"RL": "model.actor_hidden", "Aux": "model.trunk"},
+                "inputs": {"RL": "normalizer", "Aux": "normalizer"}},
+    )
+
+Tasks linked this way share one weights lock and one learn lock, so no task
+predicts while another writes the shared parameters and their training
+passes never overlap. Only the Manager's tasks are linked: an evaluator built
+by ``settings.make_task`` owns fresh parameters.
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ from parl.framework.algorithm import Algorithm
 from parl.framework.computation_task import ComputationTask
 from parl.framework.computation_wrapper import ComputationWrapper
 from parl.framework.errors import AgentError, StoppedError
+from parl.framework.shared_parts import SharedParts, share_parts
 from parl.framework.validation import check_positive
 
 logger = logging.getLogger("parl")
@@ -76,13 +92,32 @@ class TaskSettings:
 class Manager:
     """Owns a robot's tasks, wrappers and agent threads."""
 
-    def __init__(self, tasks: Mapping[str, TaskSettings], *, thread_placement: str = "one_core") -> None:
+    def __init__(
+        self,
+        tasks: Mapping[str, TaskSettings],
+        *,
+        shared: Optional[SharedParts] = None,
+        thread_placement: str = "one_core",
+    ) -> None:
         """Build every task and its wrapper.
 
         Args:
             tasks: task name -> settings.
+            shared: group name -> {task name: path}, at least two tasks per group. A path is
+                ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
+                ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
+                LayerFunc, a nested Model or a list or dict of them, or ``"normalizer"``: the
+                task's input normalizer (both tasks must normalize the same inputs). The first
+                task's object replaces the others', which must have the same layer structure.
+                Tasks linked by any group share their locks (see
+                :meth:`ComputationTask.share_locks_with`).
             thread_placement: "one_core" (default), "split" (training loops on the
                 other cores) or "os" (no pinning); see :mod:`parl.framework.affinity`.
+
+        Raises:
+            ValueError: a bad task setting, or a ``shared`` group that names an unknown task, a
+                path that does not exist, or parts of different structure (the message names
+                ``shared.<group>.<task>``).
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
@@ -92,8 +127,11 @@ class Manager:
         for name, settings in tasks.items():
             if not isinstance(settings, TaskSettings):
                 raise ValueError(f"task {name!r}: expected TaskSettings, got {type(settings).__name__}")
-            task = settings.make_task(name)
-            self.tasks[name] = task
+            self.tasks[name] = settings.make_task(name)
+        #: Names of the tasks that share parts (and so locks), one list per linked set.
+        self.linked_tasks: List[List[str]] = share_parts(self.tasks, shared or {})
+        for name, settings in tasks.items():
+            task = self.tasks[name]
             self.wrappers[name] = ComputationWrapper(
                 task,
                 max_batchsize=settings.max_batchsize,
