@@ -1,37 +1,60 @@
-"""Checks for user-given settings: each raises ValueError naming the setting and the bad value."""
+"""Checks for user-given settings: each raises :class:`ParameterError` naming the setting and the bad value."""
 
 from __future__ import annotations
 
 import numbers
-from typing import Optional
+from typing import Optional, Tuple
+
+
+class ParameterError(ValueError):
+    """A setting with a bad value: ``"<name> must be <expected>, got <value!r>"``.
+
+    Attributes:
+        name: the setting, as the constructor that checked it calls it (``"gamma"``).
+        expected: what it must be, as text (``"a number in [0.0, 1.0]"``, ``"an integer >= 1"``).
+        value: the value given.
+
+    A subclass of ValueError, so code that catches ValueError still does; robot
+    configs use the attributes to report the setting by its key path.
+    """
+
+    def __init__(self, name: str, expected: str, value: object) -> None:
+        super().__init__(f"{name} must be {expected}, got {value!r}")
+        self.name = name
+        self.expected = expected
+        self.value = value
+
+    def __reduce__(self) -> Tuple[type, Tuple[str, str, object]]:
+        # Exceptions pickle through their args (here the message); rebuild from the attributes.
+        return (type(self), (self.name, self.expected, self.value))
 
 
 def check_positive(name: str, value: object) -> float:
     """``value`` as a float > 0."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        raise ParameterError(name, "a positive number", value)
     return float(value)
 
 
 def check_range(name: str, value: object, low: float, high: float) -> float:
     """``value`` as a float in [low, high]."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+        raise ParameterError(name, f"a number in [{low}, {high}]", value)
     return float(value)
 
 
 def check_int(name: str, value: object, minimum: int, maximum: Optional[int] = None) -> int:
     """``value`` as an int in [minimum, maximum]."""
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ParameterError(name, "an integer", value)
     if value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
+        raise ParameterError(name, f"an integer {bound}", value)
     return int(value)
 
 
 def check_choice(name: str, value: object, choices: tuple) -> object:
     """``value`` if it is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+        raise ParameterError(name, f"one of {list(choices)}", value)
     return value

@@ -1,0 +1,79 @@
+"""From a checked :class:`~parl.experiment.config.RobotConfig` to a robot.
+
+    config = load_config("configs/ppo_cartpole.yaml")
+    manager = build_manager(config)        # tasks, agents and helpers; not started
+    manager.start()
+
+Agent ``index`` plays in its own environment with seed ``seed * 1000 + index``;
+its helpers get that seed too when they take ``seed`` and the config gives
+none. Nested class specs among the options are built afresh for each object,
+so no two agents share an exploration schedule or a buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import parl
+from parl.experiment.config import RobotConfig
+from parl.framework.validation import check_int
+
+
+def agent_seed(config: RobotConfig, index: int) -> int:
+    """The seed of agent ``index``: ``seed * 1000 + index``."""
+    return config.seed * 1000 + check_int("index", index, 0)
+
+
+def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
+    """The TaskSettings of task ``name`` (the Manager's, or a separate evaluator's).
+
+    Raises:
+        ValueError: no task is called ``name``.
+    """
+    if name not in config.tasks:
+        raise ValueError(f"no task {name!r}; tasks are {sorted(config.tasks)}")
+    task = config.tasks[name]
+    batching, transforms = task.batching, task.transforms
+    return parl.TaskSettings(
+        task.algorithm_func(),
+        max_batchsize=batching.max_batchsize,
+        min_batchsize=batching.min_batchsize,
+        max_training_batchsize=batching.max_training_batchsize,
+        training_timeout=batching.training_timeout,
+        normalize_inputs=transforms.normalize_inputs,
+        input_clip=transforms.input_clip,
+        reward_scale=transforms.reward_scale,
+        reward_clip=transforms.reward_clip,
+    )
+
+
+def make_env(config: RobotConfig) -> Any:
+    """A new environment, as ``env`` says."""
+    return config.env.make()
+
+
+def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None) -> parl.Agent:
+    """Agent ``index``, in a new environment: ``cls(env, seed=seed * 1000 + index, **kwargs)``;
+    ``seed`` replaces that seed (evaluation agents)."""
+    seed = agent_seed(config, index) if seed is None else seed
+    return config.agent.build(args=(make_env(config),), extra={"seed": seed})
+
+
+def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]:
+    """Agent ``index``'s helpers, by task name; each gets ``seed=<agent seed>`` if it takes ``seed``
+    and the config gives none."""
+    seed = {"seed": agent_seed(config, index)}
+    return {name: task.helper.build(extra=task.helper.defaults_for(seed)) for name, task in config.tasks.items()}
+
+
+def build_manager(config: RobotConfig) -> parl.Manager:
+    """A Manager with every task (sharing the parts ``shared`` names), and ``agents`` agents with
+    their helpers; not started."""
+    manager = parl.Manager(
+        {name: task_settings(config, name) for name in config.tasks},
+        shared=config.shared,
+        thread_placement=config.thread_placement,
+    )
+    for index in range(config.agents):
+        manager.add_agent(make_agent(config, index), make_helpers(config, index))
+    return manager
