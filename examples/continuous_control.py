@@ -48,7 +48,8 @@ class ReplaySettings:
 
 
 class RandomStartAgent(GymAgent):
-    """Acts uniformly at random in [-1, 1] for its first ``random_steps`` steps, then by the policy."""
+    """Acts uniformly at random in [-1, 1] for its first ``random_steps`` steps, then by the policy;
+    always by the policy when evaluating (``training`` False)."""
 
     def __init__(self, env: gym.Env, *, random_steps: int, seed: int) -> None:
         super().__init__(env, seed=seed)
@@ -57,21 +58,21 @@ class RandomStartAgent(GymAgent):
         self.action_shape = env.action_space.shape
 
     def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
-        if self.total_steps < self.random_steps:
+        if self.training and self.total_steps < self.random_steps:
             return {"action": self.rng.uniform(-1.0, 1.0, self.action_shape).astype(np.float32)}, {}
         return super().act(inputs, states)
 
 
 class GaussianNoiseAgent(RandomStartAgent):
     """After the random start, adds N(0, ``noise_std``^2) to the policy's action and clips to [-1, 1]
-    (the exploration of Fujimoto et al., 2018)."""
+    (the exploration of Fujimoto et al., 2018); no noise when evaluating."""
 
     def __init__(self, env: gym.Env, *, noise_std: float, random_steps: int, seed: int) -> None:
         super().__init__(env, random_steps=random_steps, seed=seed)
         self.noise_std = noise_std
 
     def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
-        if self.total_steps < self.random_steps:
+        if not self.training or self.total_steps < self.random_steps:
             return super().act(inputs, states)
         actions, next_states = GymAgent.act(self, inputs, states)
         noisy = actions["action"] + self.rng.normal(0.0, self.noise_std, self.action_shape)

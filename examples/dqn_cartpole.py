@@ -56,7 +56,8 @@ class Settings:
 
 
 class EpsilonGreedyAgent(GymAgent):
-    """Acts randomly with probability epsilon (decaying over this agent's steps), greedily otherwise."""
+    """Acts randomly with probability epsilon (decaying over this agent's steps), greedily otherwise
+    and always when evaluating (``training`` False)."""
 
     def __init__(self, env: gym.Env, *, epsilon: LinearSchedule, seed: int) -> None:
         super().__init__(env, seed=seed)
@@ -64,7 +65,7 @@ class EpsilonGreedyAgent(GymAgent):
         self.rng = random.Random(seed)
 
     def act(self, inputs: Dict[str, np.ndarray], states: Dict[str, np.ndarray]):
-        if self.rng.random() < self.epsilon(self.total_steps):
+        if self.training and self.rng.random() < self.epsilon(self.total_steps):
             return {"action": np.array([self.env.action_space.sample()], dtype=np.int64)}, {}
         return super().act(inputs, states)
 

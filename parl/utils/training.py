@@ -43,7 +43,7 @@ def greedy_check(
     return float(np.mean([first] + rest))
 
 
-def _env_steps(manager: Manager, finished_steps: int) -> int:
+def env_steps(manager: Manager, finished_steps: int) -> int:
     """Env steps so far: live counts of agents that keep one (``total_steps``, as GymAgent does),
     otherwise the steps of finished episodes."""
     counts = [getattr(agent, "total_steps", None) for agent in manager.agents]
@@ -101,7 +101,7 @@ def train_until(
                 finished_steps += int(episode["steps"])
                 episodes += 1
                 recent = (recent + [float(episode["reward"])])[-20:]
-            steps = _env_steps(manager, finished_steps)
+            steps = env_steps(manager, finished_steps)
             if manager.errors:
                 raise manager.errors[0]
             mean_recent = float(np.mean(recent)) if recent else float("-inf")

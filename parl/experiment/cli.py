@@ -1,0 +1,153 @@
+"""The ``parl`` command line.
+
+    parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
+    parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
+    parl plot LOGDIR [LOGDIR ...] [-o curves.png]
+
+``python -m parl`` is the same. Config errors print one line naming the key and
+exit with status 2; an agent's error exits with status 1; a run stopped by
+SIGINT or SIGTERM writes its final checkpoint and exits with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Sequence
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``parl``."""
+    parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,plot}")
+
+    train = commands.add_parser("train", help="train the robot of a config")
+    train.add_argument("config", help="a YAML robot config")
+    train.add_argument(
+        "-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE", help="change one config value"
+    )
+    train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in the log dir")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
+    evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
+    evaluate.add_argument(
+        "--checkpoint", required=True, help="a checkpoint directory, a checkpoints directory or a run's log dir"
+    )
+    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
+    evaluate.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    plot = commands.add_parser("plot", help="draw learning curves of runs to a PNG")
+    plot.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
+    plot.add_argument("-o", "--output", default="curves.png", help="the PNG to write (default curves.png)")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one ``parl`` command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    from parl.experiment.config import ConfigError
+
+    try:
+        if args.command == "train":
+            return _train(args)
+        if args.command == "eval":
+            return _eval(args)
+        return _plot(args)
+    except ConfigError as exc:
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _train(args: argparse.Namespace) -> int:
+    from parl.experiment.config import load_config
+    from parl.experiment.trainer import Trainer
+    from parl.framework.errors import AgentError
+
+    config = load_config(args.config, args.override)
+    trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
+    try:
+        result = trainer.run()
+    except AgentError as exc:
+        print(f"parl train: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if result["resumed_from"]:
+        print(f"resumed from {result['resumed_from']}")
+    print(
+        f"stopped ({result['stop_reason']}) after {result['env_steps']} env steps, {result['episodes']} episodes, "
+        f"{result['train_seconds']:.1f} s; updates {result['updates']}"
+    )
+    print(f"last evaluation mean return: {result['last_eval']:.1f}")
+    print(f"checkpoint: {result['checkpoint']}")
+    print(f"log dir: {config.log_dir}")
+    return 0
+
+
+def resolve_checkpoint(path: str) -> str:
+    """The checkpoint directory ``path`` means: itself when it is one, else the latest one in
+    ``path`` (a checkpoints directory) or in ``path/checkpoints`` (a run's log dir).
+
+    Raises:
+        FileNotFoundError: no checkpoint there.
+    """
+    from parl.experiment.checkpoints import CheckpointManager
+
+    if os.path.isfile(os.path.join(path, "robot.json")):
+        return path
+    for directory in (os.path.join(path, "checkpoints"), path):
+        if os.path.isdir(directory):
+            latest = CheckpointManager(directory).latest()
+            if latest is not None:
+                return latest
+    raise FileNotFoundError(f"no checkpoint in {path}")
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from parl.experiment.build import make_agent, task_settings
+    from parl.experiment.checkpoints import CheckpointManager
+    from parl.experiment.config import load_config
+    from parl.experiment.evaluation import evaluate_agents
+    from parl.framework.validation import check_int
+
+    episodes = check_int("--episodes", args.episodes, 1)
+    config = load_config(args.config, args.override)
+    checkpoint = resolve_checkpoint(args.checkpoint)
+    tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
+    counters = CheckpointManager(os.path.dirname(os.path.abspath(checkpoint))).load(checkpoint, tasks)
+    returns: List[float] = evaluate_agents(
+        lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
+    )
+    summary = {
+        "checkpoint": checkpoint,
+        "env_steps": counters.get("env_steps"),
+        "episodes": episodes,
+        "mean_return": float(np.mean(returns)),
+        "std_return": float(np.std(returns)),
+        "min_return": float(np.min(returns)),
+        "max_return": float(np.max(returns)),
+        "returns": returns,
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from parl.experiment.plot import plot_curves
+
+    print(plot_curves(args.log_dirs, args.output))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

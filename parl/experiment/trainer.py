@@ -1,0 +1,321 @@
+"""The training loop behind ``parl train``: one robot from its config, observed, checkpointed, resumable.
+
+    config = load_config("examples/configs/ppo_cartpole.yaml")
+    result = Trainer(config, resume=False).run()
+
+The Manager runs the agents while this loop, in the main thread:
+
+- logs every finished episode and, every ``log_seconds``, each task's costs,
+  batch sizes and latencies (:mod:`parl.experiment.metrics`), and draws the
+  progress bar;
+- every ``evaluation.every_steps`` env steps (once the mean of the last 20
+  training returns reaches ``evaluation.start_return``) copies the weights
+  into evaluator tasks and plays deterministic episodes with evaluation agents
+  (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
+  whose mean reaches ``train.target_return``;
+- saves a checkpoint every ``checkpoint.every_steps`` env steps or
+  ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
+  arrives (the run then stops cleanly).
+
+Training ends at the step budget, the target, a signal, or when every agent has
+played its games; an agent's error ends it with that error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, TextIO
+
+import numpy as np
+import yaml
+
+from parl.experiment.build import build_manager, make_agent, task_settings
+from parl.experiment.checkpoints import CheckpointManager
+from parl.experiment.config import RobotConfig
+from parl.experiment.evaluation import copy_weights, evaluate_agents
+from parl.experiment.metrics import MetricsWriter, RobotMetrics
+from parl.experiment.progress import ProgressBar
+from parl.framework.computation_task import ComputationTask
+from parl.framework.manager import Manager
+from parl.framework.specs import zeros
+from parl.seeding import seed_everything
+from parl.utils.training import env_steps
+
+EVAL_SEED = 10_000  # evaluation episode seeds start here (plus the env steps at the evaluation)
+RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
+
+
+class Trainer:
+    """Trains the robot of ``config`` (see the module docstring).
+
+    Args:
+        config: a validated robot config.
+        resume: continue from the latest checkpoint under ``<log_dir>/checkpoints``.
+        progress: draw the progress bar on ``stream``.
+        stream: where the progress bar and the summary go.
+        log_seconds: seconds between task metric rows.
+    """
+
+    def __init__(
+        self,
+        config: RobotConfig,
+        *,
+        resume: bool = False,
+        progress: bool = True,
+        stream: TextIO = sys.stderr,
+        log_seconds: float = 2.0,
+    ) -> None:
+        self.config = config
+        self.resume = resume
+        self.progress = progress
+        self.stream = stream
+        self.log_seconds = log_seconds
+        self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
+        self._signal: Optional[int] = None
+
+    # -- the run -------------------------------------------------------------
+    def run(self) -> Dict[str, object]:
+        """Train; returns ``env_steps``, ``episodes``, ``train_seconds``, ``updates`` (per task),
+        ``stop_reason``, ``last_eval`` (mean return of the last evaluation, NaN if none),
+        ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``.
+
+        Raises:
+            AgentError: the first error an agent hit (no final checkpoint is written then).
+            FileNotFoundError: ``resume`` with no checkpoint to resume from.
+        """
+        config = self.config
+        os.makedirs(config.log_dir, exist_ok=True)
+        _write_yaml(config.to_dict(), os.path.join(config.log_dir, "config.yaml"))
+        seed_everything(config.seed)
+        manager = build_manager(config)
+        self.manager = manager
+        state = _RunState()
+        resumed_from = self._restore(manager, state) if self.resume else None
+        evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
+        _build_prediction_layers(evaluators.values())
+        bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
+        with MetricsWriter(config.log_dir) as writer, _CatchSignals(self._on_signal):
+            metrics = RobotMetrics(manager, start_env_steps=state.steps)
+            start = time.perf_counter() - state.elapsed_before
+            manager.start()
+            try:
+                stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
+            finally:
+                manager.stop()
+                if bar is not None:
+                    bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
+                    bar.close()
+            state.elapsed = time.perf_counter() - start
+            state.steps = env_steps(manager, state.finished_steps)
+            writer.scalars(state.steps, metrics.collect(state.steps))
+            final = self._save(manager, state)
+        result: Dict[str, object] = {
+            "env_steps": state.steps,
+            "episodes": state.episodes,
+            "train_seconds": state.elapsed,
+            "updates": {name: task.update_steps for name, task in manager.tasks.items()},
+            "stop_reason": stop_reason,
+            "last_eval": state.last_eval,
+            "checkpoint": final,
+            "resumed_from": resumed_from,
+        }
+        _write_json(result, os.path.join(config.log_dir, "result.json"))
+        return result
+
+    def _loop(
+        self,
+        manager: Manager,
+        evaluators: Dict[str, ComputationTask],
+        writer: MetricsWriter,
+        metrics: RobotMetrics,
+        bar: Optional[ProgressBar],
+        state: "_RunState",
+        start: float,
+    ) -> str:
+        config = self.config
+        every_eval = config.evaluation.every_steps
+        every_ckpt = config.checkpoint.every_steps
+        every_seconds = None if config.checkpoint.every_minutes is None else 60.0 * config.checkpoint.every_minutes
+        next_eval = state.steps if every_eval is not None else None
+        next_ckpt = state.steps + every_ckpt if every_ckpt is not None else None
+        last_log = last_ckpt_time = time.perf_counter()
+        while True:
+            time.sleep(0.02)
+            for episode in manager.new_episodes():
+                state.finished_steps += int(episode.get("steps", 0))
+                state.episodes += 1
+                state.recent = (state.recent + [float(episode["reward"])])[-RECENT_EPISODES:]
+                # At the env steps of all finished episodes: episodes that ended during an evaluation
+                # (when this loop is busy) keep their order and spacing on the curve.
+                writer.scalars(state.finished_steps, metrics.episode_values(episode))
+            state.steps = env_steps(manager, state.finished_steps)
+            if manager.errors:
+                raise manager.errors[0]
+            if self._signal is not None:
+                return f"signal {signal.Signals(self._signal).name}"
+            if not manager.running():
+                return "agents finished their games"
+            if state.steps >= config.train.max_env_steps:
+                return "step budget"
+            now = time.perf_counter()
+            if now - last_log >= self.log_seconds:
+                last_log = now
+                writer.scalars(state.steps, metrics.collect(state.steps))
+            if bar is not None:
+                bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
+            if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
+                next_eval = state.steps + every_eval
+                if self._evaluate(manager, evaluators, writer, state):
+                    return "target return"
+            if (next_ckpt is not None and state.steps >= next_ckpt) or (
+                every_seconds is not None and now - last_ckpt_time >= every_seconds
+            ):
+                state.elapsed = now - start
+                self._save(manager, state)
+                last_ckpt_time = time.perf_counter()
+                if next_ckpt is not None:
+                    next_ckpt = state.steps + every_ckpt
+
+    def _eval_ready(self, manager: Manager, state: "_RunState") -> bool:
+        # After every task's first update its layers are all built (layers are built lazily),
+        # so a snapshot of the learners has every weight the evaluators hold.
+        if not state.recent or any(task.update_steps == 0 for task in manager.tasks.values()):
+            return False
+        start_return = self.config.evaluation.start_return
+        return start_return is None or state.recent_mean() >= start_return
+
+    def _evaluate(
+        self, manager: Manager, evaluators: Dict[str, ComputationTask], writer: MetricsWriter, state: "_RunState"
+    ) -> bool:
+        """One evaluation; True when it reaches the target return."""
+        config = self.config
+        target = config.train.target_return
+        copy_weights(manager.tasks, evaluators)
+        returns = evaluate_agents(
+            lambda seed: make_agent(config, 0, seed=seed),
+            evaluators,
+            episodes=config.evaluation.episodes,
+            seed=EVAL_SEED + state.steps,
+            stop_below=target,
+        )
+        state.last_eval = float(np.mean(returns))
+        writer.scalars(
+            state.steps,
+            {
+                "eval/mean_return": state.last_eval,
+                "eval/min_return": float(np.min(returns)),
+                "eval/max_return": float(np.max(returns)),
+                "eval/episodes": float(len(returns)),
+            },
+        )
+        return target is not None and len(returns) == config.evaluation.episodes and state.last_eval >= target
+
+    # -- checkpoints ----------------------------------------------------------
+    def _save(self, manager: Manager, state: "_RunState") -> str:
+        counters = {
+            "step": state.steps,
+            "env_steps": state.steps,
+            "episodes": state.episodes,
+            "finished_steps": state.finished_steps,
+            "elapsed_seconds": state.elapsed,
+            "agents": [agent.counters() for agent in manager.agents],
+            "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
+        }
+        return self.checkpoints.save(manager.tasks, counters, step=state.steps)
+
+    def _restore(self, manager: Manager, state: "_RunState") -> str:
+        path = self.checkpoints.latest()
+        if path is None:
+            raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
+        counters = self.checkpoints.load(path, manager.tasks)
+        agents = counters.get("agents", [])
+        if len(agents) != len(manager.agents):
+            raise ValueError(f"{path} holds {len(agents)} agents, the config has {len(manager.agents)}")
+        for agent, agent_counters, helper_counters in zip(manager.agents, agents, counters.get("helpers", [])):
+            agent.restore_counters(agent_counters)
+            for name, helper in agent.helpers.items():
+                helper.restore_counters(helper_counters.get(name, {}))
+        state.episodes = int(counters.get("episodes", 0))
+        state.finished_steps = int(counters.get("finished_steps", 0))
+        state.elapsed_before = float(counters.get("elapsed_seconds", 0.0))
+        state.steps = env_steps(manager, state.finished_steps)
+        return path
+
+    def _on_signal(self, signum: int) -> None:
+        self._signal = signum
+
+
+class _RunState:
+    """Counters of one run (restored on resume)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.finished_steps = 0
+        self.episodes = 0
+        self.recent: List[float] = []
+        self.last_eval = float("nan")
+        self.elapsed = 0.0
+        self.elapsed_before = 0.0
+
+    def recent_mean(self) -> float:
+        return float(np.mean(self.recent)) if self.recent else float("nan")
+
+
+class _CatchSignals:
+    """Within the block, SIGINT and SIGTERM call ``handler`` once; a second one stops at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, handler: Callable[[int], None]) -> None:
+        self.handler = handler
+        self._previous: Dict[int, object] = {}
+
+    def __enter__(self) -> "_CatchSignals":
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Optional[FrameType]) -> None:
+        for other in self.SIGNALS:
+            signal.signal(other, signal.SIG_DFL)
+        self.handler(signum)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+
+def _eval_text(state: _RunState) -> str:
+    return f"eval {state.last_eval:.1f}"
+
+
+def _write_json(data: Mapping[str, object], path: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(dict(data), f, indent=1)
+    os.replace(tmp, path)
+
+
+def _write_yaml(data: Mapping[str, object], path: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        yaml.safe_dump(dict(data), f, sort_keys=False)
+    os.replace(tmp, path)
+
+
+def _build_prediction_layers(tasks: Iterable[ComputationTask]) -> None:
+    """One deterministic prediction on zeros per task, so the layers it uses are built now.
+
+    Layers create their parameters on first call, drawing from the global random
+    generator; built later, in the evaluating thread, they would draw at moments that
+    depend on thread timing and change the agents' random streams.
+    """
+    for task in tasks:
+        task.predict(zeros(task.input_specs, 1), zeros(task.state_specs, 1), deterministic=True)
