@@ -113,18 +113,18 @@ def section(command: str, machine: str, method: str, summary: str, runs: str) ->
     )
 
 
-def write_section(doc: Path, text: str) -> None:
+def write_section(doc: Path, text: str, begin_marker: str = BEGIN, end_marker: str = END) -> None:
     """Replace the text between the markers in ``doc`` with ``text`` (append it when there are none).
 
     Raises:
         ValueError: ``doc`` has one marker without the other, or them in the wrong order.
     """
     content = doc.read_text() if doc.exists() else ""
-    begin, end = content.find(BEGIN), content.find(END)
+    begin, end = content.find(begin_marker), content.find(end_marker)
     if begin == -1 and end == -1:
         content = content.rstrip("\n") + "\n\n" + text + "\n"
     elif begin == -1 or end < begin:
-        raise ValueError(f"{doc}: expected {BEGIN!r} before {END!r}")
+        raise ValueError(f"{doc}: expected {begin_marker!r} before {end_marker!r}")
     else:
-        content = content[:begin] + text + content[end + len(END) :]
+        content = content[:begin] + text + content[end + len(end_marker) :]
     doc.write_text(content)
