@@ -356,3 +356,47 @@ def test_requests_after_stop_raise_stopped_error(make_wrapper) -> None:
         comm.predict({"obs": echo_obs(0, 2)}, None)
     with pytest.raises(StoppedError):
         comm.learn(echo_batch(0))
+
+
+# -- pause ---------------------------------------------------------------------------
+
+
+def _replies(manager: parl.Manager) -> int:
+    return sum(agent.replies for agent in manager.agents)
+
+
+def test_pause_holds_every_agent_at_its_next_prediction_until_resume(make_manager) -> None:
+    manager = make_manager()
+    for code in range(3):
+        manager.add_agent(EchoAgent(CountEnv(code, length=4)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.start()
+    deadline = time.monotonic() + WAIT
+    while _replies(manager) < 30 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    manager.pause()
+    assert manager.wrappers["T"].paused
+    time.sleep(0.1)  # a batch taken before the pause may still be answered
+    held = _replies(manager)
+    time.sleep(0.3)
+    assert _replies(manager) == held
+    manager.resume()
+    assert not manager.wrappers["T"].paused
+    deadline = time.monotonic() + WAIT
+    while _replies(manager) <= held + 30 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert _replies(manager) > held + 30
+    assert manager.errors == []
+
+
+def test_stop_releases_paused_agents(make_manager) -> None:
+    manager = make_manager()
+    for code in range(2):
+        manager.add_agent(EchoAgent(CountEnv(code)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.pause()  # before start: no prediction is ever served
+    manager.start()
+    time.sleep(0.1)
+    assert _replies(manager) == 0
+    start = time.monotonic()
+    manager.stop()
+    assert time.monotonic() - start < 2.0
+    assert not manager.running()

@@ -13,8 +13,9 @@ tasks normalize inputs with the RL task's running statistics (the shared
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
+import numpy as np
 import paddle
 
 import parl
@@ -22,7 +23,7 @@ from parl import layers
 from parl.algorithms.reward_prediction import RewardPrediction
 from parl.framework.specs import SpecList
 from parl.framework.validation import check_choice, check_int
-from parl.utils import GymAgent, obs_inputs
+from parl.utils import GymAgent
 
 #: Which layers of MLPActorCritic the auxiliary task shares: its actor's or its critic's hidden layers.
 TRUNKS = {"actor": "model.actor_hidden", "critic": "model.critic_hidden"}
@@ -115,25 +116,21 @@ class MultitaskAgent(GymAgent):
         super().__init__(env, task=task, seed=seed, num_games=num_games)
         self.aux_task = aux_task
 
-    def run_one_episode(self) -> Dict[str, float]:
-        helper = self.helpers[self.task]
+    def record(
+        self,
+        inputs: Dict[str, np.ndarray],
+        actions: Dict[str, np.ndarray],
+        reward: float,
+        next_inputs: Dict[str, np.ndarray],
+        terminated: bool,
+        truncated: bool,
+        states: Dict[str, np.ndarray],
+        next_states: Dict[str, np.ndarray],
+    ) -> Optional[Dict[str, Any]]:
+        """The acting task's step, then the same step for the auxiliary task (when bound)."""
+        costs = super().record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
         aux = self.helpers.get(self.aux_task)
-        obs, _ = self.reset_env()
-        inputs = obs_inputs(obs)
-        total, steps, done = 0.0, 0, False
-        while not done:
-            actions, _ = self.act(inputs, {})
-            obs, reward, terminated, truncated, _ = self.env.step(self.to_env_action(actions))
-            next_inputs = obs_inputs(obs)
-            helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated)
-            costs = helper.learn()
-            if aux is not None:
-                aux.store_data(inputs, actions, reward, next_inputs, terminated, truncated)
-                aux.learn()
-            inputs = next_inputs
-            total += float(reward)
-            steps += 1
-            self.total_steps += 1
-            done = terminated or truncated
-            self.after_step(costs)
-        return {"reward": total, "steps": steps}
+        if aux is not None:
+            aux.store_data(inputs, actions, reward, next_inputs, terminated, truncated)
+            aux.learn()
+        return costs

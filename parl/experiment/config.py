@@ -173,11 +173,14 @@ class EvaluationConfig:
         every_steps: env steps between evaluations (None: only at the end).
         episodes: episodes per evaluation.
         start_return: evaluations start once the mean of the last 20 training returns reaches this (None: at once).
+        pause_training: agents wait while an evaluation runs, so it measures the weights of that
+            env step and has the CPU to itself (False: training goes on beside it).
     """
 
     every_steps: Optional[int] = 10_000
     episodes: int = 10
     start_return: Optional[float] = None
+    pause_training: bool = True
 
 
 @dataclass
@@ -504,6 +507,12 @@ def _check_number(name: str, value: Any) -> float:
     return float(value)
 
 
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ParameterError(name, "true or false", value)
+    return value
+
+
 def _check_string(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ParameterError(name, "a non-empty string", value)
@@ -533,6 +542,7 @@ _EVALUATION_CHECKS: Dict[str, Check] = {
     "every_steps": _optional(_integer(1)),
     "episodes": _integer(1),
     "start_return": _optional(_check_number),
+    "pause_training": _check_bool,
 }
 _CHECKPOINT_CHECKS: Dict[str, Check] = {
     "every_steps": _optional(_integer(1)),

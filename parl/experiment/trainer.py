@@ -113,6 +113,9 @@ class Trainer:
                     bar.close()
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
+            trained = all(task.update_steps > 0 for task in manager.tasks.values())
+            if config.evaluation.every_steps is None and trained:
+                self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
             writer.scalars(state.steps, metrics.collect(state.steps))
             final = self._save(manager, state)
         result: Dict[str, object] = {
@@ -196,14 +199,21 @@ class Trainer:
         """One evaluation; True when it reaches the target return."""
         config = self.config
         target = config.train.target_return
-        copy_weights(manager.tasks, evaluators)
-        returns = evaluate_agents(
-            lambda seed: make_agent(config, 0, seed=seed),
-            evaluators,
-            episodes=config.evaluation.episodes,
-            seed=EVAL_SEED + state.steps,
-            stop_below=target,
-        )
+        pause = config.evaluation.pause_training and manager.running()
+        if pause:
+            manager.pause()  # agents wait at their next prediction: the weights and env steps of this moment
+        try:
+            copy_weights(manager.tasks, evaluators)
+            returns = evaluate_agents(
+                lambda seed: make_agent(config, 0, seed=seed),
+                evaluators,
+                episodes=config.evaluation.episodes,
+                seed=EVAL_SEED + state.steps,
+                stop_below=target,
+            )
+        finally:
+            if pause:
+                manager.resume()
         state.last_eval = float(np.mean(returns))
         writer.scalars(
             state.steps,

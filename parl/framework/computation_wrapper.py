@@ -30,7 +30,7 @@ from parl.framework.batch_info import INFO_FIELDS, default_info_arrays
 from parl.framework.communicator import Communicator
 from parl.framework.computation_task import BATCH_FIELDS, ComputationTask
 from parl.framework.errors import RemoteError
-from parl.framework.request_queue import Request, RequestQueue
+from parl.framework.request_queue import POLL_INTERVAL, Request, RequestQueue
 from parl.framework.specs import concatenate, stack
 from parl.framework.validation import check_int, check_positive
 
@@ -198,6 +198,8 @@ class ComputationWrapper:
         self.training_queue = RequestQueue()
         self.stats = WrapperStats()
         self._stop = threading.Event()
+        self._serving = threading.Event()
+        self._serving.set()
         self._threads: List[threading.Thread] = []
 
     def communicator(self, agent_id: int) -> Communicator:
@@ -228,6 +230,20 @@ class ComputationWrapper:
         for thread in self._threads:
             thread.join(timeout)
 
+    def pause(self) -> None:
+        """Serve no more predictions until :meth:`resume`: agents wait in ``predict`` (a batch
+        being predicted finishes; updates go on)."""
+        self._serving.clear()
+
+    def resume(self) -> None:
+        """Serve predictions again after :meth:`pause`."""
+        self._serving.set()
+
+    @property
+    def paused(self) -> bool:
+        """Whether predictions are paused."""
+        return not self._serving.is_set()
+
     @property
     def alive(self) -> bool:
         """Whether either thread is still running."""
@@ -237,6 +253,8 @@ class ComputationWrapper:
     def _prediction_loop(self) -> None:
         task, queue, stats = self.task, self.prediction_queue, self.stats
         while not self._stop.is_set():
+            if not self._serving.wait(POLL_INTERVAL):
+                continue
             requests = queue.take(1, self.max_batchsize, None)
             if not requests:
                 continue

@@ -202,6 +202,17 @@ class Manager:
                 self._episodes.append(record)
             agent.episode += 1
 
+    def pause(self) -> None:
+        """Hold every agent at its next prediction (all tasks) until :meth:`resume`; for work
+        that needs the weights of one moment, such as an evaluation."""
+        for wrapper in self.wrappers.values():
+            wrapper.pause()
+
+    def resume(self) -> None:
+        """Let the agents go on after :meth:`pause`."""
+        for wrapper in self.wrappers.values():
+            wrapper.resume()
+
     def running(self) -> bool:
         """Whether any agent thread is still running."""
         return any(t.is_alive() for t in self._threads)

@@ -97,6 +97,23 @@ class GymAgent(Agent):
         """Called after every env step with what ``helper.learn()`` returned (None: no update);
         override to log."""
 
+    def record(
+        self,
+        inputs: ArrayDict,
+        actions: ArrayDict,
+        reward: float,
+        next_inputs: ArrayDict,
+        terminated: bool,
+        truncated: bool,
+        states: ArrayDict,
+        next_states: ArrayDict,
+    ) -> Optional[Dict[str, Any]]:
+        """Store one transition with the helper of ``task`` and let it learn; returns what
+        ``helper.learn()`` returned. Override to hand the step to other tasks' helpers too."""
+        helper = self.helpers[self.task]
+        helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
+        return helper.learn()
+
     def run_one_episode(self) -> Dict[str, float]:
         helper = self.helpers[self.task]
         obs, _ = self.reset_env()
@@ -107,8 +124,7 @@ class GymAgent(Agent):
             actions, next_states = self.act(inputs, states)
             obs, reward, terminated, truncated, _ = self.env.step(self.to_env_action(actions))
             next_inputs = obs_inputs(obs)
-            helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
-            costs = helper.learn()
+            costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states
             total += float(reward)
             steps += 1
