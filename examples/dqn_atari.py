@@ -84,23 +84,45 @@ def short_run_settings() -> Settings:
     )
 
 
-def make_env(s: Settings) -> gym.Env:
-    """The game of ``s``: gymnasium's AtariPreprocessing (max over the last two frames of each repeat,
-    84x84 grayscale, no-op starts, no episode end on life loss) and the last ``s.frames`` frames
-    stacked into one uint8 observation of shape [frames, 84, 84]."""
-    env = gym.make(s.env_id, frameskip=1, repeat_action_probability=s.repeat_action_probability)
+def make_atari_env(
+    env_id: str,
+    *,
+    frame_skip: int,
+    noop_max: int,
+    frames: int,
+    screen_size: int,
+    repeat_action_probability: float,
+    max_episode_steps: Optional[int],
+) -> gym.Env:
+    """An ALE game as DQN sees it: gymnasium's AtariPreprocessing (max over the last two frames of each
+    repeat, ``screen_size`` square grayscale, up to ``noop_max`` no-op starts, no episode end on life
+    loss) and the last ``frames`` frames stacked into one uint8 observation of shape [frames, size, size]."""
+    env = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability)
     env = AtariPreprocessing(
         env,
-        noop_max=s.noop_max,
-        frame_skip=s.frame_skip,
-        screen_size=s.screen_size,
+        noop_max=noop_max,
+        frame_skip=frame_skip,
+        screen_size=screen_size,
         terminal_on_life_loss=False,
         grayscale_obs=True,
     )
-    env = FrameStackObservation(env, s.frames)
-    if s.max_episode_steps is not None:
-        env = TimeLimit(env, max_episode_steps=s.max_episode_steps)
+    env = FrameStackObservation(env, frames)
+    if max_episode_steps is not None:
+        env = TimeLimit(env, max_episode_steps=max_episode_steps)
     return env
+
+
+def make_env(s: Settings) -> gym.Env:
+    """The game of ``s`` (:func:`make_atari_env` with its fields)."""
+    return make_atari_env(
+        s.env_id,
+        frame_skip=s.frame_skip,
+        noop_max=s.noop_max,
+        frames=s.frames,
+        screen_size=s.screen_size,
+        repeat_action_probability=s.repeat_action_probability,
+        max_episode_steps=s.max_episode_steps,
+    )
 
 
 def num_actions(s: Settings) -> int:
