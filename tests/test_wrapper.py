@@ -400,3 +400,29 @@ def test_stop_releases_paused_agents(make_manager) -> None:
     manager.stop()
     assert time.monotonic() - start < 2.0
     assert not manager.running()
+
+
+def test_pause_waits_for_the_update_under_way_and_starts_no_other(make_manager) -> None:
+    manager = make_manager()
+    manager.add_agent(EchoAgent(CountEnv(0, marker=LEARN_BLOCK)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.add_agent(EchoAgent(CountEnv(1)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    task = manager.tasks["T"]
+    algorithm = task.algorithm
+    manager.start()
+    assert algorithm.entered.wait(WAIT)  # an update is under way, held inside learn
+    pausing = Sender(manager.pause, "pauser")
+    pausing.start()
+    pausing.join(0.3)
+    assert pausing.is_alive()  # pause() waits for that update
+    algorithm.gate.set()
+    pausing.join(WAIT)
+    assert not pausing.is_alive()
+    updates = task.update_steps
+    time.sleep(0.3)
+    assert task.update_steps == updates  # paused: no update starts
+    manager.resume()
+    deadline = time.monotonic() + WAIT
+    while task.update_steps == updates and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert task.update_steps > updates
+    assert manager.errors == []

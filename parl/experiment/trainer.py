@@ -196,12 +196,19 @@ class Trainer:
     def _evaluate(
         self, manager: Manager, evaluators: Dict[str, ComputationTask], writer: MetricsWriter, state: "_RunState"
     ) -> bool:
-        """One evaluation; True when it reaches the target return."""
+        """One evaluation; True when it reaches the target return.
+
+        With ``evaluation.pause_training`` the agents and updates wait meanwhile (the weights
+        evaluated are the learners' of this env step), and an evaluation that reaches the target
+        leaves them paused: training ends there, so the final checkpoint holds the policy that
+        passed.
+        """
         config = self.config
         target = config.train.target_return
         pause = config.evaluation.pause_training and manager.running()
         if pause:
-            manager.pause()  # agents wait at their next prediction: the weights and env steps of this moment
+            manager.pause()
+        passed = False
         try:
             copy_weights(manager.tasks, evaluators)
             returns = evaluate_agents(
@@ -211,10 +218,11 @@ class Trainer:
                 seed=EVAL_SEED + state.steps,
                 stop_below=target,
             )
+            state.last_eval = float(np.mean(returns))
+            passed = target is not None and len(returns) == config.evaluation.episodes and state.last_eval >= target
         finally:
-            if pause:
+            if pause and not passed:
                 manager.resume()
-        state.last_eval = float(np.mean(returns))
         writer.scalars(
             state.steps,
             {
@@ -224,7 +232,7 @@ class Trainer:
                 "eval/episodes": float(len(returns)),
             },
         )
-        return target is not None and len(returns) == config.evaluation.episodes and state.last_eval >= target
+        return passed
 
     # -- checkpoints ----------------------------------------------------------
     def _save(self, manager: Manager, state: "_RunState") -> str:

@@ -198,8 +198,10 @@ class ComputationWrapper:
         self.training_queue = RequestQueue()
         self.stats = WrapperStats()
         self._stop = threading.Event()
-        self._serving = threading.Event()
+        self._serving = threading.Event()  # cleared while paused
         self._serving.set()
+        self._pause = threading.Condition()  # guards _updating against pause()
+        self._updating = False
         self._threads: List[threading.Thread] = []
 
     def communicator(self, agent_id: int) -> Communicator:
@@ -231,13 +233,19 @@ class ComputationWrapper:
             thread.join(timeout)
 
     def pause(self) -> None:
-        """Serve no more predictions until :meth:`resume`: agents wait in ``predict`` (a batch
-        being predicted finishes; updates go on)."""
-        self._serving.clear()
+        """Serve no more predictions or updates until :meth:`resume`: agents wait in ``predict``
+        and ``learn``. Returns once an update under way has finished, so the weights stay as they
+        are until :meth:`resume` (a prediction under way may still finish)."""
+        with self._pause:
+            self._serving.clear()
+            while self._updating:
+                self._pause.wait()
 
     def resume(self) -> None:
-        """Serve predictions again after :meth:`pause`."""
-        self._serving.set()
+        """Serve predictions and updates again after :meth:`pause`."""
+        with self._pause:
+            self._serving.set()
+            self._pause.notify_all()
 
     @property
     def paused(self) -> bool:
@@ -274,24 +282,45 @@ class ComputationWrapper:
                 request.finish((action_row, state_row))
 
     def _training_loop(self) -> None:
-        task, queue, stats = self.task, self.training_queue, self.stats
+        queue = self.training_queue
         while not self._stop.is_set():
             requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
             if not requests:
                 continue
-            stats.training_batches += 1
-            stats.training_requests += len(requests)
+            if not self._begin_update():
+                continue  # stopped while paused: the senders see StoppedError
             try:
-                batches = [r.payload for r in requests]
-                sizes = [len(b["next_episode_end"]) for b in batches]
-                costs = task.learn(_join_batches(batches))
-                replies = _split_costs(costs, sizes)
-            except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-                _fail(requests, f"training in task {task.name!r}", exc)
-                continue
-            stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
-            for request, reply in zip(requests, replies):
-                request.finish(reply)
+                self._update(requests)
+            finally:
+                with self._pause:
+                    self._updating = False
+                    self._pause.notify_all()
+
+    def _begin_update(self) -> bool:
+        """Wait while paused; False when the wrapper stops meanwhile."""
+        with self._pause:
+            while not self._serving.is_set():
+                if self._stop.is_set():
+                    return False
+                self._pause.wait(POLL_INTERVAL)
+            self._updating = True
+            return True
+
+    def _update(self, requests: List[Request]) -> None:
+        task, stats = self.task, self.stats
+        stats.training_batches += 1
+        stats.training_requests += len(requests)
+        try:
+            batches = [r.payload for r in requests]
+            sizes = [len(b["next_episode_end"]) for b in batches]
+            costs = task.learn(_join_batches(batches))
+            replies = _split_costs(costs, sizes)
+        except Exception as exc:  # noqa: BLE001 - forwarded to every sender
+            _fail(requests, f"training in task {task.name!r}", exc)
+            return
+        stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
+        for request, reply in zip(requests, replies):
+            request.finish(reply)
 
 
 def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
