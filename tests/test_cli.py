@@ -158,7 +158,8 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_sigint_writes_the_final_checkpoint_and_exits_cleanly(tmp_path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_writes_the_final_checkpoint_and_exits_cleanly(tmp_path, signum: int) -> None:
     config = write_config(tmp_path, {"train": {"max_env_steps": 10_000_000}, "checkpoint": {"every_minutes": 60.0}})
     log_dir = str(tmp_path / "runs" / "small")
     proc = _spawn(config)
@@ -166,13 +167,13 @@ def test_sigint_writes_the_final_checkpoint_and_exits_cleanly(tmp_path) -> None:
     try:
         _wait_for(lambda: metrics.exists() and metrics.stat().st_size > 2000, 60, "episodes in metrics.jsonl")
         assert CheckpointManager(os.path.join(log_dir, "checkpoints")).latest() is None
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    assert "signal SIGINT" in out
+    assert f"signal {signal.Signals(signum).name}" in out
     manager = CheckpointManager(os.path.join(log_dir, "checkpoints"))
     latest = manager.latest()
     assert latest is not None
