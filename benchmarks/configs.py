@@ -1,4 +1,4 @@
-"""Every robot config under examples/configs trained with ``parl train``: does it reach its example's target?
+"""Every robot config of the examples trained with ``parl train``: does it reach its example's target?
 
     .venv/bin/python benchmarks/configs.py                          # every config but Atari, seed 0
     .venv/bin/python benchmarks/configs.py --seeds 0 1 2 --write     # the table into docs/experiments.md
@@ -11,7 +11,9 @@ Each (config, seed) runs, one at a time and each in fresh processes:
     python -m parl plot OUT/<name>-sS -o OUT/<name>-sS.png
 
 and the table shows the stop reason, env steps, training seconds (after set-up), the last
-evaluation during training and the fresh-seed evaluation of the final checkpoint. The Atari
+evaluation during training and the fresh-seed evaluation of the final checkpoint. The configs are
+those of examples/configs (named by their stem) and the multi-task and hierarchical robots
+(``multitask/cartpole``, ``hierarchical/hierarchical``, ``hierarchical/flat``). The Atari
 config runs only when named with ``--only`` (its full budget is millions of env steps; give
 ``--override train.max_env_steps=...`` for a short run).
 """
@@ -37,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_report import write_section  # noqa: E402
 
-CONFIGS = ROOT / "examples" / "configs"
+EXAMPLES = ROOT / "examples"
+ROBOT_CONFIGS = ("multitask/cartpole", "hierarchical/hierarchical", "hierarchical/flat")
 DOC = ROOT / "docs" / "experiments.md"
 BEGIN, END = "<!-- configs:begin -->", "<!-- configs:end -->"
 SKIPPED_BY_DEFAULT = ("dqn_atari",)
@@ -59,9 +62,15 @@ class ConfigRun:
     plot: str
 
 
+def config_path(name: str) -> Path:
+    """The file of config ``name``: ``examples/configs/<name>.yaml``, or ``examples/<name>.yaml``
+    for the robots of :data:`ROBOT_CONFIGS`."""
+    return EXAMPLES / (f"{name}.yaml" if "/" in name else f"configs/{name}.yaml")
+
+
 def config_names(only: Optional[Sequence[str]]) -> List[str]:
     """The configs to run: ``only`` (checked), else all but the Atari one."""
-    names = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
+    names = sorted(p.stem for p in (EXAMPLES / "configs").glob("*.yaml")) + list(ROBOT_CONFIGS)
     if only:
         unknown = sorted(set(only) - set(names))
         if unknown:
@@ -82,8 +91,8 @@ def run_config(
     name: str, seed: int, out: Path, overrides: Sequence[str], cpus: Optional[str], timeout: float
 ) -> ConfigRun:
     """Train, evaluate and plot one config with one seed."""
-    config = str(CONFIGS / f"{name}.yaml")
-    log_dir = out / f"{name}-s{seed}"
+    config = str(config_path(name))
+    log_dir = out / f"{name.replace('/', '-')}-s{seed}"
     options: List[str] = []
     for item in ["seed=" + str(seed), f"log_dir={log_dir}", *overrides]:
         options += ["-o", item]
@@ -94,7 +103,7 @@ def run_config(
     resolved = yaml.safe_load((log_dir / "config.yaml").read_text())
     evaluated = parl(["eval", config, *options, "--checkpoint", str(log_dir), "--episodes", "10"], cpus, timeout)
     fresh = json.loads(evaluated.stdout.strip().splitlines()[-1])
-    png = out / f"{name}-s{seed}.png"
+    png = out / f"{name.replace('/', '-')}-s{seed}.png"
     parl(["plot", str(log_dir), "-o", str(png)], cpus, timeout)
     return ConfigRun(
         name=name,
@@ -139,9 +148,13 @@ def section(command: str, runs: Sequence[ConfigRun], loads: Sequence[float]) -> 
             "## Every example config, trained with `parl train`",
             f"```bash\n{command}\n```",
             machine,
-            '"stop" is why training ended (`target return`: an evaluation\'s 10-episode mean reached the '
-            'target); "last eval" is that evaluation\'s mean; the fresh-seed evaluation is `parl eval` of the '
-            "final checkpoint, which training kept updating while the last evaluation ran.",
+            '"stop" is why training ended (`target return`: an evaluation\'s mean over all its episodes reached '
+            'the target; `step budget`: `train.max_env_steps` ran out). "last eval" is the mean of the last '
+            "evaluation during training (nan: none ran, because the training return never reached "
+            "`evaluation.start_return`). The fresh-seed evaluation is `parl eval` of the final checkpoint on 10 "
+            "other episode seeds; after a stop at the target that checkpoint holds exactly the weights that "
+            "passed, since the robot stays paused from that evaluation on. The hierarchical and flat four-rooms "
+            "robots have no target: their mean return is the share of episodes that reach the goal.",
             table(runs),
             END,
         ]
