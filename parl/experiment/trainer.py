@@ -77,6 +77,8 @@ class Trainer:
         self.stream = stream
         self.log_seconds = log_seconds
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
+        #: The robot of the current or last :meth:`run` (None before it).
+        self.manager: Optional[Manager] = None
         self._signal: Optional[int] = None
 
     # -- the run -------------------------------------------------------------
