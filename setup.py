@@ -21,6 +21,7 @@ setup(
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
         "matplotlib>=3.7",
+        "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/framework/cooperative.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

@@ -7,9 +7,17 @@
     episodes = manager.join()          # every agent's per-episode statistics
     print(manager.errors)              # agents that failed: which, in which episode, why
 
-Each agent runs in its own thread. An agent whose episode raises is reported
-(agent, episode, traceback) and ends; the others go on. :meth:`stop` ends
-everything within its timeout, even with agents blocked on predictions.
+Where the agents run is one setting, ``placement`` (:mod:`parl.framework.placement`):
+``"threads"`` (default) gives each agent its own thread; ``"cooperative"`` runs
+every agent as a greenlet in one scheduler thread that batches their
+predictions itself (:mod:`parl.framework.cooperative`; faster with many
+agents); ``"processes"`` with ``workers=N`` forks N worker processes that run
+the agents, their predictions crossing to this process's wrappers through
+shared memory (:mod:`parl.framework.worker_pool`; for environments whose steps
+cost CPU). The agents' code is the same in all three. An agent whose episode
+raises is reported (agent, episode, traceback) and ends; the others go on.
+:meth:`stop` ends everything within its timeout, even with agents blocked on
+predictions.
 
 Tasks can share parts of their models (an RL task and an auxiliary task on one
 trunk). Every task is built on its own; ``shared`` then puts the first task's
@@ -42,6 +50,7 @@ from parl.framework.algorithm import Algorithm
 from parl.framework.computation_task import ComputationTask
 from parl.framework.computation_wrapper import ComputationWrapper
 from parl.framework.errors import AgentError, StoppedError
+from parl.framework.placement import RunnerContext, check_placement, make_runner
 from parl.framework.shared_parts import SharedParts, share_parts
 from parl.framework.validation import check_positive
 
@@ -90,12 +99,15 @@ class TaskSettings:
 
 
 class Manager:
-    """Owns a robot's tasks, wrappers and agent threads."""
+    """Owns a robot's tasks, wrappers and agents, and runs the agents where ``placement`` says."""
 
     def __init__(
         self,
         tasks: Mapping[str, TaskSettings],
         *,
+        placement: str = "threads",
+        workers: Optional[int] = None,
+        restart_workers: bool = False,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "one_core",
     ) -> None:
@@ -103,6 +115,12 @@ class Manager:
 
         Args:
             tasks: task name -> settings.
+            placement: where the agents run: "threads" (default, one thread per agent),
+                "cooperative" (greenlets in one scheduler thread) or "processes" (forked worker
+                processes; :mod:`parl.framework.worker_pool`); see :mod:`parl.framework.placement`.
+            workers: worker processes for placement "processes" (None: one per core).
+            restart_workers: placement "processes": fork a worker that died (SIGKILL, a crash)
+                again with its unfinished agents, instead of reporting them in :attr:`errors`.
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -115,12 +133,15 @@ class Manager:
                 other cores) or "os" (no pinning); see :mod:`parl.framework.affinity`.
 
         Raises:
-            ValueError: a bad task setting, or a ``shared`` group that names an unknown task, a
-                path that does not exist, or parts of different structure (the message names
-                ``shared.<group>.<task>``).
+            ValueError: an unknown ``placement``, a bad task setting, or a ``shared`` group that
+                names an unknown task, a path that does not exist, or parts of different structure
+                (the message names ``shared.<group>.<task>``).
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
+        self.placement = check_placement(placement)
+        if placement != "processes" and (workers is not None or restart_workers):
+            raise ValueError(f"workers and restart_workers apply to placement 'processes' only, got {placement!r}")
         self._agent_cpus, self._training_cpus = affinity.plan(thread_placement)
         self.tasks: Dict[str, ComputationTask] = {}
         self.wrappers: Dict[str, ComputationWrapper] = {}
@@ -145,7 +166,20 @@ class Manager:
         self._read = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads: List[threading.Thread] = []
+        self._started = False
+        context = RunnerContext(self.agents, self.wrappers, self._run_agent, self._stop, self._agent_cpus)
+        if placement == "processes":
+            from parl.framework.worker_pool import ProcessRunner  # imported only when used
+
+            self._runner = ProcessRunner(
+                context,
+                workers=workers,
+                restart_workers=restart_workers,
+                on_episode=self._record_episode,
+                on_error=self._record_error,
+            )
+        else:
+            self._runner = make_runner(placement, context)
 
     def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
         """Bind one helper per task to ``agent``; returns the agent's id.
@@ -153,7 +187,7 @@ class Manager:
         Raises:
             ValueError: a helper names an unknown task, or is not an AgentHelper.
         """
-        if self._threads:
+        if self._started:
             raise RuntimeError("add agents before Manager.start()")
         if not isinstance(agent, Agent):
             raise ValueError(f"expected a parl.Agent, got {type(agent).__name__}")
@@ -164,24 +198,22 @@ class Manager:
         for name, helper in helpers.items():
             if not isinstance(helper, AgentHelper):
                 raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")
-            helper.bind(self.wrappers[name].communicator(agent.id))
+            helper.bind(self._runner.communicator(self.wrappers[name], agent.id))
         agent.helpers = dict(helpers)
         self.agents.append(agent)
         return agent.id
 
     def start(self) -> None:
-        """Start the wrappers, then one thread per agent."""
-        if self._threads:
+        """Start the wrappers, then the agents (one thread each, or the cooperative scheduler)."""
+        if self._started:
             raise RuntimeError("Manager is already started")
+        self._started = True
         for wrapper in self.wrappers.values():
             wrapper.start(prediction_cpus=self._agent_cpus, training_cpus=self._training_cpus)
-        for agent in self.agents:
-            thread = threading.Thread(target=self._run_agent, args=(agent,), name=f"parl-agent-{agent.id}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        self._runner.start()
 
     def _run_agent(self, agent: Agent) -> None:
-        affinity.configure_agent_thread(self._agent_cpus)
+        """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
         while not self._stop.is_set() and (agent.num_games is None or agent.episode < agent.num_games):
             start = time.perf_counter()
             try:
@@ -202,6 +234,17 @@ class Manager:
                 self._episodes.append(record)
             agent.episode += 1
 
+    def _record_episode(self, record: Dict[str, float]) -> None:
+        """Keep one finished episode's record (from a placement that plays episodes elsewhere)."""
+        with self._lock:
+            self._episodes.append(record)
+
+    def _record_error(self, error: AgentError) -> None:
+        """Keep and log one agent's error (from a placement that plays episodes elsewhere)."""
+        with self._lock:
+            self.errors.append(error)
+        logger.error("%s", error)
+
     def pause(self) -> None:
         """Hold every agent at its next prediction (all tasks) until :meth:`resume`; for work
         that needs the weights of one moment, such as an evaluation."""
@@ -212,10 +255,11 @@ class Manager:
         """Let the agents go on after :meth:`pause`."""
         for wrapper in self.wrappers.values():
             wrapper.resume()
+        self._runner.wake()
 
     def running(self) -> bool:
-        """Whether any agent thread is still running."""
-        return any(t.is_alive() for t in self._threads)
+        """Whether any agent is still playing."""
+        return self._runner.running()
 
     def episodes(self) -> List[Dict[str, float]]:
         """Statistics of every finished episode so far, in finishing order."""
@@ -231,9 +275,7 @@ class Manager:
 
     def join(self, timeout: Optional[float] = None) -> List[Dict[str, float]]:
         """Wait for every agent to finish its games, stop the wrappers, return all episode statistics."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._runner.join(None if timeout is None else time.monotonic() + timeout)
         self.stop()
         return self.episodes()
 
@@ -247,11 +289,10 @@ class Manager:
         check_positive("timeout", timeout)
         deadline = time.monotonic() + timeout
         self._stop.set()
+        self._runner.wake()
         for wrapper in self.wrappers.values():
             wrapper.stop(timeout=max(0.0, deadline - time.monotonic()))
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        alive = [t.name for t in self._threads if t.is_alive()]
+        alive = self._runner.stop(deadline)
         alive += [w.task.name for w in self.wrappers.values() if w.alive]
         if alive:
             raise RuntimeError(f"threads still running {timeout} s after stop: {alive}")

@@ -1,0 +1,416 @@
+"""Agents in worker processes (``placement="processes"``): replies, learning, records, counters,
+errors, a SIGKILLed worker (reported, or restarted), stopping, and no process left behind."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from typing import Dict, List, Set
+
+import gymnasium
+import numpy as np
+import pytest
+from learning import load_example
+
+import parl
+from parl.framework.shm_transport import TransportedError
+from parl.framework.worker_pool import WorkerError
+from parl.utils.gym_agent import GymAgent
+from parl.utils.training import env_steps
+
+from toys import (
+    PREDICT_BLOCK,
+    PREDICT_FAIL,
+    WAIT,
+    CountEnv,
+    EchoAgent,
+    EchoAlgorithm,
+    ToyFailure,
+    echo_algorithm_func,
+    senders,
+)
+
+
+class ReportingEchoAgent(EchoAgent):
+    """An EchoAgent whose records say which process played the episode and how its replies went."""
+
+    def run_one_episode(self) -> Dict[str, float]:
+        result = super().run_one_episode()
+        return {**result, "pid": os.getpid(), "replies": self.replies, "mismatches": self.mismatches}
+
+
+class CountGymEnv(CountEnv):
+    """A CountEnv with the action space GymAgent needs."""
+
+    action_space = gymnasium.spaces.Discrete(2)
+
+
+@pytest.fixture
+def make_manager():
+    """``make_manager(workers=2, restart_workers=False, **task_settings)``: an echo task "T" with
+    agents in worker processes; stopped after the test, with every worker process checked gone."""
+    managers: List[parl.Manager] = []
+
+    def make(workers: int = 2, restart_workers: bool = False, **settings) -> parl.Manager:
+        manager = parl.Manager(
+            {"T": parl.TaskSettings(echo_algorithm_func(), **settings)},
+            placement="processes",
+            workers=workers,
+            restart_workers=restart_workers,
+            thread_placement="os",
+        )
+        managers.append(manager)
+        return manager
+
+    yield make
+    for manager in managers:
+        for task in manager.tasks.values():
+            task.algorithm.gate.set()
+        manager.stop()
+        assert not manager.running()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie, dead but not yet reaped, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for(condition, timeout: float = WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def pids_of(manager: parl.Manager) -> Dict[int, Set[int]]:
+    """Agent id -> the pids its recorded episodes were played in."""
+    out: Dict[int, Set[int]] = {}
+    for record in manager.episodes():
+        out.setdefault(record["agent_id"], set()).add(record["pid"])
+    return out
+
+
+# -- replies, learning, records, counters -------------------------------------------------------
+
+
+def test_each_agent_gets_its_own_replies_and_learns_across_two_workers(make_manager) -> None:
+    manager = make_manager(workers=2)
+    agents, games, length = 6, 3, 6
+    for code in range(agents):
+        manager.add_agent(
+            ReportingEchoAgent(CountEnv(code, length=length), num_games=games),
+            {"T": parl.OnPolicyHelper(sample_interval=3)},
+        )
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 4)
+    assert manager.errors == []
+    assert len(episodes) == agents * games
+    assert all(e["steps"] == length and e["reward"] == float(length) and e["mismatches"] == 0 for e in episodes)
+    assert sorted(e["replies"] for e in episodes) == sorted(
+        length * (k + 1) for _ in range(agents) for k in range(games)
+    )
+    # Agent i ran in worker i % 2: two processes, neither of them this one.
+    pids = pids_of(manager)
+    assert all(len(p) == 1 for p in pids.values())
+    worker_pids = {i: next(iter(p)) for i, p in pids.items()}
+    assert len(set(worker_pids.values())) == 2 and os.getpid() not in worker_pids.values()
+    assert all(worker_pids[i] == worker_pids[i % 2] for i in range(agents))
+    # The parent's copies of the agents carry the workers' counters.
+    assert [a.episode for a in manager.agents] == [games] * agents
+    # Predictions and training batches reached the parent's task with each sender's own data.
+    algorithm = manager.tasks["T"].algorithm
+    predicted = np.concatenate(algorithm.prediction_batches)
+    assert len(predicted) == agents * games * length
+    assert senders(predicted) == list(range(agents))
+    rows = np.concatenate(algorithm.learn_batches)
+    expected = [1000 * c + s for c in range(agents) for s in range(length) for _ in range(games)]
+    assert sorted(int(v) for v in rows[:, 0]) == sorted(expected)
+    assert manager.tasks["T"].update_steps > 0
+    assert manager.wrappers["T"].stats.training_requests == agents * games * 2  # 6 steps in chunks of 3
+    # The wrapper's prediction metrics count the workers' requests too.
+    snapshot = manager.wrappers["T"].stats.snapshot()
+    assert snapshot.timed_predictions == agents * games * length and snapshot.prediction_seconds > 0
+
+
+def test_replay_batches_cross_to_the_parent(make_manager) -> None:
+    manager = make_manager(workers=2)
+    for code in range(2):
+        helper = parl.ExpReplayHelper(capacity=100, batch_size=4, warmup_steps=4, seed=code)
+        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=5), num_games=4), {"T": helper})
+    manager.start()
+    manager.join(timeout=WAIT * 4)
+    assert manager.errors == []
+    batches = manager.tasks["T"].algorithm.learn_batches
+    assert len(batches) > 0 and all(len(b) in (4, 8) for b in batches)
+    assert {c for b in batches for c in senders(b)} == {0, 1}
+
+
+def test_live_total_steps_reach_the_parent(make_manager) -> None:
+    manager = make_manager(workers=2)
+    for code in range(2):
+        manager.add_agent(GymAgent(CountGymEnv(code, length=5), task="T", seed=code), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    assert wait_for(lambda: env_steps(manager, 0) >= 200)
+    assert all(a.total_steps > 0 and a.episode > 0 for a in manager.agents)
+    manager.stop()
+    finished = sum(int(e["steps"]) for e in manager.episodes())
+    assert finished <= env_steps(manager, 0) <= finished + 2 * 5
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def test_an_agent_error_in_a_worker_is_reported_and_the_others_go_on(make_manager) -> None:
+    manager = make_manager(workers=2)
+    games = 5
+    for code in range(3):
+        env = CountEnv(code, fail_at=(1, 2) if code == 1 else None)
+        manager.add_agent(ReportingEchoAgent(env, num_games=games), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 4)
+    assert len(manager.errors) == 1
+    error = manager.errors[0]
+    assert isinstance(error, parl.AgentError) and isinstance(error.original, ToyFailure)
+    assert (error.agent_id, error.episode) == (1, 1)
+    message = str(error)
+    assert message.startswith("agent 1 failed in episode 1")
+    assert "env 1 exploded in episode 1 at step 2" in message
+    assert "Traceback (most recent call last)" in message and "_explode" in message and "run_one_episode" in message
+    per_agent = {i: sorted(e["episode"] for e in episodes if e["agent_id"] == i) for i in range(3)}
+    assert per_agent == {0: list(range(games)), 1: [0], 2: list(range(games))}
+
+
+def test_a_failing_prediction_reaches_the_agent_in_its_worker(make_manager) -> None:
+    manager = make_manager(workers=1)
+    manager.add_agent(EchoAgent(CountEnv(0, marker=PREDICT_FAIL), num_games=1), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    manager.join(timeout=WAIT * 2)
+    assert len(manager.errors) == 1
+    error = manager.errors[0]
+    assert isinstance(error.original, TransportedError) and isinstance(error.original, parl.RemoteError)
+    assert "prediction in task 'T' failed" in str(error) and "ToyFailure" in str(error)
+    assert "_maybe_block_or_fail" in str(error)  # the parent-side traceback crossed too
+
+
+# -- a killed worker -------------------------------------------------------------------------------
+
+
+def _start_four_agents(manager: parl.Manager) -> None:
+    for code in range(4):
+        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=5)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.start()
+    assert wait_for(lambda: all(len(pids_of(manager).get(i, ())) == 1 for i in range(4)))
+
+
+def test_a_sigkilled_worker_is_reported_by_name_and_the_other_goes_on(make_manager) -> None:
+    manager = make_manager(workers=2)
+    _start_four_agents(manager)
+    pids = {i: next(iter(p)) for i, p in pids_of(manager).items()}
+    os.kill(pids[1], signal.SIGKILL)  # worker 1 runs agents 1 and 3
+    assert wait_for(lambda: len(manager.errors) == 2)
+    assert sorted(e.agent_id for e in manager.errors) == [1, 3]
+    for error in manager.errors:
+        assert isinstance(error, parl.AgentError) and isinstance(error.original, WorkerError)
+        assert error.original.name == "parl-worker-1" and error.original.pid == pids[1]
+        assert error.original.agent_ids == [1, 3]
+        message = str(error)
+        assert "parl-worker-1" in message and "SIGKILL" in message and "[1, 3] end" in message
+    # Worker 0 goes on.
+    played = len(manager.episodes())
+    assert wait_for(lambda: len(manager.episodes()) > played + 10)
+    assert {e["agent_id"] for e in manager.episodes()[played:]} == {0, 2}
+    assert manager.running()
+    start = time.monotonic()
+    manager.stop()
+    assert time.monotonic() - start < 5.0
+    assert not manager.running()
+    assert not any(alive(pid) for pid in pids.values())
+
+
+def test_a_sigkilled_worker_is_restarted_when_so_configured(make_manager) -> None:
+    manager = make_manager(workers=2, restart_workers=True)
+    _start_four_agents(manager)
+    pids = {i: next(iter(p)) for i, p in pids_of(manager).items()}
+    killed_at = len(manager.episodes())
+    os.kill(pids[1], signal.SIGKILL)
+    # Agents 1 and 3 play on in a new process, from where their counters were.
+    assert wait_for(lambda: all(len(pids_of(manager)[i]) == 2 for i in (1, 3)))
+    assert manager.errors == []
+    later = manager.episodes()[killed_at:]
+    for i in (1, 3):
+        before = [e["episode"] for e in manager.episodes()[:killed_at] if e["agent_id"] == i]
+        after = [e["episode"] for e in later if e["agent_id"] == i and e["pid"] != pids[i]]
+        assert after and after[0] >= max(before) + 1 and after == list(range(after[0], after[0] + len(after)))
+    new_pid = next(iter(pids_of(manager)[1] - {pids[1]}))
+    start = time.monotonic()
+    manager.stop()
+    assert time.monotonic() - start < 5.0
+    assert not any(alive(pid) for pid in list(pids.values()) + [new_pid])
+
+
+# -- stopping ------------------------------------------------------------------------------------------
+
+
+def test_stop_releases_agents_waiting_for_a_prediction(make_manager) -> None:
+    manager = make_manager(workers=2)
+    for code in range(4):
+        manager.add_agent(
+            ReportingEchoAgent(CountEnv(code, marker=PREDICT_BLOCK), num_games=3), {"T": parl.OnPolicyHelper()}
+        )
+    algorithm = manager.tasks["T"].algorithm
+    manager.start()
+    assert algorithm.entered.wait(WAIT)  # the prediction loop is stuck inside the algorithm
+    pids = [p.pid for p in multiprocessing.active_children() if p.name.startswith("parl-worker-")]
+    assert len(pids) == 2
+    start = time.monotonic()
+    stopper = threading.Thread(target=manager.stop, name="stopper")
+    stopper.start()
+    # The workers end although the prediction they wait for never comes.
+    assert wait_for(lambda: not any(alive(pid) for pid in pids))
+    algorithm.gate.set()
+    stopper.join(WAIT)
+    assert not stopper.is_alive()
+    assert time.monotonic() - start < 5.0
+    assert manager.errors == [] and manager.episodes() == []
+    assert not manager.running()
+
+
+def test_pause_holds_the_agents_in_workers_until_resume(make_manager) -> None:
+    manager = make_manager(workers=2)
+    for code in range(2):
+        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=4)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.start()
+    assert wait_for(lambda: len(manager.episodes()) >= 10)
+    manager.pause()
+    time.sleep(0.2)  # a batch taken before the pause may still be answered
+    held = len(manager.episodes())
+    time.sleep(0.3)
+    assert len(manager.episodes()) == held
+    manager.resume()
+    assert wait_for(lambda: len(manager.episodes()) > held + 10)
+    assert manager.errors == []
+
+
+def test_stop_releases_paused_agents(make_manager) -> None:
+    manager = make_manager(workers=2)
+    for code in range(2):
+        manager.add_agent(ReportingEchoAgent(CountEnv(code)), {"T": parl.OnPolicyHelper(sample_interval=2)})
+    manager.pause()  # before start: no prediction is ever served
+    manager.start()
+    time.sleep(0.2)
+    assert manager.episodes() == [] and manager.tasks["T"].algorithm.prediction_batches == []
+    start = time.monotonic()
+    manager.stop()
+    assert time.monotonic() - start < 2.0
+    assert not manager.running() and manager.errors == []
+
+
+_ORPHAN_SCRIPT = """
+import multiprocessing, sys, time
+sys.path.insert(0, {tests!r})
+from learning import load_example
+
+import parl
+from toys import CountEnv, EchoAgent, echo_algorithm_func
+manager = parl.Manager({{"T": parl.TaskSettings(echo_algorithm_func())}}, placement="processes", workers=2,
+                       thread_placement="os")
+for code in range(2):
+    manager.add_agent(EchoAgent(CountEnv(code)), {{"T": parl.OnPolicyHelper()}})
+manager.start()
+print(*[p.pid for p in multiprocessing.active_children()], flush=True)
+time.sleep(60)
+"""
+
+
+def test_workers_die_with_their_parent() -> None:
+    script = _ORPHAN_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()
+        pids = [int(p) for p in line.split()]
+        assert len(pids) == 2 and all(alive(pid) for pid in pids), line
+    finally:
+        parent.kill()
+        parent.wait(WAIT)
+    assert wait_for(lambda: not any(alive(pid) for pid in pids))
+
+
+def test_workers_setting_is_checked() -> None:
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="workers"):
+            parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement="processes", workers=bad)
+
+
+# -- the setting ----------------------------------------------------------------------------------
+
+
+def test_processes_give_the_same_episodes_as_threads() -> None:
+    results = {}
+    for placement, workers in (("threads", None), ("processes", 2)):
+        manager = parl.Manager(
+            {"T": parl.TaskSettings(echo_algorithm_func())}, placement=placement, workers=workers, thread_placement="os"
+        )
+        for code in range(4):
+            manager.add_agent(EchoAgent(CountEnv(code, length=3), num_games=2), {"T": parl.OnPolicyHelper()})
+        manager.start()
+        episodes = manager.join(timeout=WAIT)
+        assert manager.errors == []
+        results[placement] = sorted((e["agent_id"], e["episode"], e["steps"], e["reward"]) for e in episodes)
+    assert results["threads"] == results["processes"]
+
+
+def test_workers_only_go_with_processes() -> None:
+    with pytest.raises(ValueError, match="workers and restart_workers apply to placement 'processes' only"):
+        parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, workers=2)
+
+
+def test_an_example_trains_unchanged_in_worker_processes() -> None:
+    example = load_example("a2c_cartpole")
+    result = example.train(
+        seed=0, max_steps=3_000, target=475.0, settings=example.Settings(), verbose=False, placement="processes"
+    )
+    assert 3_000 <= result["env_steps"] <= 3_000 + 1_000
+    assert result["updates"] > 0 and result["episodes"] > 0
+
+
+class ExtraOutputAlgorithm(EchoAlgorithm):
+    """Echoes, and returns one more output than the action specs declare."""
+
+    def predict(self, inputs, states, *, deterministic=False):
+        actions, next_states = super().predict(inputs, states)
+        return {**actions, "doubled": inputs["obs"] * 2}, next_states
+
+
+class OutputKeysAgent(EchoAgent):
+    def run_one_episode(self) -> Dict[str, float]:
+        actions, _ = self.helpers["T"].predict({"obs": self.env.reset()[0]})
+        return {"reward": 0.0, "steps": 0, "keys": sorted(actions), "doubled": float(actions["doubled"][0])}
+
+
+def test_outputs_beyond_the_specs_reach_the_agent_as_with_threads() -> None:
+    results = {}
+    for placement, workers in (("threads", None), ("processes", 1)):
+        settings = parl.TaskSettings(lambda: ExtraOutputAlgorithm())
+        manager = parl.Manager({"T": settings}, placement=placement, workers=workers, thread_placement="os")
+        manager.add_agent(OutputKeysAgent(CountEnv(3), num_games=1), {"T": parl.OnPolicyHelper()})
+        manager.start()
+        episodes = manager.join(timeout=WAIT)
+        assert manager.errors == []
+        results[placement] = [(e["keys"], e["doubled"]) for e in episodes]
+    assert results["processes"] == results["threads"] == [(["action", "doubled"], 6000.0)]
