@@ -108,9 +108,11 @@ def train(
     settings: Optional[Settings] = None,
     verbose: bool = True,
     env_func: Callable[[], Any] = make_env,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train on environments from ``env_func`` until a greedy check reaches ``target`` or ``max_steps``
-    env steps pass (see :func:`parl.utils.train_agents`)."""
+    env steps pass (see :func:`parl.utils.train_agents`); ``placement`` is the Manager's ("threads" or
+    "cooperative")."""
     s = settings or Settings()
     probe = env_func()
     task_settings = make_settings(s, probe.observation_space.shape[0], probe.action_space.n)
@@ -126,6 +128,7 @@ def train(
         max_steps=max_steps,
         eval_episodes=eval_episodes,
         check_from=0.3 * target,
+        placement=placement,
         verbose=verbose,
     )
 
@@ -133,5 +136,11 @@ def train(
 if __name__ == "__main__":
     args = example_parser(__doc__, max_steps=200_000, target=475.0, agents=Settings.agents).parse_args()
     train(
-        args.seed, args.max_steps, args.target, args.eval_episodes, Settings(agents=args.agents), verbose=not args.quiet
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        Settings(agents=args.agents),
+        verbose=not args.quiet,
+        placement=args.placement,
     )

@@ -62,10 +62,13 @@ def train(
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
     verbose: bool = True,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train on the partially observed CartPole until a greedy check reaches ``target`` or ``max_steps`` env
     steps pass (see :func:`a2c_cartpole.train`)."""
-    return a2c_cartpole.train(seed, max_steps, target, eval_episodes, settings or Settings(), verbose, make_env)
+    return a2c_cartpole.train(
+        seed, max_steps, target, eval_episodes, settings or Settings(), verbose, make_env, placement=placement
+    )
 
 
 if __name__ == "__main__":
@@ -79,4 +82,5 @@ if __name__ == "__main__":
         args.eval_episodes,
         Settings(agents=args.agents, model=args.model),
         verbose=not args.quiet,
+        placement=args.placement,
     )

@@ -111,9 +111,10 @@ def train(
     target: float,
     eval_episodes: int,
     verbose: bool,
+    placement: str = "threads",
 ) -> Dict[str, Any]:
     """Train ``s.agents`` agents (``make_agent(agent_seed)``) until a greedy check reaches ``target`` or
-    ``max_steps`` env steps pass (see :func:`parl.utils.train_agents`)."""
+    ``max_steps`` env steps pass (see :func:`parl.utils.train_agents`), placed by ``placement``."""
     return train_agents(
         make_settings(s, algorithm_func),
         make_env,
@@ -125,6 +126,7 @@ def train(
         max_steps=max_steps,
         eval_episodes=eval_episodes,
         check_interval=s.check_interval,
+        placement=placement,
         verbose=verbose,
     )
 
@@ -141,4 +143,5 @@ def main(
         args.eval_episodes,
         settings_class(agents=args.agents),
         verbose=not args.quiet,
+        placement=args.placement,
     )

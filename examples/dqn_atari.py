@@ -289,9 +289,11 @@ def train(
     settings: Optional[Settings] = None,
     verbose: bool = True,
     logdir: Optional[str] = "runs/dqn_atari",
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_until`); scalars go to TensorBoard files in ``logdir`` (None: none).
+    :func:`parl.utils.train_until`); scalars go to TensorBoard files in ``logdir`` (None: none);
+    ``placement`` is the Manager's ("threads" or "cooperative").
 
     Greedy checks start once the mean of the last 20 training returns is at least 0.
     The defaults are a full-scale run (10M env steps = 40M frames; the paper's Pong score is 18.9).
@@ -300,7 +302,7 @@ def train(
     parl.seed_everything(seed)
     actions = num_actions(s)
     task_settings = make_settings(s, actions)
-    manager = parl.Manager({"RL": task_settings}, thread_placement=s.thread_placement)
+    manager = parl.Manager({"RL": task_settings}, placement=placement, thread_placement=s.thread_placement)
     log = TrainingLog(SummaryWriter(logdir) if logdir is not None else None, interval=s.log_interval, verbose=verbose)
     try:
         for i in range(s.agents):
@@ -341,4 +343,13 @@ if __name__ == "__main__":
         settings.warmup_steps = args.warmup
     if args.capacity is not None:
         settings.capacity = args.capacity
-    train(args.seed, args.max_steps, args.target, args.eval_episodes, settings, not args.quiet, args.logdir)
+    train(
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        settings,
+        not args.quiet,
+        args.logdir,
+        args.placement,
+    )

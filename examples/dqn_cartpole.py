@@ -121,9 +121,10 @@ def train(
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
     verbose: bool = True,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_agents`)."""
+    :func:`parl.utils.train_agents`); ``placement`` is the Manager's ("threads" or "cooperative")."""
     s = settings or Settings()
 
     def make_agent(agent_seed: int) -> EpsilonGreedyAgent:
@@ -141,6 +142,7 @@ def train(
         max_steps=max_steps,
         eval_episodes=eval_episodes,
         check_from=0.3 * target,
+        placement=placement,
         verbose=verbose,
     )
 
@@ -152,4 +154,12 @@ if __name__ == "__main__":
     parser.add_argument("--n-step", type=int, default=Settings.n_step, help="env steps per replayed transition")
     args = parser.parse_args()
     settings = Settings(agents=args.agents, dueling=args.dueling, prioritized=args.prioritized, n_step=args.n_step)
-    train(args.seed, args.max_steps, args.target, args.eval_episodes, settings, verbose=not args.quiet)
+    train(
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        settings,
+        verbose=not args.quiet,
+        placement=args.placement,
+    )

@@ -112,9 +112,10 @@ def train(
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
     verbose: bool = True,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
-    :func:`parl.utils.train_agents`)."""
+    :func:`parl.utils.train_agents`); ``placement`` is the Manager's ("threads" or "cooperative")."""
     s = settings or Settings()
     return train_agents(
         make_settings(s),
@@ -128,6 +129,7 @@ def train(
         eval_episodes=eval_episodes,
         check_interval=s.check_interval,
         check_from=None if s.check_from is None else min(s.check_from, target),
+        placement=placement,
         verbose=verbose,
     )
 
@@ -135,5 +137,11 @@ def train(
 if __name__ == "__main__":
     args = example_parser(__doc__, max_steps=200_000, target=475.0, agents=Settings.agents).parse_args()
     train(
-        args.seed, args.max_steps, args.target, args.eval_episodes, Settings(agents=args.agents), verbose=not args.quiet
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        Settings(agents=args.agents),
+        verbose=not args.quiet,
+        placement=args.placement,
     )

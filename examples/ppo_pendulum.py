@@ -54,14 +54,21 @@ def train(
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
     verbose: bool = True,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
     :func:`parl.utils.train_until`)."""
-    return ppo_cartpole.train(seed, max_steps, target, eval_episodes, settings or Settings(), verbose)
+    return ppo_cartpole.train(seed, max_steps, target, eval_episodes, settings or Settings(), verbose, placement)
 
 
 if __name__ == "__main__":
     args = example_parser(__doc__, max_steps=300_000, target=-300.0, agents=Settings.agents).parse_args()
     train(
-        args.seed, args.max_steps, args.target, args.eval_episodes, Settings(agents=args.agents), verbose=not args.quiet
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        Settings(agents=args.agents),
+        verbose=not args.quiet,
+        placement=args.placement,
     )

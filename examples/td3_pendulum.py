@@ -54,6 +54,7 @@ def train(
     eval_episodes: int = 10,
     settings: Optional[Settings] = None,
     verbose: bool = True,
+    placement: str = "threads",
 ) -> Dict[str, float]:
     """Train until a greedy check reaches ``target`` or ``max_steps`` env steps pass (see
     :func:`parl.utils.train_until`)."""
@@ -67,6 +68,7 @@ def train(
         target=target,
         eval_episodes=eval_episodes,
         verbose=verbose,
+        placement=placement,
     )
 
 

@@ -130,8 +130,11 @@ def settings_fields(settings: parl.TaskSettings) -> Dict[str, Any]:
 class _RecordingManager:
     """Stands in for :class:`parl.Manager` while an example builds its robot: keeps what it is given."""
 
-    def __init__(self, tasks: Mapping[str, parl.TaskSettings], *, thread_placement: str = "one_core") -> None:
+    def __init__(
+        self, tasks: Mapping[str, parl.TaskSettings], *, placement: str = "threads", thread_placement: str = "one_core"
+    ) -> None:
         self.task_settings = dict(tasks)
+        self.placement = placement
         self.thread_placement = thread_placement
         self.agents: List[Agent] = []
         self.helpers: List[Dict[str, AgentHelper]] = []

@@ -71,6 +71,8 @@ def build_manager(config: RobotConfig) -> parl.Manager:
     their helpers; not started."""
     manager = parl.Manager(
         {name: task_settings(config, name) for name in config.tasks},
+        placement=config.placement,
+        workers=config.workers,
         shared=config.shared,
         thread_placement=config.thread_placement,
     )

@@ -42,7 +42,7 @@ from parl.experiment.class_spec import (
     resolve_spec,
     resolve_value,
 )
-from parl.framework import affinity
+from parl.framework import affinity, placement
 from parl.framework.shared_parts import share_parts
 from parl.framework.validation import ParameterError, check_choice, check_int, check_positive
 
@@ -209,6 +209,8 @@ class RobotConfig:
         log_dir: where metrics and checkpoints go (default ``runs/<name>``; relative to the working directory).
         python_path: absolute directories put on ``sys.path`` before any class was imported.
         thread_placement: the Manager's thread placement (one of ``parl.framework.affinity.PLACEMENTS``).
+        placement: where the agents run (``parl.Manager``'s ``placement``: threads, cooperative, processes).
+        workers: worker processes for ``placement: processes`` (None: the Manager's default).
         env: how environments are made.
         agent: the agent class, built as ``cls(env, seed=<agent seed>, **kwargs)``.
         tasks: task name -> task.
@@ -223,6 +225,8 @@ class RobotConfig:
     log_dir: str
     python_path: List[str]
     thread_placement: str
+    placement: str
+    workers: Optional[int]
     env: EnvConfig
     agent: ClassSpec
     tasks: Dict[str, TaskConfig]
@@ -241,6 +245,8 @@ class RobotConfig:
             "log_dir": self.log_dir,
             "python_path": list(self.python_path),
             "thread_placement": self.thread_placement,
+            "placement": self.placement,
+            "workers": self.workers,
             "env": self.env.to_dict(),
             "agent": self.agent.to_dict(),
             "tasks": {name: task.to_dict() for name, task in self.tasks.items()},
@@ -259,6 +265,8 @@ TOP_KEYS = (
     "log_dir",
     "python_path",
     "thread_placement",
+    "placement",
+    "workers",
     "env",
     "agent",
     "tasks",
@@ -332,6 +340,10 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
             data.get("thread_placement", "one_core"),
             lambda n, v: check_choice(n, v, affinity.PLACEMENTS),
         ),
+        placement=_value(
+            "placement", data.get("placement", "threads"), lambda n, v: check_choice(n, v, placement.PLACEMENTS)
+        ),
+        workers=_value("workers", data.get("workers"), _optional(_integer(1))),
         env=_parse_env(data["env"]),
         agent=resolve_spec(
             data.get("agent", {"class": DEFAULT_AGENT}),

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from parl.framework.placement import PLACEMENTS
+
 
 def example_parser(description: str, *, max_steps: int, target: float, agents: int) -> argparse.ArgumentParser:
-    """Options of an example script: ``--seed --max-steps --target --eval-episodes --agents --quiet``."""
+    """Options of an example script: ``--seed --max-steps --target --eval-episodes --agents --placement --quiet``."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=max_steps, help="env step budget for training")
     parser.add_argument("--target", type=float, default=target, help="deterministic mean return that ends training")
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--agents", type=int, default=agents)
+    parser.add_argument(
+        "--placement", choices=PLACEMENTS, default="threads", help="where the agents run (parl.Manager's placement)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print nothing (the result is what train() returns)")
     return parser

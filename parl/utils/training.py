@@ -160,6 +160,7 @@ def train_agents(
     eval_episodes: int = 10,
     check_interval: int = 1_000,
     check_from: Optional[float] = None,
+    placement: str = "threads",
     thread_placement: str = "one_core",
     verbose: bool = True,
 ) -> Dict[str, float]:
@@ -167,12 +168,13 @@ def train_agents(
 
     Seeds everything with ``seed``, builds a Manager with one task ``"RL"`` from
     ``task_settings`` and ``agents`` agents, agent ``i`` made by
-    ``make_agent(seed * 1000 + i)`` with helper ``make_helper(seed * 1000 + i)``.
+    ``make_agent(seed * 1000 + i)`` with helper ``make_helper(seed * 1000 + i)``,
+    placed by ``placement`` ("threads" or "cooperative"; see :class:`~parl.Manager`).
     The remaining arguments go to :func:`train_until`.
     """
     check_int("agents", agents, 1)
     seed_everything(seed)
-    manager = Manager({"RL": task_settings}, thread_placement=thread_placement)
+    manager = Manager({"RL": task_settings}, placement=placement, thread_placement=thread_placement)
     for i in range(agents):
         agent_seed = seed * 1000 + i
         manager.add_agent(make_agent(agent_seed), {"RL": make_helper(agent_seed)})
