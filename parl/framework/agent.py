@@ -24,10 +24,12 @@ read them (exploration, learning-rate warm-up) go on where they stopped.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from parl.framework.agent_helper import AgentHelper
 from parl.framework.counters import read_counter
+from parl.framework.errors import StoppedError
 from parl.framework.validation import check_int
 
 
@@ -83,3 +85,33 @@ class Agent:
         if self.episode == 0 and self.seed is not None:
             return self.env.reset(seed=self.seed)
         return self.env.reset()
+
+
+def play_games(
+    agent: Agent,
+    stopped: Callable[[], bool],
+    on_episode: Callable[[Dict[str, float]], None],
+    on_error: Callable[[BaseException], None],
+) -> None:
+    """Run ``agent``'s episodes until it has played ``num_games`` or ``stopped()``: the loop of every
+    placement (an agent thread, a greenlet, a worker process).
+
+    After each episode ``agent.episode`` is counted, then ``on_episode`` gets its record:
+    ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. An exception
+    from an episode goes to ``on_error`` (with ``agent.episode`` still that episode) and ends the
+    agent, unless it comes once the robot is stopping; ``StoppedError`` ends it quietly.
+    """
+    while not stopped() and (agent.num_games is None or agent.episode < agent.num_games):
+        start = time.perf_counter()
+        try:
+            result = agent.run_one_episode()
+        except StoppedError:
+            return
+        except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
+            if not stopped():
+                on_error(exc)
+            return
+        record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
+        record.update(result or {})
+        agent.episode += 1
+        on_episode(record)

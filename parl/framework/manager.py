@@ -44,12 +44,12 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from parl.framework import affinity
-from parl.framework.agent import Agent
+from parl.framework.agent import Agent, play_games
 from parl.framework.agent_helper import AgentHelper
 from parl.framework.algorithm import Algorithm
 from parl.framework.computation_task import ComputationTask
 from parl.framework.computation_wrapper import ComputationWrapper
-from parl.framework.errors import AgentError, StoppedError
+from parl.framework.errors import AgentError
 from parl.framework.placement import RunnerContext, check_placement, make_runner
 from parl.framework.shared_parts import SharedParts, share_parts
 from parl.framework.validation import check_positive
@@ -214,33 +214,20 @@ class Manager:
 
     def _run_agent(self, agent: Agent) -> None:
         """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
-        while not self._stop.is_set() and (agent.num_games is None or agent.episode < agent.num_games):
-            start = time.perf_counter()
-            try:
-                result = agent.run_one_episode()
-            except StoppedError:
-                return
-            except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
-                if self._stop.is_set():
-                    return
-                error = AgentError(agent.id, agent.episode, exc)
-                with self._lock:
-                    self.errors.append(error)
-                logger.error("%s", error)
-                return
-            record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
-            record.update(result or {})
-            with self._lock:
-                self._episodes.append(record)
-            agent.episode += 1
+        play_games(
+            agent,
+            self._stop.is_set,
+            self._record_episode,
+            lambda exc: self._record_error(AgentError(agent.id, agent.episode, exc)),
+        )
 
     def _record_episode(self, record: Dict[str, float]) -> None:
-        """Keep one finished episode's record (from a placement that plays episodes elsewhere)."""
+        """Keep one finished episode's record."""
         with self._lock:
             self._episodes.append(record)
 
     def _record_error(self, error: AgentError) -> None:
-        """Keep and log one agent's error (from a placement that plays episodes elsewhere)."""
+        """Keep and log one agent's error."""
         with self._lock:
             self.errors.append(error)
         logger.error("%s", error)

@@ -60,7 +60,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 import numpy as np
 
-from parl.framework.agent import Agent
+from parl.framework.agent import Agent, play_games
 from parl.framework.communicator import Communicator
 from parl.framework.computation_wrapper import ComputationWrapper
 from parl.framework.errors import AgentError, StoppedError
@@ -619,25 +619,20 @@ class _WorkerRuntime:
 
     def _run_agent(self, agent: Agent, position: int) -> None:
         publish = _counter_publisher(agent, self.pool.counters[position])
+
+        def on_episode(record: Dict[str, float]) -> None:
+            # Counted (by play_games) before it is sent: a worker killed in between loses the record,
+            # and a restart never plays the episode twice.
+            publish()
+            self.send(("episode", record))
+
         try:
-            while not self.stopped.is_set() and (agent.num_games is None or agent.episode < agent.num_games):
-                start = time.perf_counter()
-                try:
-                    result = agent.run_one_episode()
-                except StoppedError:
-                    return
-                except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
-                    if self.stopped.is_set():
-                        return
-                    self.send(("error", agent.id, agent.episode, _describe(exc)))
-                    return
-                record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
-                record.update(result or {})
-                # Counted before it is sent: a worker killed in between loses the record, and a
-                # restart never plays the episode twice.
-                agent.episode += 1
-                publish()
-                self.send(("episode", record))
+            play_games(
+                agent,
+                self.stopped.is_set,
+                on_episode,
+                lambda exc: self.send(("error", agent.id, agent.episode, _describe(exc))),
+            )
         except OSError:
             os._exit(1)  # the parent is gone
         finally:
