@@ -23,7 +23,7 @@ import parl
 from parl.algorithms.a2c import A2C
 from parl.models import LSTMActorCritic, MLPActorCritic
 from parl.utils import GymAgent, train_agents
-from parl.utils.cli import example_parser
+from parl.utils.cli import example_parser, run_example
 
 ENV_ID = "CartPole-v1"
 #: The policy networks this example can train.
@@ -135,12 +135,4 @@ def train(
 
 if __name__ == "__main__":
     args = example_parser(__doc__, max_steps=200_000, target=475.0, agents=Settings.agents).parse_args()
-    train(
-        args.seed,
-        args.max_steps,
-        args.target,
-        args.eval_episodes,
-        Settings(agents=args.agents),
-        verbose=not args.quiet,
-        placement=args.placement,
-    )
+    run_example(train, args, Settings(agents=args.agents))

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import a2c_cartpole  # noqa: E402
 
-from parl.utils.cli import example_parser  # noqa: E402
+from parl.utils.cli import example_parser, run_example  # noqa: E402
 
 #: Indices of CartPole's observation that stay visible: cart position and pole angle.
 VISIBLE = (0, 2)
@@ -75,12 +75,4 @@ if __name__ == "__main__":
     parser = example_parser(__doc__, max_steps=150_000, target=400.0, agents=Settings.agents)
     parser.add_argument("--model", choices=a2c_cartpole.MODELS, default=Settings.model, help="policy network")
     args = parser.parse_args()
-    train(
-        args.seed,
-        args.max_steps,
-        args.target,
-        args.eval_episodes,
-        Settings(agents=args.agents, model=args.model),
-        verbose=not args.quiet,
-        placement=args.placement,
-    )
+    run_example(train, args, Settings(agents=args.agents, model=args.model))

@@ -18,7 +18,7 @@ import numpy as np
 
 import parl
 from parl.utils import GymAgent, train_agents
-from parl.utils.cli import example_parser
+from parl.utils.cli import example_parser, run_example
 
 ENV_ID = "Pendulum-v1"
 OBS_DIM = 3  # cos(theta), sin(theta), angular velocity
@@ -136,12 +136,4 @@ def main(
 ) -> None:
     """The command line of an example: parse ``example_parser`` options and call its ``train``."""
     args = example_parser(doc, max_steps=max_steps, target=-200.0, agents=settings_class.agents).parse_args()
-    train_func(
-        args.seed,
-        args.max_steps,
-        args.target,
-        args.eval_episodes,
-        settings_class(agents=args.agents),
-        verbose=not args.quiet,
-        placement=args.placement,
-    )
+    run_example(train_func, args, settings_class(agents=args.agents))

@@ -21,7 +21,7 @@ import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
 from parl.utils import GymAgent, LinearSchedule, train_agents
-from parl.utils.cli import example_parser
+from parl.utils.cli import example_parser, run_example
 
 ENV_ID = "CartPole-v1"
 
@@ -154,12 +154,4 @@ if __name__ == "__main__":
     parser.add_argument("--n-step", type=int, default=Settings.n_step, help="env steps per replayed transition")
     args = parser.parse_args()
     settings = Settings(agents=args.agents, dueling=args.dueling, prioritized=args.prioritized, n_step=args.n_step)
-    train(
-        args.seed,
-        args.max_steps,
-        args.target,
-        args.eval_episodes,
-        settings,
-        verbose=not args.quiet,
-        placement=args.placement,
-    )
+    run_example(train, args, settings)

@@ -19,7 +19,7 @@ import gymnasium as gym
 import ppo_cartpole
 from ppo_cartpole import make_algorithm_func, make_helper, make_settings
 
-from parl.utils.cli import example_parser
+from parl.utils.cli import example_parser, run_example
 
 ENV_ID = "Pendulum-v1"
 
@@ -63,12 +63,4 @@ def train(
 
 if __name__ == "__main__":
     args = example_parser(__doc__, max_steps=300_000, target=-300.0, agents=Settings.agents).parse_args()
-    train(
-        args.seed,
-        args.max_steps,
-        args.target,
-        args.eval_episodes,
-        Settings(agents=args.agents),
-        verbose=not args.quiet,
-        placement=args.placement,
-    )
+    run_example(train, args, Settings(agents=args.agents))

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, TextIO
+from typing import Callable, Dict, Iterable, List, Optional, TextIO
 
 import numpy as np
 import yaml
@@ -93,7 +93,7 @@ class Trainer:
         """
         config = self.config
         os.makedirs(config.log_dir, exist_ok=True)
-        _write_yaml(config.to_dict(), os.path.join(config.log_dir, "config.yaml"))
+        _write_text(os.path.join(config.log_dir, "config.yaml"), yaml.safe_dump(config.to_dict(), sort_keys=False))
         seed_everything(config.seed)
         manager = build_manager(config)
         self.manager = manager
@@ -130,7 +130,7 @@ class Trainer:
             "checkpoint": final,
             "resumed_from": resumed_from,
         }
-        _write_json(result, os.path.join(config.log_dir, "result.json"))
+        _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1))
         return result
 
     def _loop(
@@ -316,17 +316,11 @@ def _eval_text(state: _RunState) -> str:
     return f"eval {state.last_eval:.1f}"
 
 
-def _write_json(data: Mapping[str, object], path: str) -> None:
+def _write_text(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename, so a reader never sees half a file."""
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(dict(data), f, indent=1)
-    os.replace(tmp, path)
-
-
-def _write_yaml(data: Mapping[str, object], path: str) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        yaml.safe_dump(dict(data), f, sort_keys=False)
+        f.write(text)
     os.replace(tmp, path)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any, Callable, Dict
 
 from parl.framework.placement import PLACEMENTS
 
@@ -20,3 +21,17 @@ def example_parser(description: str, *, max_steps: int, target: float, agents: i
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing (the result is what train() returns)")
     return parser
+
+
+def run_example(train: Callable[..., Dict[str, Any]], args: argparse.Namespace, settings: Any) -> Dict[str, Any]:
+    """Call an example's ``train(seed, max_steps, target, eval_episodes, settings, verbose=, placement=)``
+    with the options :func:`example_parser` parsed into ``args``; returns what it returns."""
+    return train(
+        args.seed,
+        args.max_steps,
+        args.target,
+        args.eval_episodes,
+        settings,
+        verbose=not args.quiet,
+        placement=args.placement,
+    )
