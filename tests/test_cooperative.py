@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import numpy as np
 import pytest
@@ -210,6 +210,59 @@ def test_bad_inputs_fail_only_the_agent_that_sent_them(make_cooperative) -> None
     assert "expected shape [2], got [3]" in str(manager.errors[0])
     assert manager.agents[1].replies == 10 and manager.agents[2].replies == 10
     assert manager.agents[2].mismatches == 0
+
+
+class RetryingAgent(parl.Agent):
+    """Sends a bad request once per step (``bad(obs)`` gives its inputs and states), catches the
+    ValueError, then sends the right sample."""
+
+    def __init__(self, env: CountEnv, bad: Callable[[np.ndarray], tuple], num_games: int) -> None:
+        super().__init__(env, num_games=num_games)
+        self.bad = bad
+        self.refusals: List[str] = []
+        self.mismatches = 0
+
+    def run_one_episode(self) -> Dict[str, float]:
+        helper = self.helpers["T"]
+        obs, _ = self.reset_env()
+        steps, done = 0, False
+        while not done:
+            try:
+                helper.predict(*self.bad(obs))
+            except ValueError as exc:
+                self.refusals.append(str(exc))
+            actions, _ = helper.predict({"obs": obs})
+            self.mismatches += int(actions["action"][0]) != int(obs[0])
+            obs, _, terminated, truncated, _ = self.env.step(int(actions["action"][0]))
+            steps, done = steps + 1, terminated or truncated
+        return {"reward": float(steps), "steps": steps}
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda obs: ({"obs": obs[:1]}, None), "expected shape [2], got [1]"),
+        (lambda obs: ({"obs": np.concatenate([obs, obs])}, None), "expected shape [2], got [4]"),
+        (lambda obs: ({"obs": obs[None]}, None), "expected shape [2], got [1, 2]"),
+        (lambda obs: ({"obs": obs, "extra": obs}, None), "expected keys ['obs'], got ['extra', 'obs']"),
+        (lambda obs: ({"observation": obs}, None), "expected keys ['obs'], got ['observation']"),
+        (lambda obs: ({"obs": "abc"}, None), "task 'T' input"),
+        (lambda obs: ([obs], None), "expected a dict"),
+        (lambda obs: ({"obs": obs}, {"h": np.zeros(3, np.float32)}), "task 'T' state"),
+    ],
+)
+def test_a_refused_sample_raises_in_its_agent_only_and_it_can_go_on(make_cooperative, bad, message) -> None:
+    manager = make_cooperative()
+    retrying = RetryingAgent(CountEnv(0), bad, num_games=2)
+    manager.add_agent(retrying, {"T": parl.OnPolicyHelper()})
+    for code in (1, 2, 3):  # good agents whose requests share the batches
+        manager.add_agent(EchoAgent(CountEnv(code), num_games=2), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    manager.join(timeout=WAIT)
+    assert manager.errors == []
+    assert len(retrying.refusals) == 10 and all(message in r for r in retrying.refusals), retrying.refusals[:1]
+    assert retrying.mismatches == 0
+    assert all(a.replies == 10 and a.mismatches == 0 for a in manager.agents[1:])
 
 
 def test_a_failing_prediction_reaches_every_agent_in_its_batch(make_cooperative) -> None:

@@ -53,9 +53,10 @@ MIRRORS: Dict[str, Tuple[str, Dict[str, Any]]] = {
 AGENT_STAND_INS: Dict[str, Tuple[str, Tuple[str, ...]]] = {"dqn_atari": ("AtariAgent", ("log",))}
 
 #: Attributes left out of :func:`describe`: compared on their own (env), set by the Manager when an
-#: agent is added (id, helpers, a helper's buffer), globally unique layer names, and the closure an
-#: algorithm builds its models with (the models themselves are compared).
-NOT_DESCRIBED = frozenset({"env", "helpers", "id", "buffer", "name", "model_func"})
+#: agent is added (id, helpers, a helper's buffer and the communicator's predict it binds as its own),
+#: globally unique layer names, and the closure an algorithm builds its models with (the models
+#: themselves are compared).
+NOT_DESCRIBED = frozenset({"env", "helpers", "id", "buffer", "predict", "name", "model_func"})
 
 #: The training loop's defaults, for what an example leaves out.
 TRAIN_UNTIL_DEFAULTS = {

@@ -24,6 +24,7 @@ from toys import (
     ToyFailure,
     acquire_n,
     count_puts,
+    echo_algorithm_func,
     echo_batch,
     echo_obs,
     parl_threads,
@@ -134,6 +135,33 @@ def test_64_agents_in_a_manager(make_manager) -> None:
     assert len(rows) == 64 * 12
     expected = [1000 * c + s for c in range(64) for s in range(6) for _ in range(2)]  # two episodes each
     assert sorted(int(v) for v in rows[:, 0]) == sorted(expected)
+
+
+class CountingHelper(parl.OnPolicyHelper):
+    """A helper class with its own predict (counting calls) around the base class's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def predict(self, inputs, states=None):
+        self.calls += 1
+        return super().predict(inputs, states)
+
+
+@pytest.mark.parametrize("placement", ["threads", "cooperative"])
+def test_a_helper_that_overrides_predict_is_called_and_plain_helpers_reach_the_task(placement: str) -> None:
+    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement=placement)
+    counting, plain = CountingHelper(), parl.OnPolicyHelper()
+    manager.add_agent(EchoAgent(CountEnv(0), num_games=2), {"T": counting})
+    manager.add_agent(EchoAgent(CountEnv(1), num_games=2), {"T": plain})
+    manager.start()
+    manager.join(timeout=WAIT)
+    manager.stop()
+    assert manager.errors == []
+    assert counting.calls == 10
+    assert [a.replies for a in manager.agents] == [10, 10] and all(a.mismatches == 0 for a in manager.agents)
+    assert manager.wrappers["T"].stats.predictions == 20
 
 
 def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> None:

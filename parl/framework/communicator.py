@@ -41,7 +41,7 @@ class Communicator:
         self._timer = wrapper.stats.prediction_timer()
 
     def predict(
-        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
         inputs = check_dict(self.input_specs, inputs, f"{self._what} input")

@@ -10,8 +10,10 @@ scheduler (the thread's main greenlet), which runs this loop::
     while some agent is alive and the Manager is not stopping:
         resume the agents whose training replies have come back
         for each task with parked predictions, unless its wrapper is paused:
-            stack up to max_batchsize of them, task.predict once (in this thread),
-            resume the agents of the batch one after the other, each with its row:
+            take up to max_batchsize of them, check and stack their samples (a sample
+            that breaks the specs raises its ValueError in its own agent), task.predict
+            once (in this thread), resume the agents of the batch one after the other,
+            each with its row:
             it steps its env and, parking at its next predict, switches to the next
         nothing to do: wait on a condition (a training reply, resume, stop), 50 ms at most
 
@@ -54,6 +56,8 @@ from parl.framework.specs import check_dict
 logger = logging.getLogger("parl")
 
 ArrayDict = Dict[str, np.ndarray]
+#: One agent's share of a prediction batch: its actions and next states.
+Row = Tuple[ArrayDict, ArrayDict]
 _ndarray = np.ndarray
 
 #: Times the scheduler throws StoppedError into an agent that goes on parking after it.
@@ -63,26 +67,50 @@ _KILL_TRIES = 3
 class _TaskQueue:
     """The parked predictions of one task, and what the scheduler needs to serve them."""
 
-    __slots__ = ("wrapper", "task", "stats", "pending", "max_batchsize", "input_specs", "state_specs", "where")
+    __slots__ = (
+        "wrapper",
+        "task",
+        "stats",
+        "timer",
+        "pending",
+        "max_batchsize",
+        "input_specs",
+        "state_specs",
+        "one_input",
+        "what_input",
+        "what_state",
+        "where",
+    )
 
     def __init__(self, wrapper: ComputationWrapper) -> None:
+        task = wrapper.task
         self.wrapper = wrapper
-        self.task = wrapper.task
+        self.task = task
         self.stats = wrapper.stats
+        #: The latency every agent of this task saw, summed per batch by the scheduler (the one writer).
+        self.timer = wrapper.stats.prediction_timer()
         self.pending: List["CooperativeCommunicator"] = []  # never replaced: communicators hold it
         self.max_batchsize = wrapper.max_batchsize
-        self.input_specs = [(s.name, s.shape, s.dtype) for s in wrapper.task.input_specs]
-        self.state_specs = [(s.name, s.shape, s.dtype) for s in wrapper.task.state_specs]
-        self.where = f"prediction in task {wrapper.task.name!r}"
+        self.input_specs = [(s.name, s.shape, s.dtype) for s in task.input_specs]
+        self.state_specs = [(s.name, s.shape, s.dtype) for s in task.state_specs]
+        #: The common case, one input spec of at least one dimension and no state, checked on the
+        #: joined batch (None otherwise).
+        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1]
+        self.one_input = self.input_specs[0] if one else None
+        self.what_input = f"task {task.name!r} input"
+        self.what_state = f"task {task.name!r} state"
+        self.where = f"prediction in task {task.name!r}"
 
 
 class CooperativeCommunicator(Communicator):
     """An agent's end of one wrapper when agents are greenlets of a :class:`CooperativeRunner`.
 
-    Same interface as :class:`~parl.Communicator`: ``predict`` checks the
-    sample (shape and dtype, without copying arrays that already fit) and parks
-    the agent until the scheduler's batch holds its row; ``learn`` parks it
-    until the wrapper's training thread replies.
+    Same interface as :class:`~parl.Communicator`: ``predict`` parks the agent
+    until the scheduler's batch holds its row; ``learn`` parks it until the
+    wrapper's training thread replies. The scheduler checks the parked sample
+    against the specs when it stacks the batch (arrays that already fit are
+    taken as they are, anything else is converted or refused) and a sample
+    that breaks them raises its ValueError here, in this agent only.
     """
 
     def __init__(self, agent_id: int, wrapper: ComputationWrapper, runner: "CooperativeRunner") -> None:
@@ -91,64 +119,35 @@ class CooperativeCommunicator(Communicator):
         self._runner = runner
         self._pending = queue.pending
         self._ready = runner.ready
-        self._fast_inputs: Tuple[Tuple[str, Tuple[int, ...], np.dtype], ...] = tuple(
-            (s.name, s.shape, s.dtype) for s in self.input_specs
-        )
-        # The common case, one input spec, checked without a loop (None: another number of specs).
-        one = self.input_specs[0] if len(self.input_specs) == 1 else None
-        self._input_name = one.name if one is not None else None
-        self._input_shape = one.shape if one is not None else None
-        self._input_dtype = one.dtype if one is not None else None
-        self._has_states = bool(self.state_specs)
-        self._what_input = f"{self._what} input"
-        self._what_state = f"{self._what} state"
         # Set by the scheduler thread when it starts.
         self._hub: Optional[greenlet.greenlet] = None
         self._greenlet: Optional[greenlet.greenlet] = None
         # The parked request: read by the scheduler while this agent is parked.
-        self._inputs: Mapping[str, np.ndarray] = {}
-        self._states: Mapping[str, np.ndarray] = {}
-        self._resumed_at = 0.0  # perf_counter() when it was last resumed, stamped by whoever resumed it
+        self._inputs: Mapping[str, object] = {}
+        self._states: Optional[Mapping[str, object]] = None
+        # perf_counter() at the last park, and when whoever resumed it did so (for the latency metric).
+        self._parked_at = 0.0
+        self._resumed_at = 0.0
 
     def predict(
-        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
-        # The hot path: one array of the spec's exact type, dtype and shape is taken as it is.
-        value = inputs.get(self._input_name) if type(inputs) is dict and len(inputs) == 1 else None
-        if type(value) is not _ndarray or value.dtype is not self._input_dtype or value.shape != self._input_shape:
-            inputs = self._check_inputs(inputs)
-        if states or self._has_states:
-            states = check_dict(self.state_specs, states if states is not None else {}, self._what_state)
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
         # Park: queue this communicator as the request, and hand over to the next agent whose row
-        # is ready (or, with none left, to the scheduler). We are resumed with our own row.
+        # is ready (or, with none left, to the scheduler). We are resumed with our own row. One
+        # clock reading is this request's park time and the next agent's resume time.
         self._inputs = inputs
         self._states = states
         self._pending.append(self)
-        parked_at = perf_counter()
+        self._parked_at = now = perf_counter()
         ready = self._ready
         if ready:
             following, row = ready.pop()
-            following._resumed_at = parked_at
-            result = following._greenlet.switch(row)
-        else:
-            result = self._hub.switch()
-        requests, seconds = self._timer.total  # latency the agent sees, for metrics
-        self._timer.total = (requests + 1, seconds + self._resumed_at - parked_at)
-        return result
-
-    def _check_inputs(self, inputs: Mapping[str, object]) -> Mapping[str, np.ndarray]:
-        """``inputs`` when every spec's array fits exactly, else the checked (converted) copy."""
-        if type(inputs) is dict and len(inputs) == len(self._fast_inputs):
-            for name, shape, dtype in self._fast_inputs:
-                value = inputs.get(name)
-                if type(value) is not _ndarray or value.dtype is not dtype or value.shape != shape:
-                    break
-            else:
-                return inputs
-        return check_dict(self.input_specs, inputs, self._what_input)
+            following._resumed_at = now
+            return following._greenlet.switch(row)
+        return self._hub.switch()
 
     def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
@@ -203,7 +202,7 @@ class CooperativeRunner(AgentRunner):
         self._replies: List[_TrainingRequest] = []  # training requests finished, agents to resume
         #: Agents whose prediction rows are ready, with their rows, last to run first: each agent
         #: that parks hands over to the last one (agent to agent: one switch per step).
-        self.ready: List[Tuple[CooperativeCommunicator, Tuple[ArrayDict, ArrayDict]]] = []
+        self.ready: List[Tuple[CooperativeCommunicator, Row]] = []
         self._thread: Optional[threading.Thread] = None
         self._live = 0
         #: True once the scheduler has ended.
@@ -312,44 +311,38 @@ class CooperativeRunner(AgentRunner):
         else:
             batch = pending[: queue.max_batchsize]
             del pending[: queue.max_batchsize]
+        batch, inputs, states = _gather(queue, batch)
         n = len(batch)
+        if not n:
+            return
         stats = queue.stats
         stats.prediction_batches += 1
         stats.predictions += n
         if n > stats.max_prediction_batch:
             stats.max_prediction_batch = n
         try:
-            inputs = {
-                name: _stack([c._inputs[name] for c in batch], n, shape, dtype)
-                for name, shape, dtype in queue.input_specs
-            }
-            if queue.state_specs:
-                states = {
-                    name: _stack([c._states[name] for c in batch], n, shape, dtype)
-                    for name, shape, dtype in queue.state_specs
-                }
-            else:
-                states = {}
             actions, next_states = queue.task.predict(inputs, states)
-            action_rows = _rows(actions, n)
-            state_rows = _rows(next_states, n)
-            if len(action_rows) != n or len(state_rows) != n:
-                raise ValueError(f"the task answered {len(action_rows)} rows for a batch of {n}")
+            rows = _rows(actions, next_states, n)
         except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
             for comm in batch:
                 # One RemoteError per agent, as in threads mode (a shared instance would gather
                 # every agent's frames in its traceback).
                 _throw(comm._greenlet, RemoteError(queue.where, exc))
             return
+        parked = sum([c._parked_at for c in batch])
         # The agents run one after the other: each steps its env and, parking at its next predict,
-        # switches straight to the next agent of this batch; the last returns here. An agent that
-        # learns or ends returns here too, and this loop goes on with the rest.
+        # switches straight to the next agent of this batch (stamping its resume time); the last
+        # returns here. An agent that learns or ends returns here too, and this loop goes on with
+        # the rest.
         ready = self.ready
-        ready.extend(zip(reversed(batch), zip(reversed(action_rows), reversed(state_rows))))
+        ready.extend(zip(reversed(batch), reversed(rows)))
         while ready:
             comm, row = ready.pop()
             comm._resumed_at = perf_counter()
             comm._greenlet.switch(row)
+        # Every agent of the batch has been resumed once: the latency they saw, summed.
+        requests, seconds = queue.timer.total
+        queue.timer.total = (requests + n, seconds + sum([c._resumed_at for c in batch]) - parked)
 
     def _end(self, agent_greenlets) -> None:
         """Unwind every agent still parked (StoppedError at its park), in this thread."""
@@ -382,12 +375,106 @@ def _stack(values: List[np.ndarray], n: int, shape: Tuple[int, ...], dtype: np.d
     return np.concatenate(values).reshape((n,) + shape)
 
 
-def _rows(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
-    """Split a batch dict into ``n`` per-sample dicts (row views, no copies)."""
+def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> List[Row]:
+    """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
+
+    Raises:
+        ValueError: the task answered another number of rows than ``n``.
+    """
+    for name, values in (*actions.items(), *next_states.items()):
+        if len(values) != n:
+            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
+    if len(actions) == 1 and not next_states:
+        ((name, values),) = actions.items()
+        return [({name: row}, {}) for row in values]
+    return list(zip(_split(actions, n), _split(next_states, n)))
+
+
+def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
     if not batch:
         return [{} for _ in range(n)]
-    if len(batch) == 1:
-        ((name, values),) = batch.items()
-        return [{name: row} for row in values]
     names = list(batch)
     return [dict(zip(names, row)) for row in zip(*batch.values())]
+
+
+def _gather(
+    queue: _TaskQueue, batch: List[CooperativeCommunicator]
+) -> Tuple[List[CooperativeCommunicator], ArrayDict, ArrayDict]:
+    """The requests of ``batch`` whose samples fit the task's specs, and their samples stacked.
+
+    Arrays of the spec's exact dtype and shape are taken as they are; anything else goes through
+    the full check, which converts it or names the problem: such an agent gets that ValueError at
+    its ``predict`` (it may catch it and predict again) and leaves the batch.
+    """
+    one = queue.one_input
+    if one is not None:
+        # The common case (one input, no state), checked on the joined batch: a dtype other than
+        # the spec's shows in the join's dtype, and a row of another shape in the join's shape or
+        # in the rows' lengths (rows of another number of dimensions cannot be joined at all).
+        name, shape, dtype = one
+        n = len(batch)
+        try:
+            samples = [c._inputs for c in batch]
+            values = [sample[name] for sample in samples]
+            joined = np.concatenate(values)
+            fits = (
+                joined.dtype is dtype
+                and joined.shape == (n * shape[0],) + shape[1:]
+                and len(set(map(len, values))) == 1
+                and sum(map(len, samples)) == n  # no other names
+                and not any([c._states for c in batch])
+            )
+        except Exception:  # noqa: BLE001 - anything unusual takes the full check below
+            fits = False
+        if fits:
+            return batch, {name: joined.reshape((n,) + shape)}, {}
+    batch = _checked(queue, batch)
+    n = len(batch)
+    if not n:
+        return batch, {}, {}
+    inputs = {
+        name: _stack([c._inputs[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.input_specs
+    }
+    if not queue.state_specs:
+        return batch, inputs, {}
+    states = {
+        name: _stack([c._states[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.state_specs
+    }
+    return batch, inputs, states
+
+
+def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[CooperativeCommunicator]:
+    """The requests of ``batch`` whose samples fit the specs or convert to them (converted in place);
+    the others get their ValueError thrown in and are left out."""
+    inputs, states = queue.input_specs, queue.state_specs
+    misfits = [c for c in batch if not (_fits(inputs, c._inputs) and _fits(states, c._states or {}))]
+    if not misfits:
+        return batch
+    task = queue.task
+    refused = []
+    for comm in misfits:
+        try:
+            comm._inputs = check_dict(task.input_specs, comm._inputs, queue.what_input)
+            comm._states = check_dict(
+                task.state_specs, comm._states if comm._states is not None else {}, queue.what_state
+            )
+        except ValueError as exc:
+            refused.append((comm, exc))
+    if not refused:
+        return batch
+    out = {id(comm) for comm, _ in refused}
+    for comm, exc in refused:
+        _throw(comm._greenlet, exc)
+    return [c for c in batch if id(c) not in out]
+
+
+def _fits(specs: List[Tuple[str, Tuple[int, ...], np.dtype]], values: object) -> bool:
+    """Whether ``values`` is a dict holding, for each spec and nothing else, an array of its exact
+    dtype and shape."""
+    if type(values) is not dict or len(values) != len(specs):
+        return False
+    for name, shape, dtype in specs:
+        value = values.get(name)
+        if type(value) is not _ndarray or value.dtype is not dtype or value.shape != shape:
+            return False
+    return True

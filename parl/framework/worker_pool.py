@@ -581,15 +581,17 @@ class _WorkerRuntime:
                 comm = helper.communicator
                 specs = (comm.input_specs, comm.state_specs, comm.action_specs, comm.reward_specs)
                 # The helper was bound in the parent with these same specs: only the transport changes.
-                helper._comm = ShmCommunicator(
-                    agent_id=agent.id,
-                    specs=specs,
-                    slot=pool._slot_of[(position, task)],
-                    request_fd=child["request_fd"],
-                    reply_fd=reply_r,
-                    send=self.send,
-                    stopped=self.stopped,
-                    publish_counters=_counter_publisher(agent, counters[position]),
+                helper._set_transport(
+                    ShmCommunicator(
+                        agent_id=agent.id,
+                        specs=specs,
+                        slot=pool._slot_of[(position, task)],
+                        request_fd=child["request_fd"],
+                        reply_fd=reply_r,
+                        send=self.send,
+                        stopped=self.stopped,
+                        publish_counters=_counter_publisher(agent, counters[position]),
+                    )
                 )
 
     def send(self, message: object) -> None:
