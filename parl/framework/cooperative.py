@@ -445,7 +445,7 @@ def _gather(
 
 def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[CooperativeCommunicator]:
     """The requests of ``batch`` whose samples fit the specs or convert to them (converted in place);
-    the others get their ValueError thrown in and are left out."""
+    the others get the check's error (a ValueError naming the problem) thrown in and are left out."""
     inputs, states = queue.input_specs, queue.state_specs
     misfits = [c for c in batch if not (_fits(inputs, c._inputs) and _fits(states, c._states or {}))]
     if not misfits:
@@ -458,7 +458,7 @@ def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[Co
             comm._states = check_dict(
                 task.state_specs, comm._states if comm._states is not None else {}, queue.what_state
             )
-        except ValueError as exc:
+        except Exception as exc:  # noqa: BLE001 - ValueError as a rule; whatever it is, it fails this agent only
             refused.append((comm, exc))
     if not refused:
         return batch
