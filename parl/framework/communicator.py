@@ -29,6 +29,10 @@ ArrayDict = Dict[str, np.ndarray]
 class Communicator:
     """In-process transport between one agent and one wrapper."""
 
+    #: Whether each communicator times its own requests for the latency metric; a transport that
+    #: times them elsewhere (per batch, say) sets False and registers no timer of its own.
+    _times_own_requests = True
+
     def __init__(self, agent_id: int, wrapper: "ComputationWrapper") -> None:
         self.agent_id = agent_id
         self._wrapper = wrapper
@@ -38,7 +42,7 @@ class Communicator:
         self.action_specs: List[Spec] = task.action_specs
         self.reward_specs: List[Spec] = task.reward_specs
         self._what = f"task {task.name!r}"
-        self._timer = wrapper.stats.prediction_timer()
+        self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None

@@ -113,6 +113,8 @@ class CooperativeCommunicator(Communicator):
     that breaks them raises its ValueError here, in this agent only.
     """
 
+    _times_own_requests = False  # the scheduler sums its agents' latency per batch
+
     def __init__(self, agent_id: int, wrapper: ComputationWrapper, runner: "CooperativeRunner") -> None:
         super().__init__(agent_id, wrapper)
         queue = runner.queue(wrapper)
