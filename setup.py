@@ -2,9 +2,31 @@
 
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
 
 README = Path(__file__).with_name("README.md")
+
+
+class BuildExt(build_ext):
+    """Adds numpy's headers, imported only when an extension is built (numpy is a build requirement
+    in pyproject.toml)."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        import numpy
+
+        self.include_dirs.append(numpy.get_include())
+
+
+# The cooperative scheduler's hot path in C. Optional: without a C compiler parl installs without it
+# and runs the same code in Python (docs/performance.md gives the difference).
+COOPERATIVE = Extension(
+    "parl.framework._cooperative",
+    ["parl/framework/_cooperative.c"],
+    define_macros=[("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION")],
+    optional=True,
+)
 
 setup(
     name="parl",
@@ -13,6 +35,8 @@ setup(
     long_description=README.read_text(encoding="utf-8") if README.exists() else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["parl", "parl.*"]),
+    ext_modules=[COOPERATIVE],
+    cmdclass={"build_ext": BuildExt},
     python_requires=">=3.9",
     install_requires=[
         "paddlepaddle>=3.0",

@@ -4,7 +4,8 @@ The behaviours of tests/test_wrapper.py's Manager tests, in cooperative mode:
 routing and batching, max_batchsize, learning through both helpers, agent
 errors, stopping (agents waiting on training, on a paused task, on a
 prediction stuck in the algorithm), pause and resume, an agent with two tasks;
-then the placement setting itself and a learning smoke test.
+then the placement setting itself and a learning smoke test. The Manager
+tests run twice: on the C extension's hot path and on its Python twins.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from learning import load_example
 
 import parl
+from parl.framework import cooperative
 from parl.framework.errors import StoppedError
 from parl.framework.placement import PLACEMENTS
 from parl.utils.cli import example_parser
@@ -40,10 +42,21 @@ from toys import (
 )
 
 
+@pytest.fixture(params=["extension", "python"])
+def hot_path(request, monkeypatch) -> str:
+    """Which per-step pieces the runners of the test use: the C extension's (it must be built: the
+    package builds it at install) or the Python twins."""
+    if request.param == "python":
+        monkeypatch.setattr(cooperative, "EXTENSION", None)
+    else:
+        assert cooperative.EXTENSION is not None, "parl.framework._cooperative not built, or PARL_NO_EXTENSION set"
+    return request.param
+
+
 @pytest.fixture
-def make_cooperative():
+def make_cooperative(hot_path):
     """``make_cooperative(tasks=("T",), **task_settings)``: a cooperative Manager of echo tasks,
-    stopped after the test (gates opened first)."""
+    stopped after the test (gates opened first), on the ``hot_path`` of the parameter."""
     managers: List[parl.Manager] = []
 
     def make(tasks=("T",), **settings) -> parl.Manager:
@@ -210,6 +223,27 @@ def test_bad_inputs_fail_only_the_agent_that_sent_them(make_cooperative) -> None
     assert "expected shape [2], got [3]" in str(manager.errors[0])
     assert manager.agents[1].replies == 10 and manager.agents[2].replies == 10
     assert manager.agents[2].mismatches == 0
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda inputs, _: {"obs": inputs["obs"].astype(np.float64)},
+        lambda inputs, _: {"obs": inputs["obs"].tolist()},
+        lambda inputs, _: {"obs": np.repeat(inputs["obs"], 2)[::2]},  # a strided view, not contiguous
+        lambda inputs, _: {"obs": inputs["obs"].reshape(2, 1)[:, 0]},  # the same values through a view
+    ],
+    ids=["float64", "list", "strided", "view"],
+)
+def test_samples_that_need_converting_are_answered_beside_exact_ones(make_cooperative, convert) -> None:
+    manager = make_cooperative()
+    manager.add_agent(EchoAgent(CountEnv(0), num_games=2, corrupt=convert), {"T": parl.OnPolicyHelper()})
+    for code in (1, 2):
+        manager.add_agent(EchoAgent(CountEnv(code), num_games=2), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    manager.join(timeout=WAIT)
+    assert manager.errors == []
+    assert [(a.replies, a.mismatches) for a in manager.agents] == [(10, 0)] * 3
 
 
 class RetryingAgent(parl.Agent):

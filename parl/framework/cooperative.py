@@ -24,6 +24,11 @@ puts its batch on the wrapper's training queue as in threads mode, and the
 agent stays parked until the wrapper's training thread replies; the other
 agents go on meanwhile.
 
+The per-step pieces (parking, joining the samples, handing out the rows) run
+in the C extension ``parl.framework._cooperative`` when it was built at
+install time, else as the Python twins in this module, which behave the same;
+``EXTENSION`` tells which (``PARL_NO_EXTENSION=1`` turns it off).
+
 What changes against threads mode: agents run one at a time in one thread, so
 an environment step that blocks (sleeps, waits on a socket) holds up every
 agent; such environments belong in threads or worker processes. A prediction
@@ -35,6 +40,7 @@ reports the wrapper's.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from time import perf_counter
@@ -62,6 +68,22 @@ _ndarray = np.ndarray
 
 #: Times the scheduler throws StoppedError into an agent that goes on parking after it.
 _KILL_TRIES = 3
+
+
+def _load_extension():
+    """The C extension ``parl.framework._cooperative``, or None when it was not built (or
+    ``PARL_NO_EXTENSION`` is set to anything but ``""`` or ``"0"``)."""
+    if os.environ.get("PARL_NO_EXTENSION", "") not in ("", "0"):
+        return None
+    try:
+        from parl.framework import _cooperative
+    except ImportError:
+        return None
+    return _cooperative
+
+
+#: The C hot path, or None: runners made while it is None run the Python twins below.
+EXTENSION = _load_extension()
 
 
 class _TaskQueue:
@@ -168,6 +190,15 @@ class CooperativeCommunicator(Communicator):
         )
 
 
+if EXTENSION is not None:
+
+    class _ParkedInC(CooperativeCommunicator, EXTENSION.Parking):
+        """A :class:`CooperativeCommunicator` whose request fields and ``predict`` are the
+        extension's (the same park as the Python ``predict``, in C)."""
+
+        predict = EXTENSION.Parking.predict
+
+
 class _TrainingRequest(Request):
     """A training request whose reply resumes a parked greenlet instead of waking a thread."""
 
@@ -209,6 +240,12 @@ class CooperativeRunner(AgentRunner):
         self._live = 0
         #: True once the scheduler has ended.
         self.finished = False
+        # The per-step pieces: the extension's, or their Python twins (the same behaviour).
+        extension = EXTENSION
+        self._communicator_class = CooperativeCommunicator if extension is None else _ParkedInC
+        self._join = None if extension is None else extension.join
+        self._stage = _stage if extension is None else _stage_with(extension.hand_out)
+        self._resumed_sum = _resumed_sum if extension is None else extension.resumed_sum
 
     # -- AgentRunner ------------------------------------------------------------
     def queue(self, wrapper: ComputationWrapper) -> _TaskQueue:
@@ -219,7 +256,7 @@ class CooperativeRunner(AgentRunner):
         return queue
 
     def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
-        comm = CooperativeCommunicator(agent_id, wrapper, self)
+        comm = self._communicator_class(agent_id, wrapper, self)
         self._communicators.setdefault(agent_id, []).append(comm)
         return comm
 
@@ -313,7 +350,7 @@ class CooperativeRunner(AgentRunner):
         else:
             batch = pending[: queue.max_batchsize]
             del pending[: queue.max_batchsize]
-        batch, inputs, states = _gather(queue, batch)
+        batch, inputs, states = _gather(queue, batch, self._join)
         n = len(batch)
         if not n:
             return
@@ -322,29 +359,28 @@ class CooperativeRunner(AgentRunner):
         stats.predictions += n
         if n > stats.max_prediction_batch:
             stats.max_prediction_batch = n
+        ready = self.ready
         try:
             actions, next_states = queue.task.predict(inputs, states)
-            rows = _rows(actions, next_states, n)
+            parked = self._stage(batch, actions, next_states, ready)
         except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
+            ready.clear()
             for comm in batch:
                 # One RemoteError per agent, as in threads mode (a shared instance would gather
                 # every agent's frames in its traceback).
                 _throw(comm._greenlet, RemoteError(queue.where, exc))
             return
-        parked = sum([c._parked_at for c in batch])
         # The agents run one after the other: each steps its env and, parking at its next predict,
         # switches straight to the next agent of this batch (stamping its resume time); the last
         # returns here. An agent that learns or ends returns here too, and this loop goes on with
         # the rest.
-        ready = self.ready
-        ready.extend(zip(reversed(batch), reversed(rows)))
         while ready:
             comm, row = ready.pop()
             comm._resumed_at = perf_counter()
             comm._greenlet.switch(row)
         # Every agent of the batch has been resumed once: the latency they saw, summed.
         requests, seconds = queue.timer.total
-        queue.timer.total = (requests + n, seconds + sum([c._resumed_at for c in batch]) - parked)
+        queue.timer.total = (requests + n, seconds + self._resumed_sum(batch) - parked)
 
     def _end(self, agent_greenlets) -> None:
         """Unwind every agent still parked (StoppedError at its park), in this thread."""
@@ -377,6 +413,46 @@ def _stack(values: List[np.ndarray], n: int, shape: Tuple[int, ...], dtype: np.d
     return np.concatenate(values).reshape((n,) + shape)
 
 
+def _stage(
+    batch: List[CooperativeCommunicator],
+    actions: Mapping[str, np.ndarray],
+    next_states: Mapping[str, np.ndarray],
+    ready: List[Tuple[CooperativeCommunicator, Row]],
+) -> float:
+    """Queue on ``ready`` each request of ``batch`` with its row of the results, last first (the
+    agents are resumed from its end); returns the sum of their park times.
+
+    Raises:
+        ValueError: the task answered another number of rows than the batch holds.
+    """
+    rows = _rows(actions, next_states, len(batch))
+    ready.extend(zip(reversed(batch), reversed(rows)))
+    return sum([c._parked_at for c in batch])
+
+
+def _stage_with(hand_out):
+    """:func:`_stage` with the extension's ``hand_out`` for the common case, one action and no
+    next state (anything else takes :func:`_stage`)."""
+
+    def stage(
+        batch: List[CooperativeCommunicator],
+        actions: Mapping[str, np.ndarray],
+        next_states: Mapping[str, np.ndarray],
+        ready: List[Tuple[CooperativeCommunicator, Row]],
+    ) -> float:
+        if len(actions) == 1 and not next_states:
+            ((name, values),) = actions.items()
+            return hand_out(batch, name, values, ready)
+        return _stage(batch, actions, next_states, ready)
+
+    return stage
+
+
+def _resumed_sum(batch: List[CooperativeCommunicator]) -> float:
+    """The sum of the resume times of the requests of ``batch``."""
+    return sum([c._resumed_at for c in batch])
+
+
 def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> List[Row]:
     """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
 
@@ -400,16 +476,22 @@ def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
 
 
 def _gather(
-    queue: _TaskQueue, batch: List[CooperativeCommunicator]
+    queue: _TaskQueue, batch: List[CooperativeCommunicator], join=None
 ) -> Tuple[List[CooperativeCommunicator], ArrayDict, ArrayDict]:
     """The requests of ``batch`` whose samples fit the task's specs, and their samples stacked.
 
     Arrays of the spec's exact dtype and shape are taken as they are; anything else goes through
     the full check, which converts it or names the problem: such an agent gets that ValueError at
-    its ``predict`` (it may catch it and predict again) and leaves the batch.
+    its ``predict`` (it may catch it and predict again) and leaves the batch. ``join`` is the
+    extension's (None: joined here), which answers None when any sample is unusual.
     """
     one = queue.one_input
-    if one is not None:
+    if one is not None and join is not None:
+        name, shape, dtype = one
+        joined = join(batch, name, shape, dtype)
+        if joined is not None:
+            return batch, {name: joined}, {}
+    elif one is not None:
         # The common case (one input, no state), checked on the joined batch: a dtype other than
         # the spec's shows in the join's dtype, and a row of another shape in the join's shape or
         # in the rows' lengths (rows of another number of dimensions cannot be joined at all).
