@@ -4,7 +4,7 @@
 
 Every row steps CartPole-v1 and picks actions with the same 64-64 MLP
 (DQN's greedy predict). The ceiling steps 32 environments in one plain loop
-with one batched forward per step; each in-process row runs N agents under a
+with one batched forward per step, on the core the Manager gives its agents; each in-process row runs N agents under a
 Manager ``placement`` ("threads": one thread per agent, batched by the
 wrapper's prediction thread; "cooperative": greenlets in one scheduler
 thread), each agent calling ``helper.predict`` per step, so the ratio is what
@@ -19,9 +19,10 @@ by wall-clock time and by this process's CPU time.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Optional, Set
 
 import gymnasium as gym
 import numpy as np
@@ -52,14 +53,27 @@ class Rate(NamedTuple):
 
 
 class Ceiling:
-    """CEILING_ENVS envs in one loop with one batched forward per step, measured in slices."""
+    """CEILING_ENVS envs in one loop with one batched forward per step, measured in slices on
+    ``cpus`` (the core the Manager gives its agents, so both sides of a ratio run on the same core;
+    None: wherever the OS puts it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: Optional[Set[int]]) -> None:
         self.task = parl.ComputationTask("ceiling", algorithm_func())
         self.envs = [gym.make(ENV_ID) for _ in range(CEILING_ENVS)]
         self.obs = np.stack([env.reset(seed=i)[0] for i, env in enumerate(self.envs)])
+        self.cpus = cpus
 
     def measure(self, seconds: float) -> Rate:
+        if not self.cpus:
+            return self._measure(seconds)
+        allowed = os.sched_getaffinity(0)
+        affinity.pin_current_thread(self.cpus)
+        try:
+            return self._measure(seconds)
+        finally:
+            os.sched_setaffinity(0, allowed)  # the worker rows fork from this thread: give it every core back
+
+    def _measure(self, seconds: float) -> Rate:
         task, envs, obs = self.task, self.envs, self.obs
         steps, start, cpu = 0, time.perf_counter(), time.process_time()
         while True:
@@ -180,7 +194,7 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--worker-repeats", type=int, default=3, help="alternations of the worker-process rows")
     args = parser.parse_args(argv)
 
-    top = Ceiling()
+    top = Ceiling(affinity.plan(args.thread_placement)[0])
     top.measure(1.0)  # warm-up
     slices: List[Rate] = []
     rows = []
