@@ -214,6 +214,15 @@ def test_predict_outside_its_greenlet_raises_the_communicators_error() -> None:
     assert request._pending == []
 
 
+def test_a_park_that_cannot_hand_over_leaves_the_queues_as_they_were() -> None:
+    ready = [("not a request", "row")]
+    request = _attached(lambda: request.predict({"obs": 1}), [], ready)
+    with pytest.raises(TypeError, match=r"not a \(Parking, row\) pair"):
+        request._greenlet.switch()
+    assert request._pending == [] and ready == [("not a request", "row")]
+    assert request._inputs == {}  # the sample was not stored either
+
+
 def test_predict_refuses_bad_arguments() -> None:
     request = _attached(lambda: None, [], [])
     with pytest.raises(TypeError, match="missing required argument 'inputs'"):
