@@ -313,6 +313,25 @@ def test_a_failing_prediction_reaches_every_agent_in_its_batch(make_cooperative)
     assert "prediction in task 'T' failed" in str(originals[0])
 
 
+def test_an_answer_with_too_few_rows_fails_every_agent_of_its_batch(make_cooperative) -> None:
+    manager = make_cooperative()
+    for code in range(3):
+        manager.add_agent(EchoAgent(CountEnv(code), num_games=1), {"T": parl.OnPolicyHelper()})
+    task = manager.tasks["T"]
+    predict = task.predict
+
+    def one_row_short(inputs, states, *args, **kwargs):
+        actions, next_states = predict(inputs, states, *args, **kwargs)
+        return {name: values[:-1] for name, values in actions.items()}, next_states
+
+    task.predict = one_row_short
+    manager.start()
+    manager.join(timeout=WAIT)
+    assert sorted(e.agent_id for e in manager.errors) == [0, 1, 2]  # all three were in the first batch
+    assert all("the task answered 2 rows of 'action' for a batch of 3" in str(e.original) for e in manager.errors)
+    assert parl_threads() == [] and not manager.running()
+
+
 # -- stopping ---------------------------------------------------------------------------
 
 
