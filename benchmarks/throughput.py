@@ -4,8 +4,8 @@
 
 Every row steps CartPole-v1 and picks actions with the same 64-64 MLP
 (DQN's greedy predict). The ceiling steps 32 environments in one plain loop
-with one batched forward per step, on the core the Manager gives its agents; each in-process row runs N agents under a
-Manager ``placement`` ("threads": one thread per agent, batched by the
+with one batched forward per step, on the core the Manager gives its agents;
+each in-process row runs N agents under a Manager ``placement`` ("threads": one thread per agent, batched by the
 wrapper's prediction thread; "cooperative": greenlets in one scheduler
 thread), each agent calling ``helper.predict`` per step, so the ratio is what
 the framework costs. No learning happens in any row.

@@ -298,20 +298,14 @@ static PyObject *join(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         dims[k + 1] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
         if (dims[k + 1] == -1 && PyErr_Occurred()) return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (fitting_sample((Parking *)PyList_GET_ITEM(batch, i), name, dtype, (int)ndim, dims + 1) == NULL) {
-            if (PyErr_Occurred()) return NULL;
-            Py_RETURN_NONE;
-        }
-    }
     Py_INCREF(dtype); /* PyArray_Empty steals it */
     PyArrayObject *out = (PyArrayObject *)PyArray_Empty((int)ndim + 1, dims, dtype, 0);
     if (out == NULL) return NULL;
     size_t row_bytes = n > 0 ? (size_t)PyArray_NBYTES(out) / (size_t)n : 0;
     char *dst = PyArray_BYTES(out);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) { /* checked and copied in one pass; a misfit drops the array */
         PyArrayObject *sample = fitting_sample((Parking *)PyList_GET_ITEM(batch, i), name, dtype, (int)ndim, dims + 1);
-        if (sample == NULL) { /* changed by a finalizer the allocation ran: leave it to the Python path */
+        if (sample == NULL) {
             Py_DECREF(out);
             if (PyErr_Occurred()) return NULL;
             Py_RETURN_NONE;

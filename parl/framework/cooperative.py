@@ -244,7 +244,7 @@ class CooperativeRunner(AgentRunner):
         extension = EXTENSION
         self._communicator_class = CooperativeCommunicator if extension is None else _ParkedInC
         self._join = None if extension is None else extension.join
-        self._stage = _stage if extension is None else _stage_with(extension.hand_out)
+        self._hand_out = None if extension is None else extension.hand_out
         self._resumed_sum = _resumed_sum if extension is None else extension.resumed_sum
 
     # -- AgentRunner ------------------------------------------------------------
@@ -362,7 +362,7 @@ class CooperativeRunner(AgentRunner):
         ready = self.ready
         try:
             actions, next_states = queue.task.predict(inputs, states)
-            parked = self._stage(batch, actions, next_states, ready)
+            parked = _stage(batch, actions, next_states, ready, self._hand_out)
         except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
             ready.clear()
             for comm in batch:
@@ -418,34 +418,21 @@ def _stage(
     actions: Mapping[str, np.ndarray],
     next_states: Mapping[str, np.ndarray],
     ready: List[Tuple[CooperativeCommunicator, Row]],
+    hand_out=None,
 ) -> float:
     """Queue on ``ready`` each request of ``batch`` with its row of the results, last first (the
-    agents are resumed from its end); returns the sum of their park times.
+    agents are resumed from its end); returns the sum of their park times. ``hand_out`` is the
+    extension's (None: done here), used for the common case, one action and no next state.
 
     Raises:
         ValueError: the task answered another number of rows than the batch holds.
     """
+    if hand_out is not None and len(actions) == 1 and not next_states:
+        ((name, values),) = actions.items()
+        return hand_out(batch, name, values, ready)
     rows = _rows(actions, next_states, len(batch))
     ready.extend(zip(reversed(batch), reversed(rows)))
     return sum([c._parked_at for c in batch])
-
-
-def _stage_with(hand_out):
-    """:func:`_stage` with the extension's ``hand_out`` for the common case, one action and no
-    next state (anything else takes :func:`_stage`)."""
-
-    def stage(
-        batch: List[CooperativeCommunicator],
-        actions: Mapping[str, np.ndarray],
-        next_states: Mapping[str, np.ndarray],
-        ready: List[Tuple[CooperativeCommunicator, Row]],
-    ) -> float:
-        if len(actions) == 1 and not next_states:
-            ((name, values),) = actions.items()
-            return hand_out(batch, name, values, ready)
-        return _stage(batch, actions, next_states, ready)
-
-    return stage
 
 
 def _resumed_sum(batch: List[CooperativeCommunicator]) -> float:
