@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +27,16 @@ class Run:
 
     @property
     def reached(self) -> bool:
-        """Whether the last greedy check reached the row's threshold."""
-        return self.result is not None and self.result["greedy_check"] >= self.row.threshold
+        """Whether training stopped at the target: a check and its confirmation reached the threshold
+        (results without ``reached``, from older runners: the last check did)."""
+        if self.result is None:
+            return False
+        return bool(self.result.get("reached", self.result["greedy_check"] >= self.row.threshold))
 
-    def to_threshold(self, key: str) -> float:
-        """``result[key]`` (``train_seconds`` or ``env_steps``) if the threshold was reached, else infinity."""
-        return float(self.result[key]) if self.reached else math.inf
+    @property
+    def final_at_target(self) -> bool:
+        """Whether the final evaluation on fresh seeds reached the threshold too."""
+        return self.result is not None and self.result["greedy_mean_return"] >= self.row.threshold
 
 
 @dataclass
@@ -45,15 +48,17 @@ class Side:
     runs: Sequence[Run] = ()
 
     def cells(self) -> List[str]:
-        """Reached, median env steps and median seconds to the threshold, as table cells."""
+        """Seeds reached of seeds run, reached seeds whose final fresh-seed evaluation is at the target
+        too, and the median env steps and seconds over the seeds that reached, as table cells."""
         if self.status:
-            return [self.status, "", ""]
-        reached = sum(run.reached for run in self.runs)
-        steps = statistics.median(run.to_threshold("env_steps") for run in self.runs)
-        seconds = statistics.median(run.to_threshold("train_seconds") for run in self.runs)
-        if math.isinf(steps):
-            return [f"{reached}/{len(self.runs)}", "not reached", "not reached"]
-        return [f"{reached}/{len(self.runs)}", f"{steps:,.0f}", f"{seconds:.1f}"]
+            return [self.status, "", "", ""]
+        reached = [run for run in self.runs if run.reached]
+        counts = [f"{len(reached)}/{len(self.runs)}", f"{sum(run.final_at_target for run in reached)}/{len(reached)}"]
+        if not reached:
+            return counts + ["not reached", "not reached"]
+        steps = statistics.median(float(run.result["env_steps"]) for run in reached)
+        seconds = statistics.median(float(run.result["train_seconds"]) for run in reached)
+        return counts + [f"{steps:,.0f}", f"{seconds:.1f}"]
 
 
 def run_line(run: Run) -> str:
@@ -64,7 +69,7 @@ def run_line(run: Run) -> str:
     r = run.result
     budget = f"{r['budget']:,}" if r.get("budget") else "?"
     return (
-        f"| {name} | {run.seed} | {'yes' if run.reached else 'no'} (check {r['greedy_check']:.1f}) | "
+        f"| {name} | {run.seed} | {'yes' if run.reached else 'no'} (last check {r['greedy_check']:.1f}) | "
         f"{r['env_steps']:,} | {r['train_seconds']:.1f} | {r['cpu_seconds']:.1f} | {r['greedy_mean_return']:.1f} "
         f"| {budget} |"
     )
@@ -73,9 +78,9 @@ def run_line(run: Run) -> str:
 def summary_table(rows: Sequence[Row], sides: Dict[str, Dict[str, Side]]) -> str:
     """The comparison: one line per row, parl's columns beside SB3's."""
     lines = [
-        "| task | target | algorithm | parl reached | parl env steps | parl s | SB3 settings "
-        "| SB3 reached | SB3 env steps | SB3 s |",
-        "|---|---:|---|---:|---:|---:|---|---:|---:|---:|",
+        "| task | target | algorithm | parl reached | parl final at target | parl env steps | parl s "
+        "| SB3 settings | SB3 reached | SB3 final at target | SB3 env steps | SB3 s |",
+        "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for row in rows:
         parl, sb3 = sides[row.name][PARL], sides[row.name][SB3]

@@ -39,11 +39,11 @@ class ReplaySettings:
     gamma: float = 0.99
     tau: float = 0.05  # Polyak rate per update, 10x SAC's and TD3's 0.005 (fewer updates to the target)
     capacity: int = 100_000  # per agent
-    batch_size: int = 256  # per agent; the wrapper joins the batches of agents that learn at once
+    batch_size: int = 256  # per update
     random_steps: int = 1_000  # per agent: uniform random actions first
     warmup_steps: int = 1_000  # per agent: transitions stored before the first update
-    sample_interval: int = 1  # env steps between an agent's training batches
-    max_training_batchsize: Optional[int] = None  # agents' batches joined per update (None: all)
+    updates_per_step: float = 1.0  # updates per env step (the update-to-data ratio), as SAC and TD3
+    max_training_batchsize: Optional[int] = None  # agents' batches taken at once; replay samples are one update each
     check_interval: int = 200  # env steps between greedy checks (one Pendulum episode)
 
 
@@ -89,7 +89,7 @@ def make_helper(s: ReplaySettings, seed: int) -> parl.ExpReplayHelper:
         capacity=s.capacity,
         batch_size=s.batch_size,
         warmup_steps=s.warmup_steps,
-        sample_interval=s.sample_interval,
+        updates_per_step=s.updates_per_step,
         seed=seed,
     )
 

@@ -63,7 +63,7 @@ class Settings:
     capacity: int = 50_000  # per agent: 100k transitions in all, 5.6 GB at uint8 (the paper: 1M)
     batch_size: int = 32  # the paper's
     warmup_steps: int = 40_000  # per agent: CleanRL's 80k env steps in all
-    sample_interval: int = 4  # the paper's one update per 4 agent steps
+    updates_per_step: float = 0.25  # the paper's one update per 4 agent steps
     max_batchsize: int = 16
     max_training_batchsize: Optional[int] = 1  # one agent's batch of 32 per update, as the paper
     thread_placement: str = "split"  # convolutions gain from a core of their own (parl.framework.affinity)
@@ -78,7 +78,7 @@ def short_run_settings() -> Settings:
         max_episode_steps=500,
         epsilon_steps=500,
         warmup_steps=250,
-        sample_interval=32,
+        updates_per_step=1 / 32,
         target_update_interval=10,
         log_interval=250,
     )
@@ -166,7 +166,7 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
         capacity=s.capacity,
         batch_size=s.batch_size,
         warmup_steps=s.warmup_steps,
-        sample_interval=s.sample_interval,
+        updates_per_step=s.updates_per_step,
         gamma=s.gamma,
     )
     return dqn_cartpole.make_helper(replay, seed)

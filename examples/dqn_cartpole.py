@@ -41,11 +41,10 @@ class Settings:
     epsilon_end: float = 0.02
     epsilon_steps: int = 1_000  # per agent
     capacity: int = 20_000  # per agent
-    batch_size: int = 64  # per agent; the wrapper joins the batches of agents that learn at once
+    batch_size: int = 64  # per update
     warmup_steps: int = 250  # per agent
-    sample_interval: int = 4  # env steps between an agent's training batches
+    updates_per_step: float = 0.25  # updates per env step: the update-to-data ratio
     max_batchsize: int = 64
-    max_training_batchsize: Optional[int] = 2  # agents' batches joined per update; measured best of 1, 2, all
     # Options of docs/replay.md, off by default (measured there against these defaults).
     dueling: bool = False  # dueling Q head (Wang et al., 2016)
     prioritized: bool = False  # proportional prioritized replay (Schaul et al., 2016)
@@ -96,7 +95,7 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
         capacity=s.capacity,
         batch_size=s.batch_size,
         warmup_steps=s.warmup_steps,
-        sample_interval=s.sample_interval,
+        updates_per_step=s.updates_per_step,
         seed=seed,
         prioritized=s.prioritized,
         alpha=s.priority_alpha,
@@ -109,9 +108,7 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
 
 def make_settings(s: Settings) -> parl.TaskSettings:
     """The task settings for ``s``."""
-    return parl.TaskSettings(
-        make_algorithm_func(s), max_batchsize=s.max_batchsize, max_training_batchsize=s.max_training_batchsize
-    )
+    return parl.TaskSettings(make_algorithm_func(s), max_batchsize=s.max_batchsize)
 
 
 def train(

@@ -32,7 +32,7 @@ TEST_RUN = dataclasses.replace(
     max_episode_steps=150,
     warmup_steps=100,
     batch_size=16,
-    sample_interval=16,
+    updates_per_step=1 / 16,
     log_interval=100,
 )
 

@@ -22,24 +22,38 @@ parl_runner = importlib.import_module("parl_runner")
 ROW = rows.Row("toy", "CartPole-v1", 475.0, "DQN", "examples/toy.py", sb3_algo="dqn", sb3_env="CartPole-v1")
 
 
-def run(steps: float, seconds: float, check: float) -> "report.Run":
-    result = {"greedy_check": check, "env_steps": steps, "train_seconds": seconds, "greedy_mean_return": check}
-    result.update(cpu_seconds=seconds, budget=1_000)
+def run(steps: float, seconds: float, check: float, final: Optional[float] = None, reached=None) -> "report.Run":
+    result = {"greedy_check": check, "env_steps": steps, "train_seconds": seconds}
+    result.update(greedy_mean_return=check if final is None else final, cpu_seconds=seconds, budget=1_000)
+    if reached is not None:
+        result["reached"] = reached
     return report.Run(ROW, report.PARL, 0, result=result)
 
 
-def test_medians_count_runs_that_miss_the_threshold_as_never_reaching_it():
-    two_of_three = report.Side(runs=[run(100, 1.0, 500), run(900, 9.0, 300), run(300, 3.0, 480)])
-    assert two_of_three.cells() == ["2/3", "300", "3.0"]
-    one_of_three = report.Side(runs=[run(100, 1.0, 500), run(900, 9.0, 300), run(300, 3.0, 470)])
-    assert one_of_three.cells() == ["1/3", "not reached", "not reached"]
+def test_medians_are_over_the_seeds_that_reached_and_finals_are_counted_among_them():
+    two_of_three = report.Side(runs=[run(100, 1.0, 500), run(900, 9.0, 300), run(300, 3.0, 480, final=470)])
+    assert two_of_three.cells() == ["2/3", "1/2", "200", "2.0"]
+    one_of_four = report.Side(runs=[run(100, 1.0, 500), run(900, 9.0, 300), run(50, 0.5, 470), run(70, 0.7, 10)])
+    assert one_of_four.cells() == ["1/4", "1/1", "100", "1.0"]
     failed = report.Side(runs=[report.Run(ROW, report.PARL, 0, error="boom")])
-    assert failed.cells() == ["0/1", "not reached", "not reached"]
-    assert report.Side(status="missing").cells() == ["missing", "", ""]
+    assert failed.cells() == ["0/1", "0/0", "not reached", "not reached"]
+    assert report.Side(status="missing").cells() == ["missing", "", "", ""]
     table = report.runs_table([run(100, 1.0, 500), report.Run(ROW, report.SB3, 1, error="boom")]).splitlines()
-    assert table[2] == "| toy (parl) | 0 | yes (check 500.0) | 100 | 1.0 | 1.0 | 500.0 | 1,000 |"
+    assert table[2] == "| toy (parl) | 0 | yes (last check 500.0) | 100 | 1.0 | 1.0 | 500.0 | 1,000 |"
     assert table[3].startswith("| toy (SB3) | 1 | error: boom |")
     assert {line.count("|") for line in table} == {9}
+
+
+def test_a_run_reached_only_when_its_runner_says_its_check_was_confirmed():
+    # A last check above the threshold whose confirmation failed is not reached; a runner's word wins.
+    assert not run(100, 1.0, 490, reached=False).reached
+    assert run(100, 1.0, 490, reached=True).reached
+    assert run(100, 1.0, 490).reached and not run(100, 1.0, 400).reached  # results without the key
+    summary = report.summary_table(
+        [ROW], {"toy": {report.PARL: report.Side(runs=[run(1, 1.0, 500)]), report.SB3: report.Side(status="not run")}}
+    )
+    header, _, line = summary.splitlines()
+    assert header.count("|") == line.count("|") == 13
 
 
 def test_write_section_appends_once_then_replaces_only_between_the_markers(tmp_path):
@@ -119,5 +133,5 @@ def test_a_missing_example_and_an_absent_sb3_counterpart_run_nothing():
     loads = []
     sides, runs = compare.measure([missing], args, loads)
     assert runs == [] and loads == []
-    assert sides["toy"][report.PARL].cells() == ["missing", "", ""]
-    assert sides["toy"][report.SB3].cells() == ["n/a (none)", "", ""]
+    assert sides["toy"][report.PARL].cells() == ["missing", "", "", ""]
+    assert sides["toy"][report.SB3].cells() == ["n/a (none)", "", "", ""]

@@ -152,7 +152,7 @@ def test_agents_learn_through_replay(make_cooperative) -> None:
     manager = make_cooperative(min_batchsize=2, training_timeout=0.01)
     for code in range(4):
         helper = recording(parl.ExpReplayHelper)(
-            capacity=100, batch_size=4, warmup_steps=4, sample_interval=2, seed=code
+            capacity=100, batch_size=4, warmup_steps=4, updates_per_step=0.5, seed=code
         )
         manager.add_agent(EchoAgent(CountEnv(code, length=5), num_games=4), {"T": helper})
     manager.start()

@@ -213,6 +213,7 @@ def test_robot_metrics_report_the_interval_since_the_last_collect(make_manager) 
     values = metrics.collect(100)
     assert values["robot/env_steps_per_second"] == pytest.approx(50.0)
     assert values["task/T/updates_per_second"] == pytest.approx(1.0)
+    assert values["task/T/updates_per_env_step"] == pytest.approx(2 / 100)  # the achieved update-to-data ratio
     assert values["task/T/loss"] == pytest.approx(np.mean(losses))
     assert values["task/T/rows"] == pytest.approx(3.0)  # a cost of EchoAlgorithm: the rows of its batch
     assert values["task/T/training_batch"] == pytest.approx(3.0)
@@ -221,7 +222,7 @@ def test_robot_metrics_report_the_interval_since_the_last_collect(make_manager) 
     assert values["task/T/grad_norm"] > 0.0
     assert values["task/T/learning_rate"] == pytest.approx(1e-3)
 
-    clock.now += 1.0  # an interval with no update and no prediction: rates are 0, means are left out
+    clock.now += 1.0  # no update, prediction or env step: rates are 0, means and the ratio are left out
     assert metrics.collect(100) == {
         "robot/env_steps_per_second": 0.0,
         "task/T/updates_per_second": 0.0,
@@ -233,6 +234,7 @@ def test_robot_metrics_report_the_interval_since_the_last_collect(make_manager) 
     values = metrics.collect(150)
     assert values["robot/env_steps_per_second"] == pytest.approx(100.0)
     assert values["task/T/training_batch"] == 6.0 and values["task/T/updates_per_second"] == pytest.approx(2.0)
+    assert values["task/T/updates_per_env_step"] == pytest.approx(1 / 50)
     assert "task/T/prediction_batch" not in values
 
 

@@ -290,7 +290,8 @@ def test_a_td_error_of_the_wrong_length_raises() -> None:
 
 
 def test_priorities_come_from_dqn_through_a_real_wrapper(make_wrapper) -> None:
-    """Two agents' batches joined in one update: each helper gets and uses its own rows of td_error."""
+    """Two agents' batches waiting together: each is an update of its own (replay samples are never
+    joined), and each helper gets and uses the td_error of its own rows."""
     algorithm = DQN(lambda: MLPQModel(obs_dim=2, num_actions=2, hidden_sizes=(8,)), gamma=0.9)
     wrapper = make_wrapper(algorithm, min_batchsize=2, max_training_batchsize=2, training_timeout=5.0)
     helpers, sent, results = [], [[], []], [None, None]
@@ -313,7 +314,7 @@ def test_priorities_come_from_dqn_through_a_real_wrapper(make_wrapper) -> None:
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert wrapper.stats.training_batches == 1  # the two batches were joined into one update
+    assert wrapper.stats.training_batches == 2 and wrapper.stats.training_requests == 2  # taken together
     for i, (helper, costs) in enumerate(zip(helpers, results)):
         td = costs["td_error"]
         assert td.shape == (8,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -158,8 +160,8 @@ def store(helper: parl.AgentHelper, step: int, *, terminated: bool = False, trun
     helper.store_data({"obs": obs}, {"action": np.array([step])}, float(step), {"obs": obs + 1}, terminated, truncated)
 
 
-def test_exp_replay_waits_for_warmup_then_learns_every_sample_interval() -> None:
-    helper = parl.ExpReplayHelper(capacity=100, batch_size=8, warmup_steps=5, sample_interval=3, seed=0)
+def test_exp_replay_waits_for_warmup_then_learns_at_its_update_to_data_ratio() -> None:
+    helper = parl.ExpReplayHelper(capacity=100, batch_size=8, warmup_steps=5, updates_per_step=1 / 3, seed=0)
     comm = bound(helper)
     learned_at = []
     for step in range(1, 15):
@@ -244,13 +246,30 @@ def test_helpers_must_be_bound() -> None:
     [
         lambda: parl.ExpReplayHelper(batch_size=0),
         lambda: parl.ExpReplayHelper(warmup_steps=-1),
-        lambda: parl.ExpReplayHelper(sample_interval=0),
         lambda: parl.OnPolicyHelper(sample_interval=0),
     ],
 )
 def test_bad_helper_settings_raise(make) -> None:
     with pytest.raises(ValueError, match="must be an integer"):
         make()
+
+
+@pytest.mark.parametrize("ratio", [0, -1, 1e-7, 1001, float("inf"), float("nan"), True, "0.25"])
+def test_an_update_to_data_ratio_out_of_range_is_refused_by_name(ratio) -> None:
+    with pytest.raises(ValueError, match=r"updates_per_step must be a number in \[1e-06, 1000.0\]"):
+        parl.ExpReplayHelper(updates_per_step=ratio)
+
+
+@pytest.mark.parametrize("ratio", [0.1, 0.25, 1 / 3, 1.0, 2.5])
+def test_exp_replay_sends_exactly_the_updates_its_ratio_earns(ratio) -> None:
+    helper = parl.ExpReplayHelper(capacity=100, batch_size=2, warmup_steps=5, updates_per_step=ratio, seed=0)
+    comm = bound(helper)
+    for step in range(1, 41):
+        store(helper, step)
+        helper.learn()
+        ready = max(0, step - 4)  # steps stored since the buffer held warmup_steps (the 5th is the first)
+        assert len(comm.batches) == math.ceil(round(ready * ratio, 9)), (ratio, step)
+    assert helper.updates_due() == 0
 
 
 def test_on_policy_cache_is_not_changed_by_an_agent_reusing_its_arrays() -> None:

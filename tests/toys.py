@@ -152,7 +152,8 @@ def echo_obs(code: int, step: int, marker: float = 0.0) -> np.ndarray:
 
 
 def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> Dict[str, object]:
-    """A training batch (fields of ComputationTask.learn) whose rows all come from ``code``."""
+    """A training batch (fields of ComputationTask.learn) whose rows all come from ``code``: one
+    time-ordered segment, as an on-policy helper sends, so the wrapper may join it with others."""
     obs = np.stack([echo_obs(code, i, marker) for i in range(rows)])
     return {
         "inputs": {"obs": obs},
@@ -162,6 +163,7 @@ def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> Dict[str, objec
         "actions": {"action": obs[:, :1].astype(np.int64)},
         "rewards": {"reward": np.ones((rows, 1), np.float32)},
         "next_episode_end": np.zeros((rows, 1), np.float32),
+        "sequence_lengths": np.array([rows], dtype=np.int64),
     }
 
 

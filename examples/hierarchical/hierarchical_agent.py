@@ -3,7 +3,7 @@
     manager = parl.Manager({"goal": goal_settings, "follow": follow_settings})
     manager.add_agent(
         HierarchicalAgent(make_env(), seed=0),
-        {"goal": parl.ExpReplayHelper(sample_interval=1), "follow": parl.OnPolicyHelper(sample_interval=8)},
+        {"goal": parl.ExpReplayHelper(updates_per_step=1.0), "follow": parl.OnPolicyHelper(sample_interval=8)},
     )
 
 Two ComputationTasks at two time resolutions drive one agent:

@@ -85,7 +85,7 @@ class Settings:
     flat_capacity: int = 20_000  # per agent
     flat_batch_size: int = 64
     flat_warmup: int = 250  # per agent
-    flat_sample_interval: int = 4
+    flat_updates_per_step: float = 0.25
     flat_epsilon_steps: int = 4_000  # per agent
 
 
@@ -170,7 +170,7 @@ def hierarchical_helpers(s: Settings, seed: int) -> Dict[str, parl.AgentHelper]:
             capacity=s.goal_capacity,
             batch_size=s.goal_batch_size,
             warmup_steps=s.goal_warmup,
-            sample_interval=1,  # one batch per subgoal achieved or aborted
+            updates_per_step=1.0,  # one batch per subgoal achieved or aborted
             seed=seed,
         ),
         HierarchicalAgent.FOLLOW: parl.OnPolicyHelper(sample_interval=s.training_interval),
@@ -189,7 +189,7 @@ def flat_helpers(s: Settings, seed: int) -> Dict[str, parl.AgentHelper]:
             capacity=s.flat_capacity,
             batch_size=s.flat_batch_size,
             warmup_steps=s.flat_warmup,
-            sample_interval=s.flat_sample_interval,
+            updates_per_step=s.flat_updates_per_step,
             seed=seed,
         )
     }

@@ -151,7 +151,8 @@ class RobotMetrics:
 
     def collect(self, env_steps: int) -> Dict[str, float]:
         """``robot/env_steps_per_second`` and every task's ``task/<name>/*`` tags over the interval
-        since the previous call (or since this object was made).
+        since the previous call (or since this object was made), ``updates_per_env_step`` among them
+        when the interval has env steps.
 
         Means over the interval (costs, batch sizes, latency, gradient norm) are
         left out when the interval holds nothing to average: a task that did no
@@ -167,6 +168,10 @@ class RobotMetrics:
         for name, wrapper in self._wrappers.items():
             snapshot = wrapper.stats.snapshot()
             values.update(task_values(name, self._last[name], snapshot, seconds))
+            if env_steps > self._last_steps:
+                # The achieved update-to-data ratio (a replay helper's updates_per_step, once warm).
+                updates = snapshot.updates - self._last[name].updates
+                values[f"task/{name}/updates_per_env_step"] = updates / (env_steps - self._last_steps)
             self._last[name] = snapshot
         self._last_time, self._last_steps = now, env_steps
         return values

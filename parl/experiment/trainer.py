@@ -12,7 +12,8 @@ The Manager runs the agents while this loop, in the main thread:
   training returns reaches ``evaluation.start_return``) copies the weights
   into evaluator tasks and plays deterministic episodes with evaluation agents
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
-  whose mean reaches ``train.target_return``;
+  whose mean reaches ``train.target_return`` and is confirmed by as many
+  episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`);
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly).
@@ -45,6 +46,7 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager
 from parl.framework.specs import zeros
 from parl.seeding import seed_everything
+from parl.utils.evaluation import confirmed_check
 from parl.utils.training import env_steps
 
 EVAL_SEED = 10_000  # evaluation episode seeds start here (plus the env steps at the evaluation)
@@ -198,7 +200,7 @@ class Trainer:
     def _evaluate(
         self, manager: Manager, evaluators: Dict[str, ComputationTask], writer: MetricsWriter, state: "_RunState"
     ) -> bool:
-        """One evaluation; True when it reaches the target return.
+        """One evaluation; True when it reaches the target return and its confirmation does too.
 
         With ``evaluation.pause_training`` the agents and updates wait meanwhile (the weights
         evaluated are the learners' of this env step), and an evaluation that reaches the target
@@ -213,15 +215,16 @@ class Trainer:
         passed = False
         try:
             copy_weights(manager.tasks, evaluators)
-            returns = evaluate_agents(
-                lambda seed: make_agent(config, 0, seed=seed),
-                evaluators,
+            check = confirmed_check(
+                lambda episodes, seed: evaluate_agents(
+                    lambda agent_seed: make_agent(config, 0, seed=agent_seed), evaluators, episodes=episodes, seed=seed
+                ),
                 episodes=config.evaluation.episodes,
+                target=target,
                 seed=EVAL_SEED + state.steps,
-                stop_below=target,
             )
-            state.last_eval = float(np.mean(returns))
-            passed = target is not None and len(returns) == config.evaluation.episodes and state.last_eval >= target
+            returns, passed = check.returns, check.passed
+            state.last_eval = check.score
         finally:
             if pause and not passed:
                 manager.resume()

@@ -22,6 +22,7 @@ experience itself is not) and given back with
 from __future__ import annotations
 
 import inspect
+from fractions import Fraction
 from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -177,10 +178,20 @@ class OnPolicyHelper(AgentHelper):
 
 
 class ExpReplayHelper(AgentHelper):
-    """Keeps a replay buffer; every ``sample_interval`` stored steps, sends a sampled batch.
+    """Keeps a replay buffer and sends sampled batches at a fixed update-to-data ratio.
 
-    Learning starts once ``warmup_steps`` transitions are stored. Works with
-    any off-policy algorithm; two options change what is replayed:
+    Learning starts once ``warmup_steps`` transitions are stored. From then on
+    every stored step earns ``updates_per_step`` updates, and :meth:`learn`
+    sends one sampled batch per update earned, each learned as one update of
+    its own (the wrapper never joins replay samples). After the ``n``-th step
+    since the buffer was warm is stored and learned on, the helper has sent
+    exactly ``ceil(n * updates_per_step)`` batches (the first at once), in
+    threads, cooperative or processes placement alike: a robot of many agents
+    makes ``updates_per_step`` updates per env step of all its agents
+    together. ``0.25`` is one update every 4 steps (SB3's ``train_freq=4``),
+    ``2`` two updates per step.
+
+    Works with any off-policy algorithm; two options change what is replayed:
 
     - ``n_step > 1``: each stored transition spans up to ``n_step`` env steps
       (:class:`~parl.framework.n_step.NStepAccumulator`): its reward is the
@@ -198,7 +209,8 @@ class ExpReplayHelper(AgentHelper):
         capacity: transitions kept by this agent.
         batch_size: transitions per batch sent.
         warmup_steps: transitions stored before the first batch.
-        sample_interval: stored steps between batches.
+        updates_per_step: updates (batches sent) per stored step after warm-up, in [1e-6, 1000]:
+            the update-to-data ratio.
         seed: seeds this helper's sampling.
         prioritized: sample by priority instead of uniformly.
         alpha: priority exponent, in [0, 1] (prioritized only).
@@ -217,7 +229,7 @@ class ExpReplayHelper(AgentHelper):
         capacity: int = 100_000,
         batch_size: int = 64,
         warmup_steps: int = 1000,
-        sample_interval: int = 1,
+        updates_per_step: float = 1.0,
         seed: Optional[int] = None,
         prioritized: bool = False,
         alpha: float = 0.6,
@@ -231,7 +243,8 @@ class ExpReplayHelper(AgentHelper):
         self.capacity = check_int("capacity", capacity, 1)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.warmup_steps = check_int("warmup_steps", warmup_steps, 0)
-        self.sample_interval = check_int("sample_interval", sample_interval, 1)
+        self.updates_per_step = check_range("updates_per_step", updates_per_step, 1e-6, 1_000.0)
+        self._ratio = Fraction(self.updates_per_step).limit_denominator(1_000_000)
         if not isinstance(prioritized, bool):
             raise ValueError(f"prioritized must be True or False, got {prioritized!r}")
         self.prioritized = prioritized
@@ -242,7 +255,8 @@ class ExpReplayHelper(AgentHelper):
         self.n_step = check_int("n_step", n_step, 1)
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
         self._rng = np.random.default_rng(seed)
-        self._since_learn = 0
+        self._steps_ready = 0  # steps stored with the buffer warm
+        self._updates_sent = 0  # batches sent since then
         self._n_step = NStepAccumulator(self.n_step, gamma=self.gamma) if self.n_step > 1 else None
         self.buffer: Optional[Union[ReplayBuffer, PrioritizedReplayBuffer]] = None
         self._restored_added = 0  # transitions added before a resume, until the buffer exists
@@ -291,17 +305,28 @@ class ExpReplayHelper(AgentHelper):
         else:
             for n_step_transition in self._n_step.add(transition, episode_over):
                 self.buffer.add(n_step_transition)
-        self._since_learn += 1
+        if len(self.buffer) >= max(self.warmup_steps, 1):
+            self._steps_ready += 1
+
+    def updates_due(self) -> int:
+        """Batches :meth:`learn` would send now: the updates earned by the ``n`` steps stored since the
+        buffer held ``warmup_steps`` (``ceil(n * updates_per_step)``, computed exactly) less those sent."""
+        ratio = self._ratio  # a fraction, so 10 steps at 0.1 earn exactly 1 (10 * 0.1 < 1 in floats)
+        earned = -(-self._steps_ready * ratio.numerator // ratio.denominator)  # rounded up: the first at warm-up
+        return earned - self._updates_sent
 
     def learn(self) -> Optional[Dict[str, float]]:
-        if self._since_learn < self.sample_interval or len(self.buffer) < max(self.warmup_steps, 1):
-            return None
-        self._since_learn = 0
-        if not self.prioritized:
-            return self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
-        batch, slots = self.buffer.sample(self.batch_size, self._rng)
-        costs = self.communicator.learn(batch)
-        self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+        """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn;
+        returns the costs of the last, or None when none was due."""
+        costs = None
+        for _ in range(self.updates_due()):
+            self._updates_sent += 1
+            if not self.prioritized:
+                costs = self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
+                continue
+            batch, slots = self.buffer.sample(self.batch_size, self._rng)
+            costs = self.communicator.learn(batch)
+            self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
         return costs
 
 

@@ -5,8 +5,10 @@ Two threads per wrapper:
     prediction loop:  take every pending request (>= 1, <= max_batchsize), stack by spec,
                       task.predict, split rows back to their senders
     training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
-                      first), join at most max_training_batchsize of them, task.learn, return the
-                      costs to every sender (a per-row ``td_error`` split back by sender)
+                      first), take at most max_training_batchsize of them, join the time-ordered
+                      segments among them (on-policy batches) into one update and learn every
+                      replay sample as an update of its own, task.learn, return the costs to
+                      every sender (a per-row ``td_error`` split back by sender)
 
 An exception in the task reaches every agent whose request was in the failed
 batch, with the original traceback; the loop keeps serving later requests.
@@ -285,16 +287,15 @@ class ComputationWrapper:
         queue = self.training_queue
         while not self._stop.is_set():
             requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
-            if not requests:
-                continue
-            if not self._begin_update():
-                continue  # stopped while paused: the senders see StoppedError
-            try:
-                self._update(requests)
-            finally:
-                with self._pause:
-                    self._updating = False
-                    self._pause.notify_all()
+            for group in _update_groups(requests):
+                if not self._begin_update():
+                    break  # stopped while paused: the senders see StoppedError
+                try:
+                    self._update(group)
+                finally:
+                    with self._pause:
+                        self._updating = False
+                        self._pause.notify_all()
 
     def _begin_update(self) -> bool:
         """Wait while paused; False when the wrapper stops meanwhile."""
@@ -321,6 +322,16 @@ class ComputationWrapper:
         stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
         for request, reply in zip(requests, replies):
             request.finish(reply)
+
+
+def _update_groups(requests: List[Request]) -> List[List[Request]]:
+    """The updates to run for ``requests``: the time-ordered segments (batches carrying
+    ``sequence_lengths``, as on-policy helpers send) joined into one, every other batch (a replay
+    sample) an update of its own, so a replay helper's update-to-data ratio does not depend on
+    which agents' batches happen to arrive together."""
+    segments = [r for r in requests if "sequence_lengths" in r.payload]
+    samples = [[r] for r in requests if "sequence_lengths" not in r.payload]
+    return samples + [segments] if segments else samples
 
 
 def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:

@@ -66,8 +66,10 @@ class TaskSettings:
             (see :func:`parl.create_algorithm_func`).
         max_batchsize: most requests packed into one prediction batch (and, by default, training batch).
         min_batchsize: agents' training batches to wait for before an update.
-        max_training_batchsize: most agents' training batches joined into one update (None: max_batchsize).
-            Each update is one optimizer step, so this bounds how many env steps an update covers.
+        max_training_batchsize: most agents' training batches taken at once (None: max_batchsize). The
+            time-ordered segments among them (on-policy helpers') are joined into one update, so this
+            bounds how many env steps an on-policy update covers; replay samples are never joined (each
+            is one update), so a replay helper's ``updates_per_step`` holds in every placement.
         training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
         normalize_inputs: float inputs normalized by running statistics shared by all agents
             (True: all of them); see :class:`~parl.framework.computation_task.ComputationTask`.

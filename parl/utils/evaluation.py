@@ -1,8 +1,9 @@
-"""Greedy evaluation of a ComputationTask on fresh environments, outside any training."""
+"""Greedy evaluation of a ComputationTask on fresh environments, outside any training, and the
+check that ends a training run at its target."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -59,3 +60,48 @@ def evaluate(
         for env in envs:
             env.close()
     return totals
+
+
+class Check(NamedTuple):
+    """One greedy check (see :func:`confirmed_check`).
+
+    Attributes:
+        score: the mean return of every episode the check played.
+        passed: whether the check and its confirmation both reached the target.
+        returns: those episodes' returns, in the order played.
+    """
+
+    score: float
+    passed: bool
+    returns: List[float]
+
+
+def confirmed_check(
+    play: Callable[[int, int], Sequence[float]], *, episodes: int, target: Optional[float], seed: int
+) -> Check:
+    """The check that ends training: a target reached twice, on seeds no check has used.
+
+    ``play(n, first_seed)`` plays ``n`` deterministic episodes seeded
+    ``first_seed``, ``first_seed + 1``, ... and returns their returns. The check
+    plays one episode (a policy not there yet costs one episode), then
+    ``episodes - 1`` more when it reached ``target``; when their mean reaches
+    ``target`` too, ``episodes`` further episodes (seeds ``seed + episodes``
+    on) confirm it, and the check passes only when their mean also reaches
+    ``target``. A policy whose mean return sits just at the target passes
+    one set of episodes by luck about half the time, two in a row about a
+    quarter of the time, so a run seldom stops on a policy that a fresh
+    evaluation then finds below the target. Without a ``target`` the check
+    plays ``episodes`` episodes and never passes.
+    """
+    check_int("episodes", episodes, 1)
+    if target is None:
+        returns = [float(r) for r in play(episodes, seed)]
+        return Check(float(np.mean(returns)), False, returns)
+    returns = [float(r) for r in play(1, seed)]
+    if returns[0] >= target and episodes > 1:
+        returns += [float(r) for r in play(episodes - 1, seed + 1)]
+    if len(returns) < episodes or float(np.mean(returns)) < target:
+        return Check(float(np.mean(returns)), False, returns)
+    confirmation = [float(r) for r in play(episodes, seed + episodes)]
+    returns += confirmation
+    return Check(float(np.mean(returns)), float(np.mean(confirmation)) >= target, returns)

@@ -8,8 +8,9 @@ gathers episode statistics, prints progress, and every ``check_interval``
 env steps (once the recent training return reaches ``check_from``) copies
 the weights into a separate evaluator task and plays greedy episodes with
 :func:`~parl.utils.evaluation.evaluate`. Training stops at the first check
-that reaches ``target``; the policy of the best check is then evaluated on
-fresh seeds.
+that reaches ``target`` and is confirmed on as many fresh episodes
+(:func:`~parl.utils.evaluation.confirmed_check`); the policy of that check
+(or of the best check, when none passed) is then evaluated on fresh seeds.
 """
 
 from __future__ import annotations
@@ -25,22 +26,20 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager, TaskSettings
 from parl.framework.validation import check_int
 from parl.seeding import seed_everything
-from parl.utils.evaluation import evaluate
+from parl.utils.evaluation import Check, confirmed_check, evaluate
 
 
 def greedy_check(
     evaluator: ComputationTask, make_env: Callable[[], Any], episodes: int, target: float, seed: int
-) -> float:
-    """Mean deterministic return over ``episodes``.
-
-    Plays one episode first and returns its score alone when it misses
-    ``target``, so checks of a policy that is not there yet cost one episode.
-    """
-    first = evaluate(evaluator, make_env, 1, seed=seed)[0]
-    if first < target or episodes == 1:
-        return first
-    rest = evaluate(evaluator, make_env, episodes - 1, seed=seed + 1)
-    return float(np.mean([first] + rest))
+) -> Check:
+    """:func:`~parl.utils.evaluation.confirmed_check` of ``evaluator``'s deterministic policy on
+    environments from ``make_env``."""
+    return confirmed_check(
+        lambda n, first_seed: evaluate(evaluator, make_env, n, seed=first_seed),
+        episodes=episodes,
+        target=target,
+        seed=seed,
+    )
 
 
 def env_steps(manager: Manager, finished_steps: int) -> int:
@@ -72,7 +71,8 @@ def train_until(
         manager: a Manager with its agents added, not yet started.
         settings: the task's settings, used to build the evaluator task.
         make_env: builds one evaluation environment.
-        target: mean deterministic return over ``eval_episodes`` that ends training.
+        target: mean deterministic return over ``eval_episodes``, reached twice in a row on fresh
+            seeds (:func:`~parl.utils.evaluation.confirmed_check`), that ends training.
         max_steps: env step budget (all agents together), counted live for agents with a
             ``total_steps`` counter (GymAgent), else at episode ends.
         seed: base of the evaluation seeds.
@@ -80,8 +80,9 @@ def train_until(
         check_from: checks start once the mean of the last 20 training returns reaches this (None: at once).
 
     Returns:
-        ``train_seconds``, ``env_steps``, ``updates``, ``episodes``, ``greedy_check`` (the last),
-        ``best_greedy_check`` and ``greedy_mean_return`` (best policy on fresh seeds).
+        ``train_seconds``, ``env_steps``, ``updates``, ``episodes``, ``greedy_check`` (the last check's
+        mean return), ``best_greedy_check``, ``reached`` (a check passed: training stopped at the
+        target) and ``greedy_mean_return`` (the policy that passed, or the best one, on fresh seeds).
 
     Raises:
         AgentError: the first error an agent hit.
@@ -93,7 +94,7 @@ def train_until(
     start = time.perf_counter()
     manager.start()
     steps, finished_steps, episodes, recent, last_print, next_check = 0, 0, 0, [], start, 0
-    check, best_check, best_weights = float("nan"), float("-inf"), None
+    check, best_check, best_weights, reached = float("nan"), float("-inf"), None, False
     try:
         while manager.running() and steps < max_steps:
             time.sleep(0.02)
@@ -119,10 +120,12 @@ def train_until(
             if ready and steps >= next_check:
                 next_check = steps + check_interval
                 evaluator.set_algorithm_weights(learner.algorithm_weights())
-                check = greedy_check(evaluator, make_env, eval_episodes, target, seed=10_000 + steps)
-                if check > best_check:
+                result = greedy_check(evaluator, make_env, eval_episodes, target, seed=10_000 + steps)
+                check = result.score
+                if result.passed or check > best_check:
                     best_check, best_weights = check, evaluator.algorithm_weights()
-                if check >= target:
+                if result.passed:
+                    reached = True
                     break
     finally:
         manager.stop()
@@ -139,6 +142,7 @@ def train_until(
         "episodes": episodes,
         "greedy_check": check,
         "best_greedy_check": best_check,
+        "reached": reached,
         "greedy_mean_return": float(np.mean(returns)),
     }
     if verbose:

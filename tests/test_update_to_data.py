@@ -1,0 +1,77 @@
+"""The update-to-data ratio of replay helpers: the same updates for the same env steps in every placement,
+and replay samples never joined into one update (on-policy segments still are)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import List
+
+import pytest
+
+import parl
+
+from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, echo_batch
+
+AGENTS = 4
+GAMES = 5
+EPISODE_STEPS = 7
+WARMUP = 6
+
+
+def expected_updates(updates_per_step: float) -> int:
+    """What each agent's helper must send: one update per ``1 / updates_per_step`` steps from the
+    step that fills the warm-up on (that step included), rounded up."""
+    steps = GAMES * EPISODE_STEPS
+    return AGENTS * math.ceil(round((steps - WARMUP + 1) * updates_per_step, 9))
+
+
+@pytest.mark.parametrize("updates_per_step", [0.25, 0.5, 1.0, 1.5])
+@pytest.mark.parametrize("placement", ["threads", "cooperative", "processes"])
+def test_every_placement_makes_the_updates_its_ratio_earns(placement: str, updates_per_step: float) -> None:
+    # Every agent's batches may arrive at once (max_training_batchsize None joins up to 256 of them),
+    # and thread timing decides which do; the count of updates must not depend on it.
+    settings = parl.TaskSettings(lambda: EchoAlgorithm(), min_batchsize=2, training_timeout=0.005)
+    workers = 2 if placement == "processes" else None
+    manager = parl.Manager({"T": settings}, placement=placement, workers=workers, thread_placement="os")
+    try:
+        for code in range(AGENTS):
+            helper = parl.ExpReplayHelper(
+                capacity=100, batch_size=4, warmup_steps=WARMUP, updates_per_step=updates_per_step, seed=code
+            )
+            manager.add_agent(EchoAgent(CountEnv(code, length=EPISODE_STEPS), num_games=GAMES), {"T": helper})
+        manager.start()
+        episodes = manager.join(timeout=WAIT * 4)
+    finally:
+        manager.stop()
+    assert manager.errors == []
+    assert sum(e["steps"] for e in episodes) == AGENTS * GAMES * EPISODE_STEPS
+    batches = manager.tasks["T"].algorithm.learn_batches
+    assert len(batches) == manager.wrappers["T"].stats.snapshot().updates == expected_updates(updates_per_step)
+    assert {len(batch) for batch in batches} == {4}  # one agent's sample per update, never two joined
+
+
+def sample(code: int, rows: int) -> dict:
+    """A replay sample: echo_batch without its segment lengths."""
+    return {k: v for k, v in echo_batch(code, rows=rows).items() if k != "sequence_lengths"}
+
+
+def test_the_wrapper_joins_segments_but_learns_each_replay_sample_alone(make_wrapper) -> None:
+    algorithm = EchoAlgorithm()
+    wrapper = make_wrapper(algorithm, min_batchsize=5, training_timeout=1.0)
+    requests = [(0, echo_batch(0, rows=3)), (1, sample(1, 4)), (2, echo_batch(2, rows=2)), (3, sample(3, 4))]
+    requests.append((4, echo_batch(4, rows=1)))
+    costs: List[dict] = [{} for _ in requests]
+
+    def send(i: int, batch: dict) -> None:
+        costs[i] = wrapper.communicator(i).learn(batch)
+
+    threads = [threading.Thread(target=send, args=(i, batch)) for i, batch in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    # Five batches taken at once: the two replay samples alone, the three segments as one update.
+    assert sorted(len(batch) for batch in algorithm.learn_batches) == [4, 4, 6]
+    assert wrapper.stats.snapshot().updates == 3
+    assert [c["rows"] for c in costs] == [6.0, 4.0, 6.0, 4.0, 6.0]
