@@ -1,7 +1,7 @@
 """Each parl example beside Stable-Baselines3 on the same task: env steps and seconds to a greedy target.
 
     make bench-compare                         # builds .venv-sb3, then: compare.py --side-cpus 1 0 --write
-    .venv/bin/python benchmarks/compare.py                       # every row, seeds 0 1 2; prints the tables
+    .venv/bin/python benchmarks/compare.py                       # every row, seeds 0-9; prints the tables
     .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
     .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3
 
@@ -10,8 +10,12 @@ runs share no state, do not compete for cores, and imports are not timed: parl's
 calls the example's ``train(seed=..., verbose=False)`` through
 benchmarks/parl_runner.py, SB3's runs benchmarks/sb3_runner.py in the
 ``.venv-sb3`` virtualenv (``make .venv-sb3``). Both stop at the first greedy
-check whose 10-episode mean reaches the row's target (one deterministic
-episode every 1,000 env steps, nine more when it passes). A row whose
+check whose 10-episode mean reaches the row's target and is confirmed on 10
+more episodes (one deterministic episode every 1,000 env steps, nine more
+when it passes, ten more to confirm). The tables give, per row and side, the
+seeds that reached the target of the seeds run (default 0-9), the reached
+seeds whose final evaluation on fresh seeds is at the target too, and the
+median env steps and seconds over the seeds that reached. A row whose
 example does not exist yet shows "missing"; SB3 shows "n/a" where it has no
 counterpart. ``--write`` replaces the section between
 ``<!-- compare:begin -->`` and ``<!-- compare:end -->`` in docs/benchmarks.md.
@@ -216,28 +220,30 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
 
 
 METHOD = """\
-Both sides stop training at the first greedy check whose 10-episode mean reaches the target: one
-deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more when it reaches the target
-(`parl.utils.training.greedy_check`; SB3's side, benchmarks/sb3_runner.py, does the same with the same
-seeds). Checks start once the mean of the last 20 training returns reaches a level: parl's examples set
-their own (30% of the target on CartPole, from the start on Pendulum), and SB3's side uses the same.
-**Seconds** are wall time from the start of training (after imports and set-up) to that stop; **env
-steps** are those of all environment copies together at the stop (parl counts them live, SB3 as it
-does). Each figure is the median over the seeds; a seed that does not reach the target within its
-budget counts as never reaching it, so a median reads "not reached" when fewer than half the seeds reach
-it. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`),
-whose `n_timesteps` is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and
-DDPG Pendulum 20k, PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget.
-parl's budgets are the examples' defaults (`max_steps`). "missing": the example does not exist yet.
-"CPU s (whole call)" in the table of every run is the process's CPU time over set-up, training and the
-final evaluation: less inflated than wall time when other jobs share the machine."""
+Both sides stop training at the first greedy check that reaches the target and is confirmed: one
+deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more when it reaches the
+target, and when their mean does, ten more on the next seeds; training stops only when both 10-episode
+means reach the target (`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py,
+does the same with the same seeds). Checks start once the mean of the last 20 training returns reaches
+a level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
+SB3's side uses the same. **Reached** counts the seeds whose training stopped at the target within the
+budget; **final at target** counts, among those, the seeds whose policy also reached the target in a
+final evaluation of 10 episodes on seeds no check used (`1000000 + seed`). **Env steps** (all
+environment copies together, at the stop) and **seconds** (wall time from the start of training, after
+imports and set-up, to the stop) are medians over the seeds that reached the target. "rl-zoo tuned":
+rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps`
+is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k,
+PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget. parl's budgets are
+the examples' defaults (`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)"
+in the table of every run is the process's CPU time over set-up, training and the final evaluation:
+less inflated than wall time when other jobs share the machine."""
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [row.name for row in ROWS]
     parser.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"rows to run, of: {names}")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     sides = parser.add_mutually_exclusive_group()
     sides.add_argument("--no-sb3", action="store_true", help="train parl's side only")
     sides.add_argument("--sb3-only", action="store_true", help="train SB3's side only")

@@ -34,9 +34,11 @@ class Settings:
     hidden_sizes: tuple = (64, 64)
     learning_rate: float = 2e-3
     gamma: float = 0.99
-    target_update_interval: int = 1  # optimizer updates between target updates
+    # Hard target copies every 50 updates: over seeds 0-9 they reached 475 on 9 (median 32k env steps),
+    # every 100 on 10 (median 51k), a Polyak rate of 0.02 per update on 9 (35k), 0.01 on 9 (52k).
+    target_update_interval: int = 50  # optimizer updates between target copies
     grad_clip: Optional[float] = 10.0  # global gradient-norm bound (as SB3); without it 2 of 11 seeds stalled
-    tau: float = 0.02  # Polyak rate; measured more reliable here than hard copies every 50 or 100 updates
+    tau: float = 1.0  # a hard copy, as the paper
     epsilon_start: float = 1.0
     epsilon_end: float = 0.02
     epsilon_steps: int = 1_000  # per agent
