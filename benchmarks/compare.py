@@ -203,10 +203,11 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
             else "one at a time, not pinned"
         )
     cores = os.cpu_count() or 1
+    own = 2 if args.side_cpus else 1  # the runs of this benchmark that are in the load themselves
     shared = (
-        " The machine was shared with other jobs (load above its core count): wall seconds are inflated;"
-        " env steps and CPU seconds are the steadier figures."
-        if max(loads) > cores
+        f" The machine was shared with other jobs (load above the {own} run(s) of this benchmark and the"
+        " core count): wall seconds are inflated; env steps and CPU seconds are the steadier figures."
+        if max(loads) > max(cores, own) + 0.5
         else ""
     )
     return (
@@ -222,9 +223,10 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
 METHOD = """\
 Both sides stop training at the first greedy check that reaches the target and is confirmed: one
 deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more when it reaches the
-target, and when their mean does, ten more on the next seeds; training stops only when both 10-episode
-means reach the target (`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py,
-does the same with the same seeds). Checks start once the mean of the last 20 training returns reaches
+target, and when their mean does, ten more on the next seeds; training stops only when the mean of those
+ten reaches the target and so does the mean of all twenty less two standard errors
+(`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py, does the same with the
+same seeds). Checks start once the mean of the last 20 training returns reaches
 a level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
 SB3's side uses the same. **Reached** counts the seeds whose training stopped at the target within the
 budget; **final at target** counts, among those, the seeds whose policy also reached the target in a

@@ -7,8 +7,9 @@ so it imports neither parl nor paddle. Every ``--check-interval`` env steps
 (once the mean of the last 20 training returns reaches ``--check-from``) it
 plays one deterministic episode on a fresh environment and, when that one
 reaches the target, nine more, and when their mean does, ten more to confirm:
-training stops at the first check whose two means both reach the target
-(parl's ``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
+training stops at the first check whose confirmation reaches the target and
+whose mean over all 20, less two standard errors, does too (parl's
+``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
 policy of that check (or of the best, when none passed) is then evaluated on
 10 fresh seeds. The time
 runs from the start of ``learn()`` (after imports and model set-up) to that
@@ -165,18 +166,23 @@ def evaluate(model: BaseAlgorithm, env_id: str, episodes: int, seed: int) -> Lis
     return totals
 
 
+CONFIDENCE = 2.0  # parl.utils.evaluation.CONFIDENCE
+
+
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> Tuple[float, bool]:
     """parl's ``confirmed_check`` (parl/utils/evaluation.py), which this virtualenv cannot import: one
     deterministic episode, ``episodes - 1`` more when it reaches ``target``, and when their mean does,
-    ``episodes`` more on the next seeds to confirm. Returns the mean of all played and whether both
-    sets reached ``target``."""
+    ``episodes`` more on the next seeds to confirm. Returns the mean of all played and whether the
+    confirmation's mean and the mean of all less ``CONFIDENCE`` standard errors reach ``target``."""
     returns = evaluate(model, env_id, 1, seed)
     if returns[0] >= target and episodes > 1:
         returns += evaluate(model, env_id, episodes - 1, seed + 1)
     if len(returns) < episodes or np.mean(returns) < target:
         return float(np.mean(returns)), False
     confirmation = evaluate(model, env_id, episodes, seed + episodes)
-    return float(np.mean(returns + confirmation)), bool(np.mean(confirmation) >= target)
+    every = np.asarray(returns + confirmation)
+    bound = every.mean() - CONFIDENCE * every.std(ddof=1) / np.sqrt(every.size)
+    return float(every.mean()), bool(np.mean(confirmation) >= target and bound >= target)
 
 
 class GreedyCheckCallback(BaseCallback):

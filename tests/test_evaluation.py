@@ -1,17 +1,19 @@
 """evaluate(): episodes played at once with batched deterministic predictions give the returns of
-the same episodes played one by one, recurrent states included."""
+the same episodes played one by one, recurrent states included; confirmed_check(): the check that
+ends training."""
 
 from __future__ import annotations
 
 from typing import List
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import parl
 from parl.algorithms import A2C
 from parl.models import LSTMActorCritic, MLPActorCritic
-from parl.utils.evaluation import evaluate
+from parl.utils.evaluation import Check, confirmed_check, evaluate, lower_bound
 
 
 def cartpole() -> gym.Env:
@@ -72,3 +74,59 @@ def test_every_environment_is_closed() -> None:
     task = task_of(MLPActorCritic, 0, hidden_sizes=(16,))
     evaluate(task, lambda: RecordsClose(cartpole()), 3, seed=0)
     assert RecordsClose.closed == 3
+
+
+# -- the check that ends training ------------------------------------------------------------------
+
+
+class Scripted:
+    """``play(n, first_seed)`` answering from a table of returns by seed, recording what it was asked."""
+
+    def __init__(self, returns_by_seed) -> None:
+        self.returns_by_seed = returns_by_seed
+        self.calls = []
+
+    def __call__(self, n, first_seed):
+        self.calls.append((n, first_seed))
+        return [self.returns_by_seed(first_seed + i) for i in range(n)]
+
+
+def test_a_first_episode_below_the_target_is_the_whole_check() -> None:
+    play = Scripted(lambda seed: 100.0)
+    check = confirmed_check(play, episodes=10, target=475.0, seed=7)
+    assert check == Check(100.0, False, [100.0]) and play.calls == [(1, 7)]
+
+
+def test_a_steady_policy_at_the_target_passes_after_its_confirmation_on_the_next_seeds() -> None:
+    play = Scripted(lambda seed: 500.0)
+    check = confirmed_check(play, episodes=10, target=475.0, seed=7)
+    assert check.passed and check.score == 500.0 and len(check.returns) == 20
+    assert play.calls == [(1, 7), (9, 8), (10, 17)]  # seeds 7-16, then 17-26 to confirm
+
+
+def test_a_confirmation_below_the_target_does_not_pass() -> None:
+    play = Scripted(lambda seed: 500.0 if seed < 17 else 450.0)
+    check = confirmed_check(play, episodes=10, target=475.0, seed=7)
+    assert not check.passed and check.score == pytest.approx(475.0)
+
+
+def test_a_mean_above_the_target_with_a_wide_spread_does_not_pass() -> None:
+    # Mean 482.5 over 20, both halves above 475, but two early falls: the lower bound is below 475.
+    play = Scripted(lambda seed: 350.0 if seed in (9, 20) else 500.0)
+    check = confirmed_check(play, episodes=10, target=475.0, seed=7)
+    assert check.score == pytest.approx(485.0) and not check.passed
+    assert lower_bound(check.returns) < 475.0 < float(np.mean(check.returns[10:]))
+    steady = confirmed_check(Scripted(lambda seed: 490.0 if seed % 2 else 480.0), episodes=10, target=475.0, seed=7)
+    assert steady.passed  # a spread of 10 around 485: the bound clears 475
+
+
+def test_without_a_target_a_check_plays_every_episode_and_never_passes() -> None:
+    play = Scripted(lambda seed: float(seed))
+    check = confirmed_check(play, episodes=3, target=None, seed=1)
+    assert check == Check(2.0, False, [1.0, 2.0, 3.0]) and play.calls == [(3, 1)]
+
+
+def test_the_lower_bound_is_the_mean_less_two_standard_errors() -> None:
+    returns = [1.0, 2.0, 3.0, 4.0]
+    assert lower_bound(returns) == pytest.approx(2.5 - 2.0 * np.std(returns, ddof=1) / 2.0)
+    assert lower_bound([5.0]) == 5.0 and lower_bound([3.0, 3.0]) == 3.0
