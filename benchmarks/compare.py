@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/compare.py                       # every row, seeds 0-9; prints the tables
     .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
     .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3
+    .venv/bin/python benchmarks/compare.py --only dqn_cartpole --no-sb3 --option tau=0.02   # a changed setting
 
 Every (row, side, seed) trains in a fresh process, one after another, so
 runs share no state, do not compete for cores, and imports are not timed: parl's side
@@ -47,11 +48,12 @@ DOC = ROOT / "docs" / "benchmarks.md"
 CHECK_INTERVAL = 1_000  # env steps between greedy checks, on both sides
 
 
-def parl_command(row: Row, seed: int) -> List[str]:
-    """The command that trains ``row``'s parl example once."""
+def parl_command(row: Row, seed: int, options: Sequence[str] = ()) -> List[str]:
+    """The command that trains ``row``'s parl example once, with the row's options and then ``options``
+    (``NAME=VALUE`` settings of the example; see benchmarks/parl_runner.py)."""
     command = [sys.executable, str(PARL_RUNNER), "--example", str(ROOT / row.example), "--seed", str(seed)]
     command += ["--target", str(row.threshold), "--check-interval", str(CHECK_INTERVAL)]
-    return command + [arg for option in row.options for arg in ("--option", option)]
+    return command + [arg for option in (*row.options, *options) for arg in ("--option", option)]
 
 
 def sb3_command(row: Row, seed: int, settings: str, threads: int) -> List[str]:
@@ -129,7 +131,7 @@ def measure(
         for seed in args.seeds:
             jobs = []
             if not parl.status:
-                jobs.append((parl_runs, Run(row, PARL, seed), parl_command(row, seed), parl_cpus))
+                jobs.append((parl_runs, Run(row, PARL, seed), parl_command(row, seed, args.option), parl_cpus))
             if not sb3.status:
                 jobs.append(
                     (sb3_runs, Run(row, SB3, seed), sb3_command(row, seed, settings, args.sb3_threads), sb3_cpus)
@@ -222,23 +224,24 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
 
 METHOD = """\
 Both sides stop training at the first greedy check that reaches the target and is confirmed: one
-deterministic episode every 1,000 env steps (seeds `10000 + steps`), nine more when it reaches the
-target, and when their mean does, ten more on the next seeds; training stops only when the mean of those
-ten reaches the target and so does the mean of all twenty less two standard errors
-(`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py, does the same with the
-same seeds). Checks start once the mean of the last 20 training returns reaches
-a level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
+deterministic episode every 1,000 env steps (seeds from `check_seed(seed, steps)`, in a block of the
+run's own), nine more when it reaches the target, and when their mean does, ten more on the next seeds;
+training stops only when the mean of those ten reaches the target and so does the mean of all twenty
+less two standard errors (`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py,
+does the same with the same seeds). Checks start once the mean of the last 20 training returns reaches a
+level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
 SB3's side uses the same. **Reached** counts the seeds whose training stopped at the target within the
 budget; **final at target** counts, among those, the seeds whose policy also reached the target in a
-final evaluation of 10 episodes on seeds no check used (`1000000 + seed`). **Env steps** (all
-environment copies together, at the stop) and **seconds** (wall time from the start of training, after
-imports and set-up, to the stop) are medians over the seeds that reached the target. "rl-zoo tuned":
-rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps`
-is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k,
-PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget. parl's budgets are
-the examples' defaults (`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)"
-in the table of every run is the process's CPU time over set-up, training and the final evaluation:
-less inflated than wall time when other jobs share the machine."""
+final evaluation of 10 episodes on seeds no check used (`final_seed(seed)`, in the run's own block: runs
+of different seeds are evaluated on different episodes). **Env steps** (all environment copies together,
+at the stop) and **seconds** (wall time from the start of training, after imports and set-up, to the
+stop) are medians over the seeds that reached the target. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's
+hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps` is the budget (PPO CartPole
+100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k, PPO Pendulum 100k); "SB3
+defaults": SB3's constructor defaults with the same budget. parl's budgets are the examples' defaults
+(`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)" in the table of every run
+is the process's CPU time over set-up, training and the final evaluation: less inflated than wall time
+when other jobs share the machine."""
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -249,6 +252,14 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     sides = parser.add_mutually_exclusive_group()
     sides.add_argument("--no-sb3", action="store_true", help="train parl's side only")
     sides.add_argument("--sb3-only", action="store_true", help="train SB3's side only")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of every parl example run (a parameter of its train() or a field of its Settings), "
+        "to measure a change: e.g. --option tau=1.0",
+    )
     parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
     parser.add_argument("--doc", type=Path, default=DOC, help="the file --write updates")
     parser.add_argument("--cpus", default=None, help="run every training under `taskset -c CPUS` (e.g. 1)")

@@ -169,6 +169,16 @@ def evaluate(model: BaseAlgorithm, env_id: str, episodes: int, seed: int) -> Lis
 CONFIDENCE = 2.0  # parl.utils.evaluation.CONFIDENCE
 
 
+def check_seed(run_seed: int, env_steps: int) -> int:
+    """parl.utils.evaluation.check_seed: the first episode seed of a check, in the run's own block."""
+    return ((run_seed + 1) << 32) + env_steps
+
+
+def final_seed(run_seed: int) -> int:
+    """parl.utils.evaluation.final_seed: the first episode seed of the final evaluation."""
+    return ((run_seed + 1) << 32) + (1 << 31)
+
+
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> Tuple[float, bool]:
     """parl's ``confirmed_check`` (parl/utils/evaluation.py), which this virtualenv cannot import: one
     deterministic episode, ``episodes - 1`` more when it reaches ``target``, and when their mean does,
@@ -189,10 +199,18 @@ class GreedyCheckCallback(BaseCallback):
     """Greedy checks during ``learn()``; stops training at the first that reaches the target."""
 
     def __init__(
-        self, env_id: str, *, target: float, check_interval: int, check_from: Optional[float], eval_episodes: int
+        self,
+        env_id: str,
+        *,
+        run_seed: int,
+        target: float,
+        check_interval: int,
+        check_from: Optional[float],
+        eval_episodes: int,
     ) -> None:
         super().__init__()
         self.env_id = env_id
+        self.run_seed = run_seed
         self.target = target
         self.check_interval = check_interval
         self.check_from = check_from
@@ -221,7 +239,8 @@ class GreedyCheckCallback(BaseCallback):
         if self.check_from is not None and np.mean(self.recent) < self.check_from:
             return True
         self.next_check = steps + self.check_interval
-        self.check, passed = greedy_check(self.model, self.env_id, self.eval_episodes, self.target, 10_000 + steps)
+        seed = check_seed(self.run_seed, steps)
+        self.check, passed = greedy_check(self.model, self.env_id, self.eval_episodes, self.target, seed)
         if passed or self.check > self.best_check:
             self.best_check = self.check
             self.best_policy = copy.deepcopy(self.model.policy.state_dict())
@@ -253,12 +272,17 @@ def train(
         options["action_noise"] = NormalActionNoise(np.zeros(n_actions), setup.action_noise_std * np.ones(n_actions))
     model = ALGORITHMS[algo]("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **options)
     callback = GreedyCheckCallback(
-        env_id, target=target, check_interval=check_interval, check_from=check_from, eval_episodes=eval_episodes
+        env_id,
+        run_seed=seed,
+        target=target,
+        check_interval=check_interval,
+        check_from=check_from,
+        eval_episodes=eval_episodes,
     )
     model.learn(total_timesteps=setup.budget, callback=callback)
     if callback.best_policy is not None:
         model.policy.load_state_dict(callback.best_policy)
-    returns = evaluate(model, env_id, eval_episodes, seed=1_000_000 + seed)
+    returns = evaluate(model, env_id, eval_episodes, seed=final_seed(seed))
     return {
         "seed": seed,
         "train_seconds": callback.stop - callback.start,

@@ -118,6 +118,14 @@ def test_both_sides_get_the_same_target_and_check_interval():
         assert command[command.index("--seed") + 1] == "2"
 
 
+def test_options_reach_parl_runs_after_the_rows_own():
+    row = dataclasses.replace(ROW, options=("model=lstm",))
+    command = compare.parl_command(row, 0, compare.parse_args(["--option", "tau=1.0", "--option", "lr=2"]).option)
+    pairs = [command[i + 1] for i, arg in enumerate(command) if arg == "--option"]
+    assert pairs == ["model=lstm", "tau=1.0", "lr=2"]
+    assert compare.parse_args([]).option == [] and compare.parse_args([]).seeds == list(range(10))
+
+
 def test_rows_have_unique_names_and_say_why_sb3_is_absent():
     names = [row.name for row in rows.ROWS]
     assert len(set(names)) == len(names)

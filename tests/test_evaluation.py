@@ -13,7 +13,7 @@ import pytest
 import parl
 from parl.algorithms import A2C
 from parl.models import LSTMActorCritic, MLPActorCritic
-from parl.utils.evaluation import Check, confirmed_check, evaluate, lower_bound
+from parl.utils.evaluation import Check, check_seed, confirmed_check, evaluate, final_seed, lower_bound
 
 
 def cartpole() -> gym.Env:
@@ -130,3 +130,17 @@ def test_the_lower_bound_is_the_mean_less_two_standard_errors() -> None:
     returns = [1.0, 2.0, 3.0, 4.0]
     assert lower_bound(returns) == pytest.approx(2.5 - 2.0 * np.std(returns, ddof=1) / 2.0)
     assert lower_bound([5.0]) == 5.0 and lower_bound([3.0, 3.0]) == 3.0
+
+
+def test_every_run_checks_and_finally_evaluates_on_episodes_of_its_own() -> None:
+    runs = range(10)
+    checks = {
+        run: {check_seed(run, steps) + i for steps in range(0, 200_000, 1_000) for i in range(20)} for run in runs
+    }
+    finals = {run: set(range(final_seed(run), final_seed(run) + 10)) for run in runs}
+    for run in runs:
+        assert not checks[run] & finals[run]  # no check plays an episode of the final evaluation
+        for other in runs:
+            if other != run:
+                assert not (checks[run] | finals[run]) & (checks[other] | finals[other])
+    assert check_seed(0, 0) > 0 and final_seed(3) - check_seed(3, 0) == 2**31

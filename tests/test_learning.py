@@ -6,12 +6,12 @@ trajectory on another machine, and with several agents thread timing already
 changes it from run to run. Each case therefore trains the example as a user
 runs it (its own ``train``, its default settings unless stated) on seeds
 that were not used to tune it, and asserts that at least ``min_reached`` of
-them stop at the target: a check of 10 deterministic episodes and its
-confirmation on 10 more (``parl.utils.evaluation.confirmed_check``). The
-budgets are about twice the most env steps any of the seeds measured needed
-(see each case), so a seed fails only when the algorithm really fails on
-it; runs stop at the target, so a passing test costs the steps to it, not
-the budget.
+them stop at the target: a check of 10 deterministic episodes confirmed on
+10 more (``parl.utils.evaluation.confirmed_check``). The budgets are about
+twice the most env steps any measured seed needed (see each case), so a
+seed fails only when the algorithm really fails on it; runs stop at the
+target, and the test stops once the outcome is decided, so a passing test
+costs the steps to the target of a few seeds, not the budgets.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ class Case:
     Attributes:
         example: the file under ``examples/``, without ``.py``.
         target: the mean deterministic return its check and confirmation must reach.
-        budget: env steps (all agents together) per seed.
+        budget: env steps (all agents together) per seed: about twice the most any measured seed needed.
         measured: what the seeds measured reached, for the record (env steps to the target).
         settings: fields of the example's ``Settings`` to change.
         seeds: seeds trained, none of them used to tune the example.
-        min_reached: seeds that must reach the target.
+        min_reached: seeds that must reach the target, so that the measured rate of failing seeds
+            seldom fails the test: with 1 seed in 10 failing, 2 or more of 4 fail 5 times in 100, 3 or
+            more 4 times in 1,000.
     """
 
     example: str
@@ -42,16 +44,19 @@ class Case:
     budget: int
     measured: str
     settings: Dict[str, Any] = field(default_factory=dict)
-    seeds: Tuple[int, ...] = (100, 101, 102)
+    seeds: Tuple[int, ...] = (100, 101, 102, 103)
     min_reached: int = 2
 
 
+# Measured on AMD EPYC (2 cores), 2026-11-24, seeds 0-9 each (benchmarks/compare.py, and for DQN also the
+# settings table of docs/benchmarks.md); "reached" is out of 10 seeds, steps are to the stop.
 CASES = [
-    Case("pg_cartpole", 475.0, 40_000, "TBD"),
-    Case("a2c_cartpole", 475.0, 40_000, "TBD"),
-    Case("ppo_cartpole", 475.0, 60_000, "TBD"),
-    Case("dqn_cartpole", 475.0, 100_000, "TBD"),
-    Case("sac_pendulum", -200.0, 10_000, "TBD"),
+    Case("pg_cartpole", 475.0, 60_000, "10/10 reached, 5.2k-28.7k env steps (median 7.5k)", min_reached=3),
+    Case("a2c_cartpole", 475.0, 40_000, "10/10 reached, 4.1k-17.5k env steps (median 6.2k)", min_reached=3),
+    Case("ppo_cartpole", 475.0, 60_000, "10/10 reached, 10.6k-28.4k env steps (median 19.3k)", min_reached=3),
+    # Stalls (a greedy return stuck below 300 for the whole budget) happen on about 1 seed in 10.
+    Case("dqn_cartpole", 475.0, 100_000, "19/20 reached over two runs, 26.4k-112.6k env steps (median 33k)"),
+    Case("sac_pendulum", -200.0, 15_000, "10/10 reached, 2.0k-7.0k env steps (median 2.5k)", min_reached=3),
 ]
 
 
@@ -64,8 +69,9 @@ def test_the_example_reaches_its_target_on_most_seeds(case: Case) -> None:
         result = example.train(seed=seed, max_steps=case.budget, target=case.target, settings=settings, verbose=False)
         results.append(result)
         assert result["env_steps"] <= case.budget + 1_000  # the budget held (an episode ends whole)
-        if sum(r["reached"] for r in results) >= case.min_reached:
-            break  # the rest cannot change the outcome
+        reached, left = sum(r["reached"] for r in results), len(case.seeds) - len(results)
+        if reached >= case.min_reached or reached + left < case.min_reached:
+            break  # the seeds left cannot change the outcome
     summary = [
         {key: round(r[key], 1) for key in ("seed", "env_steps", "updates", "greedy_check", "greedy_mean_return")}
         for r in results

@@ -46,10 +46,9 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager
 from parl.framework.specs import zeros
 from parl.seeding import seed_everything
-from parl.utils.evaluation import confirmed_check
+from parl.utils.evaluation import check_seed, confirmed_check
 from parl.utils.training import env_steps
 
-EVAL_SEED = 10_000  # evaluation episode seeds start here (plus the env steps at the evaluation)
 RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
 
 
@@ -221,7 +220,7 @@ class Trainer:
                 ),
                 episodes=config.evaluation.episodes,
                 target=target,
-                seed=EVAL_SEED + state.steps,
+                seed=check_seed(config.seed, state.steps),
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score

@@ -76,6 +76,22 @@ class Check(NamedTuple):
     returns: List[float]
 
 
+def check_seed(run_seed: int, env_steps: int) -> int:
+    """First environment seed of the greedy check that run ``run_seed`` makes at ``env_steps``.
+
+    Every run has its own block of ``2**32`` seeds, checks at the bottom of it
+    and its final evaluation (:func:`final_seed`) half-way up, so runs of
+    different seeds are checked and finally evaluated on different episodes,
+    and no check plays an episode of the final evaluation.
+    """
+    return ((run_seed + 1) << 32) + env_steps
+
+
+def final_seed(run_seed: int) -> int:
+    """First environment seed of the final evaluation of run ``run_seed`` (see :func:`check_seed`)."""
+    return ((run_seed + 1) << 32) + (1 << 31)
+
+
 #: Standard errors the mean return of a confirmed check must clear its target by (one-sided, about
 #: 98% for a normal mean): a policy that only sometimes reaches the target does not stop training.
 CONFIDENCE = 2.0

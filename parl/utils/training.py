@@ -26,7 +26,7 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager, TaskSettings
 from parl.framework.validation import check_int
 from parl.seeding import seed_everything
-from parl.utils.evaluation import Check, confirmed_check, evaluate
+from parl.utils.evaluation import Check, check_seed, confirmed_check, evaluate, final_seed
 
 
 def greedy_check(
@@ -75,7 +75,8 @@ def train_until(
             seeds (:func:`~parl.utils.evaluation.confirmed_check`), that ends training.
         max_steps: env step budget (all agents together), counted live for agents with a
             ``total_steps`` counter (GymAgent), else at episode ends.
-        seed: base of the evaluation seeds.
+        seed: the run's seed: checks and the final evaluation play episodes of its own
+            (:func:`~parl.utils.evaluation.check_seed`, :func:`~parl.utils.evaluation.final_seed`).
         check_interval: env steps between greedy checks.
         check_from: checks start once the mean of the last 20 training returns reaches this (None: at once).
 
@@ -120,7 +121,7 @@ def train_until(
             if ready and steps >= next_check:
                 next_check = steps + check_interval
                 evaluator.set_algorithm_weights(learner.algorithm_weights())
-                result = greedy_check(evaluator, make_env, eval_episodes, target, seed=10_000 + steps)
+                result = greedy_check(evaluator, make_env, eval_episodes, target, seed=check_seed(seed, steps))
                 check = result.score
                 if result.passed or check > best_check:
                     best_check, best_weights = check, evaluator.algorithm_weights()
@@ -133,7 +134,7 @@ def train_until(
     # The policy of the best check (the last one when it reached the target): a greedy return
     # can drop again with further training, as checkpoint selection in SB3's EvalCallback admits.
     evaluator.set_algorithm_weights(best_weights if best_weights is not None else learner.algorithm_weights())
-    returns: List[float] = evaluate(evaluator, make_env, eval_episodes, seed=1_000_000 + seed)
+    returns: List[float] = evaluate(evaluator, make_env, eval_episodes, seed=final_seed(seed))
     result = {
         "seed": seed,
         "train_seconds": train_seconds,
