@@ -232,7 +232,7 @@ does the same with the same seeds). Checks start once the mean of the last 20 tr
 level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
 SB3's side uses the same. **Reached** counts the seeds whose training stopped at the target within the
 budget; **final at target** counts, among those, the seeds whose policy also reached the target in a
-final evaluation of 10 episodes on seeds no check used (`final_seed(seed)`, in the run's own block: runs
+final evaluation of 50 episodes on seeds no check used (`final_seed(seed)`, in the run's own block: runs
 of different seeds are evaluated on different episodes). **Env steps** (all environment copies together,
 at the stop) and **seconds** (wall time from the start of training, after imports and set-up, to the
 stop) are medians over the seeds that reached the target. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's

@@ -93,8 +93,7 @@ def runs_table(runs: Sequence[Run]) -> str:
     """Every run: whether it reached the target, env steps and seconds at its stop, CPU seconds of the whole
     call, final greedy mean, budget."""
     lines = [
-        "| run | seed | reached (last check) | env steps | seconds | CPU s (whole call) | final greedy 10-ep mean "
-        "| budget |",
+        "| run | seed | reached (last check) | env steps | seconds | CPU s (whole call) | final greedy mean | budget |",
         "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     return "\n".join(lines + [run_line(run) for run in runs])

@@ -11,7 +11,7 @@ training stops at the first check whose confirmation reaches the target and
 whose mean over all 20, less two standard errors, does too (parl's
 ``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
 policy of that check (or of the best, when none passed) is then evaluated on
-10 fresh seeds. The time
+50 fresh seeds (five times the check's episodes, as parl's ``train_until``). The time
 runs from the start of ``learn()`` (after imports and model set-up) to that
 stop. Prints one line ``RESULT {json}`` with the keys of ``train_until``,
 plus ``cpu_seconds``: the process's CPU time over the whole call (set-up,
@@ -282,7 +282,7 @@ def train(
     model.learn(total_timesteps=setup.budget, callback=callback)
     if callback.best_policy is not None:
         model.policy.load_state_dict(callback.best_policy)
-    returns = evaluate(model, env_id, eval_episodes, seed=final_seed(seed))
+    returns = evaluate(model, env_id, 5 * eval_episodes, seed=final_seed(seed))  # as train_until's final
     return {
         "seed": seed,
         "train_seconds": callback.stop - callback.start,
