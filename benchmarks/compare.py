@@ -205,11 +205,12 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
             else "one at a time, not pinned"
         )
     cores = os.cpu_count() or 1
-    own = 2 if args.side_cpus else 1  # the runs of this benchmark that are in the load themselves
+    # parl's runs are several threads each, all counted in the load average even when pinned to one core,
+    # so a load above the core count does not tell other jobs from the runs' own threads.
     shared = (
-        f" The machine was shared with other jobs (load above the {own} run(s) of this benchmark and the"
-        " core count): wall seconds are inflated; env steps and CPU seconds are the steadier figures."
-        if max(loads) > max(cores, own) + 0.5
+        " The load rose above the core count (the runs' own agent threads count in it, and any other job):"
+        " wall seconds may be inflated; env steps and CPU seconds are the steadier figures."
+        if max(loads) > cores + 0.5
         else ""
     )
     return (
