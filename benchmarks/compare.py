@@ -11,9 +11,9 @@ runs share no state, do not compete for cores, and imports are not timed: parl's
 calls the example's ``train(seed=..., verbose=False)`` through
 benchmarks/parl_runner.py, SB3's runs benchmarks/sb3_runner.py in the
 ``.venv-sb3`` virtualenv (``make .venv-sb3``). Both stop at the first greedy
-check whose 10-episode mean reaches the row's target and is confirmed on 10
+check whose 10-episode mean reaches the row's target and is confirmed on 50
 more episodes (one deterministic episode every 1,000 env steps, nine more
-when it passes, ten more to confirm). The tables give, per row and side, the
+when it passes, fifty more to confirm). The tables give, per row and side, the
 seeds that reached the target of the seeds run (default 0-9), the reached
 seeds whose final evaluation on fresh seeds is at the target too, and the
 median env steps and seconds over the seeds that reached. A row whose
@@ -226,23 +226,23 @@ def machine(args: argparse.Namespace, loads: Sequence[float]) -> str:
 METHOD = """\
 Both sides stop training at the first greedy check that reaches the target and is confirmed: one
 deterministic episode every 1,000 env steps (seeds from `check_seed(seed, steps)`, in a block of the
-run's own), nine more when it reaches the target, and when their mean does, ten more on the next seeds;
-training stops only when the mean of those ten reaches the target and so does the mean of all twenty
-less two standard errors (`parl.utils.evaluation.confirmed_check`; SB3's side, benchmarks/sb3_runner.py,
-does the same with the same seeds). Checks start once the mean of the last 20 training returns reaches a
-level: parl's examples set their own (30% of the target on CartPole, from the start on Pendulum), and
-SB3's side uses the same. **Reached** counts the seeds whose training stopped at the target within the
-budget; **final at target** counts, among those, the seeds whose policy also reached the target in a
-final evaluation of 50 episodes on seeds no check used (`final_seed(seed)`, in the run's own block: runs
-of different seeds are evaluated on different episodes). **Env steps** (all environment copies together,
-at the stop) and **seconds** (wall time from the start of training, after imports and set-up, to the
-stop) are medians over the seeds that reached the target. "rl-zoo tuned": rl-baselines3-zoo 2.9.2's
-hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps` is the budget (PPO CartPole
-100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k, PPO Pendulum 100k); "SB3
-defaults": SB3's constructor defaults with the same budget. parl's budgets are the examples' defaults
-(`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)" in the table of every run
-is the process's CPU time over set-up, training and the final evaluation: less inflated than wall time
-when other jobs share the machine."""
+run's own), nine more when it reaches the target, and when their mean does, fifty more on the next
+seeds; training stops only when the mean of those fifty reaches the target and so does the mean of all
+sixty less two standard errors (`parl.utils.evaluation.confirmed_check`; SB3's side,
+benchmarks/sb3_runner.py, does the same with the same seeds). Checks start once the mean of the last 20
+training returns reaches a level: parl's examples set their own (30% of the target on CartPole, from the
+start on Pendulum), and SB3's side uses the same. **Reached** counts the seeds whose training stopped at
+the target within the budget; **final at target** counts, among those, the seeds whose policy also
+reached the target in a final evaluation of 50 episodes on seeds no check used (`final_seed(seed)`, in
+the run's own block: runs of different seeds are evaluated on different episodes). **Env steps** (all
+environment copies together, at the stop) and **seconds** (wall time from the start of training, after
+imports and set-up, to the stop) are medians over the seeds that reached the target. "rl-zoo tuned":
+rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps`
+is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k,
+PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget. parl's budgets are
+the examples' defaults (`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)" in
+the table of every run is the process's CPU time over set-up, training and the final evaluation: less
+inflated than wall time when other jobs share the machine."""
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:

@@ -6,9 +6,9 @@ Runs in its own virtualenv (``make .venv-sb3``, benchmarks/requirements-sb3.txt)
 so it imports neither parl nor paddle. Every ``--check-interval`` env steps
 (once the mean of the last 20 training returns reaches ``--check-from``) it
 plays one deterministic episode on a fresh environment and, when that one
-reaches the target, nine more, and when their mean does, ten more to confirm:
-training stops at the first check whose confirmation reaches the target and
-whose mean over all 20, less two standard errors, does too (parl's
+reaches the target, nine more, and when their mean does, fifty more to
+confirm: training stops at the first check whose confirmation reaches the
+target and whose mean over all 60, less two standard errors, does too (parl's
 ``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
 policy of that check (or of the best, when none passed) is then evaluated on
 50 fresh seeds (five times the check's episodes, as parl's ``train_until``). The time
@@ -180,16 +180,17 @@ def final_seed(run_seed: int) -> int:
 
 
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> Tuple[float, bool]:
-    """parl's ``confirmed_check`` (parl/utils/evaluation.py), which this virtualenv cannot import: one
-    deterministic episode, ``episodes - 1`` more when it reaches ``target``, and when their mean does,
-    ``episodes`` more on the next seeds to confirm. Returns the mean of all played and whether the
-    confirmation's mean and the mean of all less ``CONFIDENCE`` standard errors reach ``target``."""
+    """parl's ``confirmed_check`` (parl/utils/evaluation.py) as ``train_until`` calls it, which this
+    virtualenv cannot import: one deterministic episode, ``episodes - 1`` more when it reaches
+    ``target``, and when their mean does, ``5 * episodes`` more on the next seeds to confirm. Returns
+    the mean of all played and whether the confirmation's mean and the mean of all less
+    ``CONFIDENCE`` standard errors reach ``target``."""
     returns = evaluate(model, env_id, 1, seed)
     if returns[0] >= target and episodes > 1:
         returns += evaluate(model, env_id, episodes - 1, seed + 1)
     if len(returns) < episodes or np.mean(returns) < target:
         return float(np.mean(returns)), False
-    confirmation = evaluate(model, env_id, episodes, seed + episodes)
+    confirmation = evaluate(model, env_id, 5 * episodes, seed + episodes)
     every = np.asarray(returns + confirmation)
     bound = every.mean() - CONFIDENCE * every.std(ddof=1) / np.sqrt(every.size)
     return float(every.mean()), bool(np.mean(confirmation) >= target and bound >= target)

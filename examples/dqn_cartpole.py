@@ -4,7 +4,7 @@
     python examples/dqn_cartpole.py --dueling --prioritized --n-step 3     # the options of docs/replay.md
 
 Trains until a greedy 10-episode evaluation reaches the target mean return
-and 10 more episodes confirm it (or the env step budget runs out), printing
+and 50 more episodes confirm it (or the env step budget runs out), printing
 progress, then prints a greedy 50-episode evaluation on fresh seeds.
 """
 

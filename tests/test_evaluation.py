@@ -144,3 +144,23 @@ def test_every_run_checks_and_finally_evaluates_on_episodes_of_its_own() -> None
             if other != run:
                 assert not (checks[run] | finals[run]) & (checks[other] | finals[other])
     assert check_seed(0, 0) > 0 and final_seed(3) - check_seed(3, 0) == 2**31
+
+
+def test_a_longer_confirmation_plays_its_own_count_on_the_next_seeds() -> None:
+    play = Scripted(lambda seed: 500.0)
+    check = confirmed_check(play, episodes=10, target=475.0, seed=7, confirm_episodes=50)
+    assert check.passed and len(check.returns) == 60 and play.calls == [(1, 7), (9, 8), (50, 17)]
+    # One early fall in the 50 confirming episodes sinks neither mean nor bound; five do.
+    one = confirmed_check(
+        Scripted(lambda s: 250.0 if s == 30 else 500.0), episodes=10, target=475.0, seed=7, confirm_episodes=50
+    )
+    five = confirmed_check(
+        Scripted(lambda s: 250.0 if s in (20, 30, 40, 50, 60) else 500.0),
+        episodes=10,
+        target=475.0,
+        seed=7,
+        confirm_episodes=50,
+    )
+    assert one.passed and not five.passed
+    with pytest.raises(ValueError, match="confirm_episodes"):
+        confirmed_check(play, episodes=10, target=475.0, seed=7, confirm_episodes=0)

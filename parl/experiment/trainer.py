@@ -12,8 +12,8 @@ The Manager runs the agents while this loop, in the main thread:
   training returns reaches ``evaluation.start_return``) copies the weights
   into evaluator tasks and plays deterministic episodes with evaluation agents
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
-  whose mean reaches ``train.target_return`` and is confirmed by as many
-  episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`);
+  whose mean reaches ``train.target_return`` and is confirmed by five times
+  as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`);
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly).
@@ -221,6 +221,7 @@ class Trainer:
                 episodes=config.evaluation.episodes,
                 target=target,
                 seed=check_seed(config.seed, state.steps),
+                confirm_episodes=5 * config.evaluation.episodes,
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score

@@ -107,7 +107,12 @@ def lower_bound(returns: Sequence[float]) -> float:
 
 
 def confirmed_check(
-    play: Callable[[int, int], Sequence[float]], *, episodes: int, target: Optional[float], seed: int
+    play: Callable[[int, int], Sequence[float]],
+    *,
+    episodes: int,
+    target: Optional[float],
+    seed: int,
+    confirm_episodes: Optional[int] = None,
 ) -> Check:
     """The check that ends training: a target reached with confidence, on seeds no check has used.
 
@@ -115,17 +120,21 @@ def confirmed_check(
     ``first_seed``, ``first_seed + 1``, ... and returns their returns. The check
     plays one episode (a policy not there yet costs one episode), then
     ``episodes - 1`` more when it reached ``target``; when their mean reaches
-    ``target`` too, ``episodes`` further episodes (seeds ``seed + episodes``
-    on) confirm it. The check passes when the confirmation's mean reaches
-    ``target`` and so does the :func:`lower_bound` of the mean over all
-    ``2 * episodes`` returns (``CONFIDENCE`` standard errors below it). A policy
-    that always scores the same passes at its target; one whose returns
-    spread (a CartPole policy that sometimes falls early) passes only with its
-    mean clear of the target by their spread, so a run seldom stops on a
-    policy that a fresh evaluation then finds below the target. Without a
-    ``target`` the check plays ``episodes`` episodes and never passes.
+    ``target`` too, ``confirm_episodes`` further episodes (default
+    ``episodes``; seeds ``seed + episodes`` on) confirm it. The check passes
+    when the confirmation's mean reaches ``target`` and so does the
+    :func:`lower_bound` of the mean over all the returns (``CONFIDENCE``
+    standard errors below it). A policy that always scores the same passes at
+    its target; one whose returns spread (a CartPole policy that sometimes
+    falls early) passes only with its mean clear of the target by their
+    spread. Training checks a policy many times, and a policy that fails now
+    and then passes a small check by luck sooner or later; a confirmation of
+    many episodes (``train_until`` asks five times ``episodes``) is what keeps
+    a run from stopping on it. Without a ``target`` the check plays
+    ``episodes`` episodes and never passes.
     """
     check_int("episodes", episodes, 1)
+    confirm_episodes = episodes if confirm_episodes is None else check_int("confirm_episodes", confirm_episodes, 1)
     if target is None:
         returns = [float(r) for r in play(episodes, seed)]
         return Check(float(np.mean(returns)), False, returns)
@@ -134,7 +143,7 @@ def confirmed_check(
         returns += [float(r) for r in play(episodes - 1, seed + 1)]
     if len(returns) < episodes or float(np.mean(returns)) < target:
         return Check(float(np.mean(returns)), False, returns)
-    confirmation = [float(r) for r in play(episodes, seed + episodes)]
+    confirmation = [float(r) for r in play(confirm_episodes, seed + episodes)]
     returns += confirmation
     passed = float(np.mean(confirmation)) >= target and lower_bound(returns) >= target
     return Check(float(np.mean(returns)), passed, returns)

@@ -8,8 +8,8 @@ gathers episode statistics, prints progress, and every ``check_interval``
 env steps (once the recent training return reaches ``check_from``) copies
 the weights into a separate evaluator task and plays greedy episodes with
 :func:`~parl.utils.evaluation.evaluate`. Training stops at the first check
-that reaches ``target`` and is confirmed on as many fresh episodes
-(:func:`~parl.utils.evaluation.confirmed_check`); the policy of that check
+that reaches ``target`` and is confirmed on five times as many fresh
+episodes (:func:`~parl.utils.evaluation.confirmed_check`); the policy of that check
 (or of the best check, when none passed) is then evaluated on fresh seeds.
 """
 
@@ -30,7 +30,12 @@ from parl.utils.evaluation import Check, check_seed, confirmed_check, evaluate, 
 
 
 def greedy_check(
-    evaluator: ComputationTask, make_env: Callable[[], Any], episodes: int, target: float, seed: int
+    evaluator: ComputationTask,
+    make_env: Callable[[], Any],
+    episodes: int,
+    target: float,
+    seed: int,
+    confirm_episodes: Optional[int] = None,
 ) -> Check:
     """:func:`~parl.utils.evaluation.confirmed_check` of ``evaluator``'s deterministic policy on
     environments from ``make_env``."""
@@ -39,6 +44,7 @@ def greedy_check(
         episodes=episodes,
         target=target,
         seed=seed,
+        confirm_episodes=confirm_episodes,
     )
 
 
@@ -72,16 +78,18 @@ def train_until(
         manager: a Manager with its agents added, not yet started.
         settings: the task's settings, used to build the evaluator task.
         make_env: builds one evaluation environment.
-        target: mean deterministic return over ``eval_episodes``, reached twice in a row on fresh
-            seeds (:func:`~parl.utils.evaluation.confirmed_check`), that ends training.
+        target: mean deterministic return over ``eval_episodes`` that, confirmed on
+            ``final_episodes`` fresh seeds (:func:`~parl.utils.evaluation.confirmed_check`), ends
+            training.
         max_steps: env step budget (all agents together), counted live for agents with a
             ``total_steps`` counter (GymAgent), else at episode ends.
         seed: the run's seed: checks and the final evaluation play episodes of its own
             (:func:`~parl.utils.evaluation.check_seed`, :func:`~parl.utils.evaluation.final_seed`).
-        final_episodes: episodes of the final evaluation on fresh seeds (None: five times
-            ``eval_episodes``). A mean over 10 episodes of a policy that is at its target on average
-            can still fall below it (a CartPole policy that falls early in 1 episode of 25 does so in
-            about 1 evaluation of 3), so the final figure is taken over more episodes than a check.
+        final_episodes: episodes that confirm a check that reached ``target``, and of the final
+            evaluation on fresh seeds (None: five times ``eval_episodes``). A mean over 10 episodes
+            of a policy that is at its target on average can still fall below it (a CartPole policy
+            that falls early in 1 episode of 25 does so in about 1 evaluation of 3), so the
+            confirmation and the final figure are taken over more episodes than a check.
         check_interval: env steps between greedy checks.
         check_from: checks start once the mean of the last 20 training returns reaches this (None: at once).
 
@@ -127,7 +135,8 @@ def train_until(
             if ready and steps >= next_check:
                 next_check = steps + check_interval
                 evaluator.set_algorithm_weights(learner.algorithm_weights())
-                result = greedy_check(evaluator, make_env, eval_episodes, target, seed=check_seed(seed, steps))
+                seeds = check_seed(seed, steps)
+                result = greedy_check(evaluator, make_env, eval_episodes, target, seeds, final_episodes)
                 check = result.score
                 if result.passed or check > best_check:
                     best_check, best_weights = check, evaluator.algorithm_weights()
