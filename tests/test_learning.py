@@ -56,8 +56,8 @@ CASES = [
     Case(
         "ppo_cartpole", 475.0, 60_000, "40/40 reached over four runs, 6.5k-31.5k env steps (median 16k)", min_reached=3
     ),
-    # A seed in about 40 stalls (a greedy return stuck below 400 for the whole budget): 2 of 4 must reach.
-    Case("dqn_cartpole", 475.0, 150_000, "39/40 reached over four runs, 21.3k-107.3k env steps (median 35k)"),
+    # A seed in 30 to 40 stalls (a greedy return stuck below 400 for the whole budget): 2 of 4 must reach.
+    Case("dqn_cartpole", 475.0, 150_000, "29/30 reached over three runs, 21.3k-107.3k env steps (median 35k)"),
     Case(
         "sac_pendulum", -200.0, 15_000, "33/33 reached over four runs, 2.0k-7.0k env steps (median 3k)", min_reached=3
     ),
