@@ -167,6 +167,7 @@ def evaluate(model: BaseAlgorithm, env_id: str, episodes: int, seed: int) -> Lis
 
 
 CONFIDENCE = 2.0  # parl.utils.evaluation.CONFIDENCE
+CONFIRM_FACTOR = 5  # parl.utils.evaluation.CONFIRM_FACTOR
 
 
 def check_seed(run_seed: int, env_steps: int) -> int:
@@ -190,7 +191,7 @@ def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float
         returns += evaluate(model, env_id, episodes - 1, seed + 1)
     if len(returns) < episodes or np.mean(returns) < target:
         return float(np.mean(returns)), False
-    confirmation = evaluate(model, env_id, 5 * episodes, seed + episodes)
+    confirmation = evaluate(model, env_id, CONFIRM_FACTOR * episodes, seed + episodes)
     every = np.asarray(returns + confirmation)
     bound = every.mean() - CONFIDENCE * every.std(ddof=1) / np.sqrt(every.size)
     return float(every.mean()), bool(np.mean(confirmation) >= target and bound >= target)
@@ -283,7 +284,7 @@ def train(
     model.learn(total_timesteps=setup.budget, callback=callback)
     if callback.best_policy is not None:
         model.policy.load_state_dict(callback.best_policy)
-    returns = evaluate(model, env_id, 5 * eval_episodes, seed=final_seed(seed))  # as train_until's final
+    returns = evaluate(model, env_id, CONFIRM_FACTOR * eval_episodes, seed=final_seed(seed))  # as train_until's
     return {
         "seed": seed,
         "train_seconds": callback.stop - callback.start,

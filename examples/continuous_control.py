@@ -11,7 +11,7 @@ and ``make_algorithm_func``; :func:`train` does the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Tuple, Type
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +43,6 @@ class ReplaySettings:
     random_steps: int = 1_000  # per agent: uniform random actions first
     warmup_steps: int = 1_000  # per agent: transitions stored before the first update
     updates_per_step: float = 1.0  # updates per env step (the update-to-data ratio), as SAC and TD3
-    max_training_batchsize: Optional[int] = None  # agents' batches taken at once; replay samples are one update each
     check_interval: int = 200  # env steps between greedy checks (one Pendulum episode)
 
 
@@ -96,9 +95,7 @@ def make_helper(s: ReplaySettings, seed: int) -> parl.ExpReplayHelper:
 
 def make_settings(s: ReplaySettings, algorithm_func: Callable[[], parl.Algorithm]) -> parl.TaskSettings:
     """The task settings for ``s``."""
-    return parl.TaskSettings(
-        algorithm_func, max_batchsize=max(s.agents, 1), max_training_batchsize=s.max_training_batchsize
-    )
+    return parl.TaskSettings(algorithm_func, max_batchsize=max(s.agents, 1))
 
 
 def train(

@@ -65,7 +65,6 @@ class Settings:
     warmup_steps: int = 40_000  # per agent: CleanRL's 80k env steps in all
     updates_per_step: float = 0.25  # the paper's one update per 4 agent steps
     max_batchsize: int = 16
-    max_training_batchsize: Optional[int] = 1  # one agent's batch of 32 per update, as the paper
     thread_placement: str = "split"  # convolutions gain from a core of their own (parl.framework.affinity)
     log_interval: int = 1_000  # env steps (all agents) between reports of the train/ and perf/ scalars
 
@@ -155,7 +154,6 @@ def make_settings(s: Settings, actions: int) -> parl.TaskSettings:
     return parl.TaskSettings(
         make_algorithm_func(s, actions),
         max_batchsize=s.max_batchsize,
-        max_training_batchsize=s.max_training_batchsize,
         reward_clip=s.reward_clip,
     )
 

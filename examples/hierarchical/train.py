@@ -116,7 +116,6 @@ def dqn_settings(
             dict(gamma=gamma, learning_rate=learning_rate, target_update_interval=1, tau=tau),
         ),
         max_batchsize=s.agents,
-        max_training_batchsize=2,
     )
 
 

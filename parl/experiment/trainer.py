@@ -46,7 +46,7 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager
 from parl.framework.specs import zeros
 from parl.seeding import seed_everything
-from parl.utils.evaluation import check_seed, confirmed_check
+from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check
 from parl.utils.training import env_steps
 
 RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
@@ -221,7 +221,7 @@ class Trainer:
                 episodes=config.evaluation.episodes,
                 target=target,
                 seed=check_seed(config.seed, state.steps),
-                confirm_episodes=5 * config.evaluation.episodes,
+                confirm_episodes=CONFIRM_FACTOR * config.evaluation.episodes,
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score

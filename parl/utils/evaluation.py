@@ -92,6 +92,10 @@ def final_seed(run_seed: int) -> int:
     return ((run_seed + 1) << 32) + (1 << 31)
 
 
+#: Episodes that confirm a check, and of the final evaluation after training, per episode of a check.
+CONFIRM_FACTOR = 5
+
+
 #: Standard errors the mean return of a confirmed check must clear its target by (one-sided, about
 #: 98% for a normal mean): a policy that only sometimes reaches the target does not stop training.
 CONFIDENCE = 2.0
@@ -129,7 +133,7 @@ def confirmed_check(
     falls early) passes only with its mean clear of the target by their
     spread. Training checks a policy many times, and a policy that fails now
     and then passes a small check by luck sooner or later; a confirmation of
-    many episodes (``train_until`` asks five times ``episodes``) is what keeps
+    many episodes (``train_until`` asks ``CONFIRM_FACTOR`` times ``episodes``) is what keeps
     a run from stopping on it. Without a ``target`` the check plays
     ``episodes`` episodes and never passes.
     """

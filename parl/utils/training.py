@@ -26,7 +26,7 @@ from parl.framework.computation_task import ComputationTask
 from parl.framework.manager import Manager, TaskSettings
 from parl.framework.validation import check_int
 from parl.seeding import seed_everything
-from parl.utils.evaluation import Check, check_seed, confirmed_check, evaluate, final_seed
+from parl.utils.evaluation import CONFIRM_FACTOR, Check, check_seed, confirmed_check, evaluate, final_seed
 
 
 def greedy_check(
@@ -86,7 +86,7 @@ def train_until(
         seed: the run's seed: checks and the final evaluation play episodes of its own
             (:func:`~parl.utils.evaluation.check_seed`, :func:`~parl.utils.evaluation.final_seed`).
         final_episodes: episodes that confirm a check that reached ``target``, and of the final
-            evaluation on fresh seeds (None: five times ``eval_episodes``). A mean over 10 episodes
+            evaluation on fresh seeds (None: ``CONFIRM_FACTOR`` (5) times ``eval_episodes``). A mean over 10 episodes
             of a policy that is at its target on average can still fall below it (a CartPole policy
             that falls early in 1 episode of 25 does so in about 1 evaluation of 3), so the
             confirmation and the final figure are taken over more episodes than a check.
@@ -103,7 +103,9 @@ def train_until(
     """
     check_int("max_steps", max_steps, 1)
     check_int("check_interval", check_interval, 1)
-    final_episodes = 5 * eval_episodes if final_episodes is None else check_int("final_episodes", final_episodes, 1)
+    final_episodes = (
+        CONFIRM_FACTOR * eval_episodes if final_episodes is None else check_int("final_episodes", final_episodes, 1)
+    )
     learner = manager.tasks[task]
     evaluator = settings.make_task("eval")
     start = time.perf_counter()
