@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean
 
-$(STAMP): setup.py pyproject.toml constraints.txt parl/framework/_cooperative.c
+$(STAMP): setup.py pyproject.toml constraints.txt parl/runtime/cooperative/_cooperative.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
 	touch $(STAMP)
@@ -26,7 +26,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/throughput.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache parl/framework/*.so
+	rm -rf $(VENV) build *.egg-info .pytest_cache parl/runtime/cooperative/*.so
 
 # Stable-Baselines3 beside parl (benchmarks/compare.py): SB3 lives in a virtualenv of its own.
 # torch goes in first and alone: `torch==2.13.0` is the CPU build; other torch specs pull CUDA's.

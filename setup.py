@@ -22,8 +22,8 @@ class BuildExt(build_ext):
 # The cooperative scheduler's hot path in C. Optional: without a C compiler parl installs without it
 # and runs the same code in Python (docs/performance.md gives the difference).
 COOPERATIVE = Extension(
-    "parl.framework._cooperative",
-    ["parl/framework/_cooperative.c"],
+    "parl.runtime.cooperative._cooperative",
+    ["parl/runtime/cooperative/_cooperative.c"],
     define_macros=[("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION")],
     optional=True,
 )
@@ -45,7 +45,7 @@ setup(
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
         "matplotlib>=3.7",
-        "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/framework/cooperative.py)
+        "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

@@ -28,10 +28,10 @@ import gymnasium as gym
 import numpy as np
 
 import parl
+from parl import affinity
 from parl.algorithms import DQN
-from parl.framework import affinity
-from parl.framework.placement import PLACEMENTS
 from parl.models import MLPQModel
+from parl.runtime import registry
 
 ENV_ID = "CartPole-v1"
 CEILING_ENVS = 32
@@ -180,7 +180,7 @@ def main(argv: List[str] = None) -> None:
         "--modes",
         nargs="+",
         default=["threads", "cooperative"],
-        choices=PLACEMENTS,
+        choices=registry.names(),
         help="Manager placements of the in-process rows",
     )
     parser.add_argument(

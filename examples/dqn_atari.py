@@ -27,10 +27,10 @@ from tensorboardX import SummaryWriter
 
 import parl
 from parl.algorithms import DQN
-from parl.framework.validation import check_int
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import LinearSchedule, train_until
 from parl.utils.cli import example_parser
+from parl.validation import check_int
 
 gym.register_envs(ale_py)
 
@@ -65,7 +65,7 @@ class Settings:
     warmup_steps: int = 40_000  # per agent: CleanRL's 80k env steps in all
     updates_per_step: float = 0.25  # the paper's one update per 4 agent steps
     max_batchsize: int = 16
-    thread_placement: str = "split"  # convolutions gain from a core of their own (parl.framework.affinity)
+    thread_placement: str = "split"  # convolutions gain from a core of their own (parl.affinity)
     log_interval: int = 1_000  # env steps (all agents) between reports of the train/ and perf/ scalars
 
 

@@ -20,18 +20,19 @@ from parl.threads import set_num_threads  # noqa: E402
 set_num_threads(_default_num_threads())
 
 from parl import layers  # noqa: E402
-from parl.framework.agent import Agent  # noqa: E402
-from parl.framework.agent_helper import AgentHelper, ExpReplayHelper, OnPolicyHelper  # noqa: E402
-from parl.framework.algorithm import Algorithm, create_algorithm_func  # noqa: E402
-from parl.framework.communicator import Communicator  # noqa: E402
-from parl.framework.computation_task import ComputationTask  # noqa: E402
-from parl.framework.computation_wrapper import ComputationWrapper  # noqa: E402
-from parl.framework.errors import AgentError, RemoteError  # noqa: E402
-from parl.framework.manager import Manager, TaskSettings  # noqa: E402
-from parl.framework.model import Model  # noqa: E402
-from parl.framework.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
-from parl.framework.replay_buffer import ReplayBuffer  # noqa: E402
+from parl.core.agent import Agent  # noqa: E402
+from parl.core.agent_helper import AgentHelper  # noqa: E402
+from parl.core.algorithm import Algorithm, create_algorithm_func  # noqa: E402
+from parl.core.communicator import Communicator  # noqa: E402
+from parl.core.errors import AgentError, RemoteError  # noqa: E402
+from parl.core.model import Model  # noqa: E402
+from parl.experience.helpers import ExpReplayHelper, OnPolicyHelper  # noqa: E402
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
+from parl.experience.replay_buffer import ReplayBuffer  # noqa: E402
+from parl.runtime.manager import Manager, TaskSettings  # noqa: E402
 from parl.seeding import seed_everything  # noqa: E402
+from parl.serving.computation_task import ComputationTask  # noqa: E402
+from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -32,7 +32,7 @@ def prepare_environment() -> None:
     OpenMP runtime (used by PaddlePaddle's CPU kernels) from resetting the
     affinity of each thread that first runs a matrix multiply to the mask it
     saw at start-up, which would undo the thread placement of
-    :mod:`parl.framework.affinity` (measured: half the env steps per second
+    :mod:`parl.affinity` (measured: half the env steps per second
     with 32 agents). It is read when the runtime starts, at the first matrix
     multiply, so it works even when paddle was imported before parl.
     """

@@ -9,9 +9,9 @@ import paddle
 import pytest
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.framework.batch_info import batch_info
-from parl.framework.distributions import Categorical, DiagGaussian
-from parl.framework.specs import normalize_specs
+from parl.core.batch import batch_info
+from parl.core.specs import normalize_specs
+from parl.layers.distributions import Categorical, DiagGaussian
 from parl.models import LSTMActorCritic, MLPActorCritic, MLPQModel
 from parl.models.actor_critic import MIN_STD
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import parl
-from parl.framework import affinity
+from parl import affinity
 
 from toys import CountEnv, EchoAgent, echo_algorithm_func
 

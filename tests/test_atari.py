@@ -18,7 +18,7 @@ from learning import load_example
 from tensorboardX.proto import event_pb2
 
 import parl
-from parl.framework.specs import check_sample, normalize_specs
+from parl.core.specs import check_sample, normalize_specs
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs
 

@@ -9,8 +9,8 @@ import paddle
 import pytest
 
 import parl
-from parl.framework.batch_info import INFO_FIELDS, BatchInfo, batch_info, default_info_arrays, make_batch_info
-from parl.framework.computation_wrapper import _join_batches, _split_costs
+from parl.core.batch import INFO_FIELDS, BatchInfo, batch_info, default_info_arrays, make_batch_info
+from parl.serving.computation_wrapper import _join_batches, _split_costs
 
 from toys import WAIT, EchoAlgorithm, RecordingCommunicator, ToyModel, echo_batch, echo_obs
 

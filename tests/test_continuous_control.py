@@ -18,7 +18,7 @@ import parl
 from parl.algorithms.ddpg import DDPG
 from parl.algorithms.sac import SAC
 from parl.algorithms.td3 import TD3
-from parl.framework.batch_info import batch_info
+from parl.core.batch import batch_info
 from parl.layers.ensemble_fc import EnsembleFC
 from parl.models.continuous import LOG_STD_MAX, LOG_STD_MIN, DeterministicActorCritic, GaussianActorCritic
 from parl.utils import GymAgent

@@ -19,9 +19,9 @@ import pytest
 from learning import load_example
 
 import parl
-from parl.framework import cooperative
-from parl.framework.errors import StoppedError
-from parl.framework.placement import PLACEMENTS
+from parl.core.errors import StoppedError
+from parl.runtime import registry
+from parl.runtime.cooperative import runner as cooperative
 from parl.utils.cli import example_parser
 
 from toys import (
@@ -49,7 +49,9 @@ def hot_path(request, monkeypatch) -> str:
     if request.param == "python":
         monkeypatch.setattr(cooperative, "EXTENSION", None)
     else:
-        assert cooperative.EXTENSION is not None, "parl.framework._cooperative not built, or PARL_NO_EXTENSION set"
+        assert cooperative.EXTENSION is not None, (
+            "parl.runtime.cooperative._cooperative not built, or PARL_NO_EXTENSION set"
+        )
     return request.param
 
 
@@ -533,7 +535,7 @@ def test_examples_take_the_placement_on_the_command_line() -> None:
     parser = example_parser("x", max_steps=1, target=1.0, agents=1)
     assert parser.parse_args([]).placement == "threads"
     assert parser.parse_args(["--placement", "cooperative"]).placement == "cooperative"
-    assert set(PLACEMENTS) >= {"threads", "cooperative"}
+    assert set(registry.names()) >= {"threads", "cooperative"}
     with pytest.raises(SystemExit):
         parser.parse_args(["--placement", "fibers"])
 

@@ -1,4 +1,4 @@
-"""The C extension parl.framework._cooperative: each piece against its Python twin in cooperative.py.
+"""The C extension parl.runtime.cooperative._cooperative: each piece against its Python twin in cooperative.py.
 
 The Manager-level behaviours run on both paths in tests/test_cooperative.py; here each function is
 checked on its own: what it answers, what it leaves to the Python path (None), and what it refuses.
@@ -16,15 +16,15 @@ import pytest
 from greenlet import getcurrent, greenlet
 
 import parl
-from parl.framework import cooperative
-from parl.framework.agent_helper import _states_optional
+from parl.core.agent_helper import _states_optional
+from parl.runtime.cooperative import runner as cooperative
 
 EXT = cooperative.EXTENSION
 F32 = np.dtype(np.float32)
 
 
 def test_the_extension_is_built_and_can_be_turned_off(monkeypatch) -> None:
-    assert EXT is not None, "parl.framework._cooperative was not built (or PARL_NO_EXTENSION is set)"
+    assert EXT is not None, "parl.runtime.cooperative._cooperative was not built (or PARL_NO_EXTENSION is set)"
     monkeypatch.setenv("PARL_NO_EXTENSION", "1")
     assert cooperative._load_extension() is None
     monkeypatch.setenv("PARL_NO_EXTENSION", "0")

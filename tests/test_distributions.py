@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-from parl.framework.distributions import Categorical, DiagGaussian, TanhGaussian
+from parl.layers.distributions import Categorical, DiagGaussian, TanhGaussian
 
 LOGITS = np.array([[1.0, 2.0, 0.5], [0.0, 0.0, 0.0], [-3.0, 4.0, 1.0], [10.0, -10.0, 0.0]], np.float32)
 

@@ -8,7 +8,7 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
-from parl.framework.batch_info import batch_info
+from parl.core.batch import batch_info
 from parl.models import MLPQModel
 
 from toys import RecordingCommunicator

@@ -25,10 +25,10 @@ from learning import load_example
 
 import parl
 import parl.utils.training
+from parl.core.agent import Agent
+from parl.core.agent_helper import AgentHelper
 from parl.experiment.build import build_manager, task_settings
 from parl.experiment.config import load_config
-from parl.framework.agent import Agent
-from parl.framework.agent_helper import AgentHelper
 
 CONFIGS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "configs"
 

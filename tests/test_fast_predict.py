@@ -2,7 +2,7 @@
 
 Two tasks with the same weights and input statistics see the same batches, one
 acting the plain way (``fast_predict = False``) and one through
-:mod:`parl.framework.fast_predict`; sampled actions are drawn under one seed.
+:mod:`parl.serving.fast_predict`; sampled actions are drawn under one seed.
 A last test pins the raw kernels of parl.layers to paddle's public ops, so a
 paddle upgrade that changes either shows here.
 """
@@ -20,8 +20,8 @@ import pytest
 import parl
 from parl import layers
 from parl.algorithms import A2C, DDPG, DQN, PPO, SAC, TD3
-from parl.framework.fast_predict import compile_predictor
 from parl.models import DeterministicActorCritic, GaussianActorCritic, LSTMActorCritic, MLPActorCritic, MLPQModel
+from parl.serving.fast_predict import compile_predictor
 
 CASES: Dict[str, Callable[[], parl.Algorithm]] = {
     "DQN-MLPQModel": parl.create_algorithm_func(MLPQModel, dict(obs_dim=4, num_actions=3), DQN, {}),
@@ -152,7 +152,7 @@ def test_unknown_models_act_the_plain_way() -> None:
 
 def test_a_pair_is_compiled_only_once_its_layers_exist() -> None:
     algorithm = CASES["DQN-MLPQModel"]()
-    from parl.framework.fast_predict import LayersNotBuilt
+    from parl.serving.fast_predict import LayersNotBuilt
 
     with pytest.raises(LayersNotBuilt):
         compile_predictor(algorithm)
@@ -217,7 +217,7 @@ def test_task_tensors_are_what_paddles_constructor_makes(array: np.ndarray) -> N
     """ComputationTask skips paddle's Python wrapper around the Tensor constructor: same tensors."""
     from paddle.base import core
 
-    from parl.framework.computation_task import _tensor
+    from parl.serving.computation_task import _tensor
 
     ours, theirs = _tensor(array), core.eager.Tensor(np.ascontiguousarray(array))
     assert (ours.dtype, ours.shape, ours.stop_gradient, ours.persistable) == (

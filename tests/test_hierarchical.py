@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import parl
-from parl.framework.agent_helper import AgentHelper
-from parl.framework.specs import normalize_specs
+from parl.core.agent_helper import AgentHelper
+from parl.core.specs import normalize_specs
 from parl.utils import LinearSchedule
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "hierarchical"

@@ -14,7 +14,7 @@ import pytest
 
 import parl
 from parl.experiment.metrics import METRICS_FILE, MetricsWriter, RobotMetrics, task_values
-from parl.framework.optimizer import Adam, global_grad_norm, grad_norm_value
+from parl.layers.optimizer import Adam, global_grad_norm, grad_norm_value
 
 from toys import LEARN_FAIL, EchoAlgorithm, echo_batch, echo_obs
 

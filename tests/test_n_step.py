@@ -10,8 +10,8 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
-from parl.framework.batch_info import batch_info
-from parl.framework.n_step import NStepAccumulator
+from parl.core.batch import batch_info
+from parl.experience.n_step import NStepAccumulator
 from parl.models import MLPQModel
 
 from toys import RecordingCommunicator, ToyModel

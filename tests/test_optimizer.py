@@ -4,7 +4,7 @@ import numpy as np
 import paddle
 import pytest
 
-from parl.framework.optimizer import Adam
+from parl.layers.optimizer import Adam
 
 
 def _pair(seed: int):

@@ -4,7 +4,7 @@ import numpy as np
 import paddle
 import pytest
 
-from parl.framework.optimizer import RMSProp
+from parl.layers.optimizer import RMSProp
 
 
 def _pair(seed: int):

@@ -16,8 +16,8 @@ import pytest
 import parl
 from parl.algorithms.a2c import A2C
 from parl.algorithms.policy_gradient import PolicyGradient
-from parl.framework.batch_info import batch_info
-from parl.framework.optimizer import Adam, RMSProp
+from parl.core.batch import batch_info
+from parl.layers.optimizer import Adam, RMSProp
 from parl.models import LSTMActorCritic, MLPActorCritic
 from parl.utils import GymAgent
 

@@ -17,7 +17,7 @@ import pytest
 
 import parl
 from parl.algorithms.ppo import PPO
-from parl.framework.batch_info import batch_info
+from parl.core.batch import batch_info
 from parl.models import LSTMActorCritic, MLPActorCritic
 
 GAMMA, LAM, CLIP = 0.9, 0.8, 0.2

@@ -11,7 +11,7 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
-from parl.framework.prioritized_replay_buffer import PrioritizedReplayBuffer
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer
 from parl.models import MLPQModel
 
 from toys import RecordingCommunicator, ToyModel, specs

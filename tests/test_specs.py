@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import parl
-from parl.framework.errors import StoppedError
+from parl.core.errors import StoppedError
 
 from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, ToyModel, count_puts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parl.framework.sum_tree import SumTree
+from parl.experience.sum_tree import SumTree
 
 CAPACITIES = [1, 2, 3, 5, 8, 13, 100]
 FANOUTS = [2, 3, 32]  # deep trees on small capacities, and the default

@@ -13,8 +13,8 @@ import pytest
 import parl
 from parl.algorithms import DQN
 from parl.algorithms.target import TargetSync
-from parl.framework.computation_task import NORMALIZER_KEY
 from parl.models import MLPQModel
+from parl.serving.computation_task import NORMALIZER_KEY
 
 from toys import ToyModel
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parl.framework.transforms import InputNormalizer, RewardTransform, RunningMeanStd
+from parl.serving.transforms import InputNormalizer, RewardTransform, RunningMeanStd
 
 
 def test_running_mean_std_over_several_batches_equals_the_statistics_of_their_concatenation() -> None:

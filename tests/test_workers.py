@@ -19,8 +19,8 @@ import pytest
 from learning import load_example
 
 import parl
-from parl.framework.shm_transport import TransportedError
-from parl.framework.worker_pool import WorkerError
+from parl.runtime.processes.shm_transport import TransportedError
+from parl.runtime.processes.worker_pool import WorkerError
 from parl.utils.gym_agent import GymAgent
 from parl.utils.training import env_steps
 
@@ -376,7 +376,7 @@ def test_processes_give_the_same_episodes_as_threads() -> None:
 
 
 def test_workers_only_go_with_processes() -> None:
-    with pytest.raises(ValueError, match="workers and restart_workers apply to placement 'processes' only"):
+    with pytest.raises(ValueError, match="workers applies to placement 'processes' only, got placement 'threads'"):
         parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, workers=2)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import parl
-from parl.framework.errors import StoppedError
+from parl.core.errors import StoppedError
 
 from toys import (
     LEARN_BLOCK,

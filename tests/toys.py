@@ -18,8 +18,8 @@ import paddle
 
 import parl
 from parl import layers
-from parl.framework.request_queue import RequestQueue
-from parl.framework.specs import Spec, normalize_specs
+from parl.core.specs import Spec, normalize_specs
+from parl.serving.request_queue import RequestQueue
 
 # Markers carried in obs[1].
 PREDICT_FAIL = -1.0

@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 import parl
-from parl.framework.counters import read_counter
+from parl.core.counters import read_counter
 from parl.utils import LinearSchedule
 
 ArrayDict = Dict[str, np.ndarray]

@@ -21,9 +21,9 @@ import paddle
 import parl
 from parl import layers
 from parl.algorithms.reward_prediction import RewardPrediction
-from parl.framework.specs import SpecList
-from parl.framework.validation import check_choice, check_int
+from parl.core.specs import SpecList
 from parl.utils import GymAgent
+from parl.validation import check_choice, check_int
 
 #: Which layers of MLPActorCritic the auxiliary task shares: its actor's or its critic's hidden layers.
 TRUNKS = {"actor": "model.actor_hidden", "critic": "model.critic_hidden"}

@@ -30,9 +30,9 @@ from typing import Callable, List, Optional
 import paddle
 
 from parl.algorithms.policy_gradient import PolicyGradient
-from parl.framework.model import Model
-from parl.framework.optimizer import Adam, Optimizer, RMSProp
-from parl.framework.validation import check_choice, check_positive, check_range
+from parl.core.model import Model
+from parl.layers.optimizer import Adam, Optimizer, RMSProp
+from parl.validation import check_choice, check_positive, check_range
 
 
 class A2C(PolicyGradient):
@@ -84,7 +84,7 @@ class A2C(PolicyGradient):
         self.rmsprop_epsilon = check_positive("rmsprop_epsilon", rmsprop_epsilon)
 
     def make_optimizer(self, parameters: List[paddle.Tensor]) -> Optimizer:
-        """:class:`~parl.framework.optimizer.RMSProp` or :class:`~parl.framework.optimizer.Adam`, with the
+        """:class:`~parl.layers.optimizer.RMSProp` or :class:`~parl.layers.optimizer.Adam`, with the
         gradient-norm clipping of ``grad_clip``."""
         if self.optimizer == "adam":
             return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)

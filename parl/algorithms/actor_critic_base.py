@@ -14,11 +14,11 @@ from typing import Callable, Optional, Tuple
 import paddle
 
 from parl.algorithms.returns import gae
-from parl.framework.algorithm import Algorithm, TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
-from parl.framework.validation import check_range
+from parl.core.algorithm import Algorithm, TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
 from parl.models.actor_critic import ActorCriticModel
+from parl.validation import check_range
 
 
 class ActorCriticBase(Algorithm):

@@ -26,11 +26,11 @@ from typing import Callable, Optional, Tuple, Type
 import paddle
 
 from parl.algorithms.target import TargetSync
-from parl.framework.algorithm import Algorithm, TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
-from parl.framework.validation import check_range
+from parl.core.algorithm import Algorithm, TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
 from parl.models.continuous import ContinuousActorCritic
+from parl.validation import check_range
 
 
 class ActorCriticQ(Algorithm):

@@ -19,9 +19,9 @@ from typing import Callable, Dict, Optional, Tuple
 import paddle
 
 from parl.algorithms.actor_critic_q import ActorCriticQ
-from parl.framework.algorithm import TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
+from parl.core.algorithm import TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
 from parl.models.continuous import DeterministicActorCritic
 
 

@@ -22,10 +22,10 @@ import paddle
 import paddle.nn.functional as F
 
 from parl.algorithms.target import TargetSync
-from parl.framework.algorithm import Algorithm, TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
-from parl.framework.validation import check_choice, check_range
+from parl.core.algorithm import Algorithm, TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
+from parl.validation import check_choice, check_range
 
 
 class DQN(Algorithm):

@@ -27,10 +27,10 @@ from typing import Callable, Dict, Optional
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.framework.algorithm import TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
-from parl.framework.validation import check_range
+from parl.core.algorithm import TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
+from parl.validation import check_range
 
 #: Added to the advantages' standard deviation when normalizing (a batch of equal advantages stays finite).
 NORMALIZE_EPSILON = 1e-8

@@ -27,10 +27,10 @@ import numpy as np
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.framework.algorithm import TensorDict
-from parl.framework.batch_info import BatchInfo
-from parl.framework.model import Model
-from parl.framework.validation import check_choice, check_int, check_positive, check_range
+from parl.core.algorithm import TensorDict
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
+from parl.validation import check_choice, check_int, check_positive, check_range
 
 #: Where advantages are normalized to zero mean and unit standard deviation.
 ADVANTAGE_NORMALIZATION = ("minibatch", "batch", "none")

@@ -1,7 +1,7 @@
 """Returns and advantages over time-ordered segments (numpy; one pass per batch).
 
 A batch of on-policy rows is a run of consecutive segments (see
-:class:`~parl.framework.batch_info.BatchInfo`): each segment is one agent's
+:class:`~parl.core.batch.BatchInfo`): each segment is one agent's
 steps in time order, and the last row of a segment bootstraps from its
 ``next_inputs``. An episode end only ever falls on a segment's last row.
 
@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from parl.framework.validation import check_range
+from parl.validation import check_range
 
 
 def gae(

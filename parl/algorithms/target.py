@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from parl.framework.model import Model
-from parl.framework.validation import check_int, check_range
+from parl.core.model import Model
+from parl.validation import check_int, check_range
 
 
 class TargetSync:

@@ -18,8 +18,8 @@ from typing import Callable, Optional
 import paddle
 
 from parl.algorithms.ddpg import DDPG
-from parl.framework.model import Model
-from parl.framework.validation import check_int, check_positive, check_range
+from parl.core.model import Model
+from parl.validation import check_int, check_positive, check_range
 
 
 class TD3(DDPG):

@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional
 
 import parl
 from parl.experiment.config import RobotConfig
-from parl.framework.validation import check_int
+from parl.validation import check_int
 
 
 def agent_seed(config: RobotConfig, index: int) -> int:

@@ -32,8 +32,8 @@ import shutil
 import tempfile
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from parl.framework.computation_task import ComputationTask
-from parl.framework.validation import check_int
+from parl.serving.computation_task import ComputationTask
+from parl.validation import check_int
 
 #: The file that marks a checkpoint complete, and holds its counters.
 ROBOT_FILE = "robot.json"

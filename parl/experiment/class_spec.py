@@ -25,7 +25,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from parl.framework.validation import ParameterError
+from parl.validation import ParameterError
 
 #: The key that makes a mapping a class spec.
 CLASS_KEY = "class"
@@ -75,7 +75,7 @@ class ClassSpec:
 def build_checked(spec: ClassSpec, args: Sequence[Any] = (), extra: Optional[Mapping[str, Any]] = None) -> Any:
     """:meth:`ClassSpec.build`, with what the classes raise turned into ConfigErrors.
 
-    A :class:`~parl.framework.validation.ParameterError` about one of the
+    A :class:`~parl.validation.ParameterError` about one of the
     class's keywords becomes ``<key path>.<keyword>: expected <expected>, got
     <value>``; any other exception ``<key path>: <message>``.
     """

@@ -69,9 +69,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from parl.core.errors import AgentError
     from parl.experiment.config import load_config
     from parl.experiment.trainer import Trainer
-    from parl.framework.errors import AgentError
 
     config = load_config(args.config, args.override)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
@@ -118,7 +118,7 @@ def _eval(args: argparse.Namespace) -> int:
     from parl.experiment.checkpoints import CheckpointManager
     from parl.experiment.config import load_config
     from parl.experiment.evaluation import evaluate_agents
-    from parl.framework.validation import check_int
+    from parl.validation import check_int
 
     episodes = check_int("--episodes", args.episodes, 1)
     config = load_config(args.config, args.override)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import yaml
 
 import parl
+from parl import affinity
 from parl.experiment.class_spec import (
     ClassSpec,
     ConfigError,
@@ -42,9 +43,9 @@ from parl.experiment.class_spec import (
     resolve_spec,
     resolve_value,
 )
-from parl.framework import affinity, placement
-from parl.framework.shared_parts import share_parts
-from parl.framework.validation import ParameterError, check_choice, check_int, check_positive
+from parl.runtime import registry
+from parl.serving.shared_parts import share_parts
+from parl.validation import ParameterError, check_choice, check_int, check_positive
 
 __all__ = [
     "BatchingConfig",
@@ -208,7 +209,7 @@ class RobotConfig:
         agents: number of agents, each with its own environment.
         log_dir: where metrics and checkpoints go (default ``runs/<name>``; relative to the working directory).
         python_path: absolute directories put on ``sys.path`` before any class was imported.
-        thread_placement: the Manager's thread placement (one of ``parl.framework.affinity.PLACEMENTS``).
+        thread_placement: the Manager's thread placement (one of ``parl.affinity.PLACEMENTS``).
         placement: where the agents run (``parl.Manager``'s ``placement``: threads, cooperative, processes).
         workers: worker processes for ``placement: processes`` (None: the Manager's default).
         env: how environments are made.
@@ -341,7 +342,7 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
             lambda n, v: check_choice(n, v, affinity.PLACEMENTS),
         ),
         placement=_value(
-            "placement", data.get("placement", "threads"), lambda n, v: check_choice(n, v, placement.PLACEMENTS)
+            "placement", data.get("placement", "threads"), lambda n, v: check_choice(n, v, tuple(registry.names()))
         ),
         workers=_value("workers", data.get("workers"), _optional(_integer(1))),
         env=_parse_env(data["env"]),

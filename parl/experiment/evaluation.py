@@ -16,11 +16,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from parl.framework.agent import Agent
-from parl.framework.agent_helper import AgentHelper, Rewards
-from parl.framework.computation_task import ComputationTask
-from parl.framework.specs import check_dict, zeros
-from parl.framework.validation import check_int
+from parl.core.agent import Agent
+from parl.core.agent_helper import AgentHelper, Rewards
+from parl.core.specs import check_dict, zeros
+from parl.serving.computation_task import ComputationTask
+from parl.validation import check_int
 
 ArrayDict = Dict[str, np.ndarray]
 

@@ -21,9 +21,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from parl.framework.computation_wrapper import StatsSnapshot, Total
-from parl.framework.manager import Manager
-from parl.framework.validation import check_int
+from parl.runtime.manager import Manager
+from parl.serving.stats import StatsSnapshot, Total
+from parl.validation import check_int
 
 #: The file of one JSON object per row, in the log directory.
 METRICS_FILE = "metrics.jsonl"

@@ -18,7 +18,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from parl.experiment.metrics import METRICS_FILE
-from parl.framework.validation import check_int
+from parl.validation import check_int
 
 #: The tags drawn, one panel each: (tag, panel title).
 PANELS = (("episode/reward", "training episodes"), ("eval/mean_return", "evaluations"))

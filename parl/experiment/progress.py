@@ -22,7 +22,7 @@ import time
 from collections import deque
 from typing import Callable, Deque, Optional, TextIO, Tuple
 
-from parl.framework.validation import check_int, check_range
+from parl.validation import check_int, check_range
 
 #: Seconds between lines when the stream is not a terminal.
 PLAIN_INTERVAL = 10.0

@@ -36,16 +36,16 @@ from typing import Callable, Dict, Iterable, List, Optional, TextIO
 import numpy as np
 import yaml
 
+from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
 from parl.experiment.checkpoints import CheckpointManager
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
-from parl.framework.computation_task import ComputationTask
-from parl.framework.manager import Manager
-from parl.framework.specs import zeros
+from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
+from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check
 from parl.utils.training import env_steps
 

@@ -6,8 +6,8 @@ feedforward or recurrent:
     dist, value, next_states = model.step(inputs, states)        # one step per row (acting, bootstrap)
     dist, value = model.sequence(inputs, states, lengths)        # rows are time-ordered segments (learning)
 
-``dist`` is a :class:`~parl.framework.distributions.Categorical` (discrete
-actions, int64 ``[1]``) or a :class:`~parl.framework.distributions.DiagGaussian`
+``dist`` is a :class:`~parl.layers.distributions.Categorical` (discrete
+actions, int64 ``[1]``) or a :class:`~parl.layers.distributions.DiagGaussian`
 with mean and softplus sigma (continuous actions, float32 ``[action_dim]`` in
 [-1, 1] after clipping by the agent); ``value`` is ``[B, 1]``.
 A recurrent model declares its memory as state specs ``h`` and ``c``; in
@@ -24,10 +24,10 @@ import paddle
 import paddle.nn.functional as F
 
 from parl import layers
-from parl.framework.distributions import Categorical, DiagGaussian
-from parl.framework.model import Model
-from parl.framework.specs import SpecList
-from parl.framework.validation import check_int
+from parl.core.model import Model
+from parl.core.specs import SpecList
+from parl.layers.distributions import Categorical, DiagGaussian
+from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
 Distribution = Union[Categorical, DiagGaussian]

@@ -7,9 +7,9 @@ from typing import Dict
 import paddle
 
 from parl import layers
-from parl.framework.model import Model
-from parl.framework.specs import SpecList
-from parl.framework.validation import check_int
+from parl.core.model import Model
+from parl.core.specs import SpecList
+from parl.validation import check_int
 
 #: Smallest frame side the three convolutions accept (each leaves at least its next filter's size).
 MIN_SCREEN_SIZE = 36

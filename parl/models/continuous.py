@@ -27,12 +27,12 @@ from typing import Sequence, Tuple, Type, Union
 import paddle
 
 from parl import layers
-from parl.framework.distributions import TanhGaussian
-from parl.framework.model import Model
-from parl.framework.specs import SpecList
-from parl.framework.validation import check_int, check_positive
+from parl.core.model import Model
+from parl.core.specs import SpecList
+from parl.layers.distributions import TanhGaussian
 from parl.layers.ensemble_fc import EnsembleFC
 from parl.layers.layer_func import LayerFunc, ParamSpec
+from parl.validation import check_int, check_positive
 
 #: Bounds of a GaussianActor's log standard deviation (as Stable-Baselines3's SAC).
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0

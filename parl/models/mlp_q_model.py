@@ -7,9 +7,9 @@ from typing import Dict, Sequence
 import paddle
 
 from parl import layers
-from parl.framework.model import Model
-from parl.framework.specs import SpecList
-from parl.framework.validation import check_int
+from parl.core.model import Model
+from parl.core.specs import SpecList
+from parl.validation import check_int
 
 
 class MLPQModel(Model):

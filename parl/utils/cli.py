@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Dict
 
-from parl.framework.placement import PLACEMENTS
+from parl.runtime import registry
 
 
 def example_parser(description: str, *, max_steps: int, target: float, agents: int) -> argparse.ArgumentParser:
@@ -17,7 +17,10 @@ def example_parser(description: str, *, max_steps: int, target: float, agents: i
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--agents", type=int, default=agents)
     parser.add_argument(
-        "--placement", choices=PLACEMENTS, default="threads", help="where the agents run (parl.Manager's placement)"
+        "--placement",
+        choices=registry.names(),
+        default="threads",
+        help="where the agents run (parl.Manager's placement)",
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing (the result is what train() returns)")
     return parser

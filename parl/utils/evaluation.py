@@ -7,9 +7,9 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from parl.framework.computation_task import ComputationTask
-from parl.framework.validation import check_int
+from parl.serving.computation_task import ComputationTask
 from parl.utils.gym_agent import env_action_converter, obs_inputs
+from parl.validation import check_int
 
 
 def evaluate(

@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from parl.framework.agent import Agent
-from parl.framework.counters import read_counter
+from parl.core.agent import Agent
+from parl.core.counters import read_counter
 
 ArrayDict = Dict[str, np.ndarray]
 

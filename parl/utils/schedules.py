@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parl.framework.validation import check_int
+from parl.validation import check_int
 
 
 class LinearSchedule:

@@ -20,13 +20,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from parl.framework.agent import Agent
-from parl.framework.agent_helper import AgentHelper
-from parl.framework.computation_task import ComputationTask
-from parl.framework.manager import Manager, TaskSettings
-from parl.framework.validation import check_int
+from parl.core.agent import Agent
+from parl.core.agent_helper import AgentHelper
+from parl.runtime.manager import Manager, TaskSettings
 from parl.seeding import seed_everything
+from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, Check, check_seed, confirmed_check, evaluate, final_seed
+from parl.validation import check_int
 
 
 def greedy_check(

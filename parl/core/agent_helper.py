@@ -1,0 +1,147 @@
+"""AgentHelper: an agent's handle on one ComputationTask.
+
+    actions, next_states = helper.predict({"obs": obs})
+    helper.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
+    costs = helper.learn()      # None when it is not yet time to learn
+
+A helper hides all communication from the agent and owns the agent's
+experience. This base class predicts and checks what is stored; subclasses
+(``parl.experience``: :class:`~parl.OnPolicyHelper`,
+:class:`~parl.ExpReplayHelper`) decide what is kept and when it is sent to
+the task through the bound :class:`~parl.core.communicator.Communicator`.
+
+``terminated`` (the task ended) and ``truncated`` (cut by a time limit) are
+kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
+algorithms bootstrap from the last input after a truncation and never after a
+termination.
+
+A helper's :meth:`AgentHelper.counters` are saved in checkpoints (the
+experience itself is not) and given back with
+:meth:`AgentHelper.restore_counters` when a run resumes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from parl.core.communicator import Communicator
+from parl.core.specs import check_dict, zeros
+
+ArrayDict = Dict[str, np.ndarray]
+Rewards = Union[float, int, Mapping[str, object]]
+
+
+class AgentHelper:
+    """Base helper: prediction and checked experience; subclasses decide how experience is learned from."""
+
+    def __init__(self) -> None:
+        self._comm: Optional[Communicator] = None
+
+    def bind(self, communicator: Communicator) -> None:
+        """Attach to a task's wrapper (done by Manager.add_agent).
+
+        A helper whose class keeps :meth:`predict` as defined here gets the
+        communicator's ``predict`` as its own when that one's ``states``
+        defaults to None (as parl's transports do), so an agent's per-step call
+        goes straight to the transport: two Python calls fewer a step, with the
+        same arguments, results and errors.
+        """
+        self._set_transport(communicator)
+        self._on_bind(communicator)
+
+    def _set_transport(self, communicator: Communicator) -> None:
+        """Route this helper's calls through ``communicator`` (also used by a worker process to
+        put its transport in place of the one bound in the parent, with the same specs)."""
+        self._comm = communicator
+        if type(self).predict is AgentHelper.predict and _states_optional(communicator.predict):
+            self.predict = communicator.predict  # type: ignore[method-assign]
+        else:
+            self.__dict__.pop("predict", None)
+
+    def _on_bind(self, communicator: Communicator) -> None:
+        """Hook for subclasses that size storage by the specs."""
+
+    def counters(self) -> Dict[str, int]:
+        """The integers a resumed run needs to go on where this helper stopped (annealing
+        schedules, say); none for the base class."""
+        return {}
+
+    def restore_counters(self, counters: Mapping[str, int]) -> None:
+        """Take up the :meth:`counters` of an earlier run, before or after :meth:`bind`; the base
+        class keeps none. Subclasses raise ValueError when a counter they keep is missing or is
+        not an integer >= 0."""
+
+    @property
+    def communicator(self) -> Communicator:
+        """The bound communicator."""
+        if self._comm is None:
+            raise RuntimeError(f"{type(self).__name__} is not bound to a task; add the agent with Manager.add_agent")
+        return self._comm
+
+    def predict(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """Actions and next recurrent states for one sample (no batch axis).
+
+        Raises:
+            ValueError: ``inputs`` or ``states`` do not match the model's specs.
+            RemoteError: the algorithm raised while predicting this request's batch.
+        """
+        return self.communicator.predict(inputs, states)
+
+    def initial_states(self) -> ArrayDict:
+        """Zero recurrent states for the start of an episode (empty for feedforward models)."""
+        return {k: v[0] for k, v in zeros(self.communicator.state_specs, 1).items()}
+
+    def store_data(
+        self,
+        inputs: Mapping[str, object],
+        actions: Mapping[str, object],
+        rewards: Rewards,
+        next_inputs: Mapping[str, object],
+        terminated: bool,
+        truncated: bool,
+        states: Optional[Mapping[str, object]] = None,
+        next_states: Optional[Mapping[str, object]] = None,
+    ) -> None:
+        """Record one transition. ``rewards`` may be a number when the model has one reward spec.
+
+        Raises:
+            ValueError: any part does not match the model's specs.
+        """
+        comm = self.communicator
+        if not isinstance(rewards, Mapping):
+            if len(comm.reward_specs) != 1:
+                raise ValueError(
+                    f"rewards: expected a dict with keys {[s.name for s in comm.reward_specs]}, got {rewards!r}"
+                )
+            rewards = {comm.reward_specs[0].name: rewards}
+        transition = {
+            "inputs": check_dict(comm.input_specs, inputs, "input"),
+            "next_inputs": check_dict(comm.input_specs, next_inputs, "next input"),
+            "states": check_dict(comm.state_specs, states or {}, "state"),
+            "next_states": check_dict(comm.state_specs, next_states or {}, "next state"),
+            "actions": check_dict(comm.action_specs, actions, "action"),
+            "rewards": check_dict(comm.reward_specs, rewards, "reward"),
+            "next_episode_end": np.array([1.0 if terminated else 0.0], dtype=np.float32),
+        }
+        self._store(transition, bool(terminated) or bool(truncated))
+
+    def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
+        raise NotImplementedError
+
+    def learn(self) -> Optional[Dict[str, float]]:
+        """Send experience for training if it is time; returns the costs, or None."""
+        raise NotImplementedError
+
+
+def _states_optional(predict: Callable[..., object]) -> bool:
+    """Whether ``predict(inputs)`` means ``predict(inputs, None)``: its ``states`` defaults to None."""
+    try:
+        parameter = inspect.signature(predict).parameters.get("states")
+    except (TypeError, ValueError):  # no signature to read (a builtin, say)
+        return False
+    return parameter is not None and parameter.default is None

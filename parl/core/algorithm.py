@@ -1,0 +1,158 @@
+"""Algorithm: the RL math over one or more Models.
+
+    algorithm = DQN(model_func, gamma=0.99)
+    actions, next_states = algorithm.predict(inputs, states)            # tensors in, tensors out
+    costs = algorithm.learn(inputs, next_inputs, states, next_states,
+                            next_episode_end, actions, rewards, info)    # {"loss": ..., ...}
+
+An Algorithm holds only math: it never touches queues, threads, environments
+or files. :class:`~parl.serving.computation_task.ComputationTask` converts
+numpy to tensors, minimizes ``costs["loss"]`` with the optimizer from
+:meth:`Algorithm.make_optimizer`, and calls :meth:`Algorithm.after_update`.
+
+``learn`` returns the costs of one optimizer step, or an iterator of them for
+algorithms that take several steps on one batch (PPO's epochs and
+minibatches): the task runs one optimizer step per item it yields.
+
+Hyperparameters are keyword arguments; an unknown one raises ValueError
+naming it, like a bad value does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
+
+import paddle
+
+from parl.core.batch import BatchInfo
+from parl.core.model import Model
+from parl.layers.optimizer import Adam
+from parl.validation import check_positive
+
+TensorDict = Dict[str, paddle.Tensor]
+#: What :meth:`Algorithm.learn` returns: one step's costs, or one item per optimizer step.
+LearnResult = Union[TensorDict, Iterator[TensorDict]]
+
+
+class Algorithm:
+    """Base class of algorithms, built from ``model_func``: a zero-argument callable returning a fresh Model.
+
+    Keeping the callable lets an algorithm clone models (target networks,
+    behaviour policies) whose layers line up with ``self.model``.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Algorithm":
+        # Python reports an unknown keyword as a TypeError from deep inside the
+        # call; name the option and the known ones instead.
+        known = _keyword_names(cls)
+        unknown = [] if known is _ANY else sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(
+                f"{cls.__name__}: unknown option {unknown[0]}={kwargs[unknown[0]]!r}; options are {sorted(known)}"
+            )
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        model_func: Callable[[], Model],
+        *,
+        learning_rate: float = 1e-3,
+        grad_clip: Optional[float] = None,
+    ) -> None:
+        if not callable(model_func):
+            raise ValueError(f"model_func must be a zero-argument callable returning a Model, got {model_func!r}")
+        model = model_func()
+        if not isinstance(model, Model):
+            raise ValueError(f"model_func must return a parl.Model, got {type(model).__name__}")
+        self.model_func = model_func
+        self.model = model
+        self.learning_rate = check_positive("learning_rate", learning_rate)
+        self.grad_clip = None if grad_clip is None else check_positive("grad_clip", grad_clip)
+
+    def parameters(self) -> List[paddle.Tensor]:
+        """Parameters the optimizer updates (the main model's by default; never target networks)."""
+        return self.model.parameters()
+
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Adam:
+        """The optimizer for ``parameters``: :class:`parl.layers.optimizer.Adam` with optional
+        global-norm clipping by default. Any object with ``step``, ``clear_grad``, ``state_dict``
+        and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
+        return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
+
+    def predict(
+        self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
+    ) -> Tuple[TensorDict, TensorDict]:
+        """Batched actions (by action spec name) and next recurrent states (by state spec name).
+
+        ``deterministic`` asks for the greedy or mean action instead of a sample
+        (evaluation); algorithms whose policy is deterministic ignore it.
+        """
+        raise NotImplementedError
+
+    def learn(
+        self,
+        inputs: TensorDict,
+        next_inputs: TensorDict,
+        states: TensorDict,
+        next_states: TensorDict,
+        next_episode_end: paddle.Tensor,
+        actions: TensorDict,
+        rewards: TensorDict,
+        info: BatchInfo,
+    ) -> LearnResult:
+        """Named costs of one batch; ``costs["loss"]`` is what the optimizer minimizes.
+
+        ``next_episode_end`` is 1.0 where the next input is terminal (the task
+        ended: no bootstrap) and 0.0 otherwise, including on truncation by a
+        time limit, where the next input must be bootstrapped from.
+
+        ``info`` tells how the rows relate (time-ordered segments), how many
+        env steps each transition spans (n-step replay) and the rows'
+        importance weights (prioritized replay); see :class:`BatchInfo`.
+
+        Costs are scalars, except a per-row ``"td_error"`` of shape ``[B]`` or
+        ``[B, 1]``, which prioritized replay uses as new priorities. A
+        generator may be returned instead, yielding one costs dict per
+        optimizer step.
+        """
+        raise NotImplementedError
+
+    def after_update(self, update_step: int) -> None:
+        """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""
+
+
+def _keyword_names(cls: type) -> set:
+    names = _KEYWORDS.get(cls)
+    if names is None:
+        params = inspect.signature(cls.__init__).parameters.values()
+        if any(p.kind == p.VAR_KEYWORD for p in params):
+            names = _ANY
+        else:
+            names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"self"}
+        _KEYWORDS[cls] = names
+    return names
+
+
+_KEYWORDS: Dict[type, set] = {}
+_ANY: set = set()  # marker: the constructor takes **kwargs, so any keyword is accepted
+
+
+def create_algorithm_func(
+    model_class: Type[Model],
+    model_args: Mapping[str, Any],
+    algorithm_class: Type[Algorithm],
+    algorithm_args: Mapping[str, Any],
+) -> Callable[[], Algorithm]:
+    """A zero-argument callable that builds ``algorithm_class(model_func, **algorithm_args)``
+    where ``model_func`` builds ``model_class(**model_args)``."""
+    model_args = dict(model_args)
+    algorithm_args = dict(algorithm_args)
+
+    def model_func() -> Model:
+        return model_class(**model_args)
+
+    def algorithm_func() -> Algorithm:
+        return algorithm_class(model_func, **algorithm_args)
+
+    return algorithm_func

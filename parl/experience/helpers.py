@@ -1,0 +1,251 @@
+"""The helpers that keep experience: OnPolicyHelper and ExpReplayHelper.
+
+    actions, next_states = helper.predict({"obs": obs})
+    helper.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
+    costs = helper.learn()      # None when it is not yet time to learn
+
+A helper hides all communication from the agent and owns the agent's
+experience: :class:`OnPolicyHelper` caches the last steps and sends them;
+:class:`ExpReplayHelper` keeps a replay buffer (uniform or prioritized, of
+1-step or n-step transitions) and sends sampled batches.
+
+``terminated`` (the task ended) and ``truncated`` (cut by a time limit) are
+kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
+algorithms bootstrap from the last input after a truncation and never after a
+termination.
+
+A helper's :meth:`AgentHelper.counters` are saved in checkpoints (the
+experience itself is not) and given back with
+:meth:`AgentHelper.restore_counters` when a run resumes.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+from parl.core.agent_helper import AgentHelper
+from parl.core.communicator import Communicator
+from parl.core.counters import read_counter
+from parl.experience.n_step import NStepAccumulator, copy_transition
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer
+from parl.experience.replay_buffer import ReplayBuffer
+from parl.validation import check_int, check_positive, check_range
+
+ArrayDict = Dict[str, np.ndarray]
+Rewards = Union[float, int, Mapping[str, object]]
+
+
+class OnPolicyHelper(AgentHelper):
+    """Caches the last ``sample_interval`` transitions and sends them, in order, for one update.
+
+    The cache is also sent when an episode ends, so no step crosses episodes.
+    Each transition carries its next input, which is the bootstrap input of
+    the last one. The batch is marked as one time-ordered segment
+    (``BatchInfo.sequence_lengths``), so algorithms can compute returns and
+    unroll recurrent models over it even after the wrapper joins the segments
+    of several agents.
+    """
+
+    def __init__(self, *, sample_interval: int = 5) -> None:
+        super().__init__()
+        self.sample_interval = check_int("sample_interval", sample_interval, 1)
+        self._cache: List[Dict[str, object]] = []
+        self._episode_over = False
+
+    def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
+        # Checked arrays may be the agent's own (no copy when the dtype already
+        # fits); an agent that reuses an observation buffer in place would
+        # otherwise change the cached steps.
+        self._cache.append(copy_transition(transition))
+        self._episode_over = episode_over
+
+    def learn(self) -> Optional[Dict[str, float]]:
+        if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
+            return None
+        cache, self._cache = self._cache, []
+        batch = _stack_transitions(cache)
+        # One time-ordered segment: the wrapper may join it with other agents' segments.
+        batch["sequence_lengths"] = np.array([len(cache)], dtype=np.int64)
+        return self.communicator.learn(batch)
+
+
+class ExpReplayHelper(AgentHelper):
+    """Keeps a replay buffer and sends sampled batches at a fixed update-to-data ratio.
+
+    Learning starts once ``warmup_steps`` transitions are stored. From then on
+    every stored step earns ``updates_per_step`` updates, and :meth:`learn`
+    sends one sampled batch per update earned, each learned as one update of
+    its own (the wrapper never joins replay samples). After the ``n``-th step
+    since the buffer was warm is stored and learned on, the helper has sent
+    exactly ``ceil(n * updates_per_step)`` batches (the first at once), in
+    threads, cooperative or processes placement alike: a robot of many agents
+    makes ``updates_per_step`` updates per env step of all its agents
+    together. ``0.25`` is one update every 4 steps (SB3's ``train_freq=4``),
+    ``2`` two updates per step.
+
+    Works with any off-policy algorithm; two options change what is replayed:
+
+    - ``n_step > 1``: each stored transition spans up to ``n_step`` env steps
+      (:class:`~parl.experience.n_step.NStepAccumulator`): its reward is the
+      discounted sum of the rewards on the way and the batch carries
+      ``bootstrap_steps``, which algorithms turn into ``gamma ** steps`` with
+      ``info.discount(gamma)``. ``gamma`` here discounts those sums and must be
+      the algorithm's own. The last ``store_data`` of an episode must say
+      ``terminated`` or ``truncated``, or transitions would span two episodes.
+    - ``prioritized=True``: transitions are drawn by priority
+      (:class:`~parl.experience.prioritized_replay_buffer.PrioritizedReplayBuffer`),
+      the batch carries importance ``weights``, and the per-row ``td_error`` the
+      algorithm returns from ``learn`` becomes the priorities of the rows sent.
+
+    Args:
+        capacity: transitions kept by this agent.
+        batch_size: transitions per batch sent.
+        warmup_steps: transitions stored before the first batch.
+        updates_per_step: updates (batches sent) per stored step after warm-up, in [1e-6, 1000]:
+            the update-to-data ratio.
+        seed: seeds this helper's sampling.
+        prioritized: sample by priority instead of uniformly.
+        alpha: priority exponent, in [0, 1] (prioritized only).
+        beta_start: importance-weight exponent at the start, in [0, 1]; it reaches 1 after
+            ``beta_steps`` of this agent's steps (prioritized only). The steps so far are the
+            counter ``replay_added``, so a resumed run goes on annealing where it stopped.
+        beta_steps: this agent's steps over which beta anneals to 1 (0: 1 from the start).
+        priority_epsilon: added to ``|td_error|`` so no priority is 0 (prioritized only).
+        n_step: env steps per stored transition.
+        gamma: discount of the n-step reward sums (n_step > 1 only); must match the algorithm's.
+    """
+
+    def __init__(
+        self,
+        *,
+        capacity: int = 100_000,
+        batch_size: int = 64,
+        warmup_steps: int = 1000,
+        updates_per_step: float = 1.0,
+        seed: Optional[int] = None,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_steps: int = 100_000,
+        priority_epsilon: float = 1e-6,
+        n_step: int = 1,
+        gamma: float = 0.99,
+    ) -> None:
+        super().__init__()
+        self.capacity = check_int("capacity", capacity, 1)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.warmup_steps = check_int("warmup_steps", warmup_steps, 0)
+        self.updates_per_step = check_range("updates_per_step", updates_per_step, 1e-6, 1_000.0)
+        self._ratio = Fraction(self.updates_per_step).limit_denominator(1_000_000)
+        if not isinstance(prioritized, bool):
+            raise ValueError(f"prioritized must be True or False, got {prioritized!r}")
+        self.prioritized = prioritized
+        self.alpha = check_range("alpha", alpha, 0.0, 1.0)
+        self.beta_start = check_range("beta_start", beta_start, 0.0, 1.0)
+        self.beta_steps = check_int("beta_steps", beta_steps, 0)
+        self.priority_epsilon = check_positive("priority_epsilon", priority_epsilon)
+        self.n_step = check_int("n_step", n_step, 1)
+        self.gamma = check_range("gamma", gamma, 0.0, 1.0)
+        self._rng = np.random.default_rng(seed)
+        self._steps_ready = 0  # steps stored with the buffer warm
+        self._updates_sent = 0  # batches sent since then
+        self._n_step = NStepAccumulator(self.n_step, gamma=self.gamma) if self.n_step > 1 else None
+        self.buffer: Optional[Union[ReplayBuffer, PrioritizedReplayBuffer]] = None
+        self._restored_added = 0  # transitions added before a resume, until the buffer exists
+
+    def _on_bind(self, communicator: Communicator) -> None:
+        specs = (
+            communicator.input_specs,
+            communicator.state_specs,
+            communicator.action_specs,
+            communicator.reward_specs,
+        )
+        multi_step = self._n_step is not None
+        if self.prioritized:
+            self.buffer = PrioritizedReplayBuffer(
+                self.capacity,
+                *specs,
+                alpha=self.alpha,
+                beta_start=self.beta_start,
+                beta_steps=self.beta_steps,
+                epsilon=self.priority_epsilon,
+                bootstrap_steps=multi_step,
+            )
+            self.buffer.added = self._restored_added
+        else:
+            self.buffer = ReplayBuffer(self.capacity, *specs, bootstrap_steps=multi_step)
+
+    def counters(self) -> Dict[str, int]:
+        """``replay_added`` (transitions added to the buffer, which anneal beta) when prioritized;
+        none for uniform replay."""
+        if not self.prioritized:
+            return {}
+        return {"replay_added": self.buffer.added if self.buffer is not None else self._restored_added}
+
+    def restore_counters(self, counters: Mapping[str, int]) -> None:
+        """Take up ``replay_added`` (prioritized only): beta goes on from where it was, over an
+        empty buffer, since replayed experience is not saved."""
+        if not self.prioritized:
+            return
+        self._restored_added = read_counter(counters, "replay_added", type(self).__name__)
+        if self.buffer is not None:
+            self.buffer.added = self._restored_added
+
+    def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
+        if self._n_step is None:
+            self.buffer.add(transition)
+        else:
+            for n_step_transition in self._n_step.add(transition, episode_over):
+                self.buffer.add(n_step_transition)
+        if len(self.buffer) >= max(self.warmup_steps, 1):
+            self._steps_ready += 1
+
+    def updates_due(self) -> int:
+        """Batches :meth:`learn` would send now: the updates earned by the ``n`` steps stored since the
+        buffer held ``warmup_steps`` (``ceil(n * updates_per_step)``, computed exactly) less those sent."""
+        ratio = self._ratio  # a fraction, so 10 steps at 0.1 earn exactly 1 (10 * 0.1 < 1 in floats)
+        earned = -(-self._steps_ready * ratio.numerator // ratio.denominator)  # rounded up: the first at warm-up
+        return earned - self._updates_sent
+
+    def learn(self) -> Optional[Dict[str, float]]:
+        """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn;
+        returns the costs of the last, or None when none was due."""
+        costs = None
+        for _ in range(self.updates_due()):
+            self._updates_sent += 1
+            if not self.prioritized:
+                costs = self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
+                continue
+            batch, slots = self.buffer.sample(self.batch_size, self._rng)
+            costs = self.communicator.learn(batch)
+            self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+        return costs
+
+
+def _td_errors(costs: Mapping[str, object], rows: int) -> np.ndarray:
+    """This batch's per-row ``td_error`` from the costs of one update."""
+    td_error = costs.get("td_error")
+    if td_error is None:
+        raise ValueError(
+            "prioritized replay needs Algorithm.learn to return a per-row 'td_error' (one optimizer step per "
+            f"batch), got costs {sorted(costs)}"
+        )
+    td_error = np.asarray(td_error).reshape(-1)
+    if td_error.size != rows:
+        raise ValueError(f"td_error has {td_error.size} values, the batch sent has {rows} rows")
+    return td_error
+
+
+def _stack_transitions(transitions: List[Dict[str, object]]) -> Dict[str, object]:
+    first = transitions[0]
+    batch: Dict[str, object] = {}
+    for field, value in first.items():
+        if field == "next_episode_end":
+            batch[field] = np.stack([t[field] for t in transitions])
+        else:
+            names = list(value)
+            batch[field] = {n: np.stack([t[field][n] for t in transitions]) for n in names}
+    return batch

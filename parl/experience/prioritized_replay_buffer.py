@@ -1,0 +1,127 @@
+"""PrioritizedReplayBuffer: proportional prioritized replay (Schaul et al., 2016).
+
+    buffer = PrioritizedReplayBuffer(10000, input_specs, state_specs, action_specs, reward_specs)
+    buffer.add(transition)                          # enters with the largest priority seen so far
+    batch, slots = buffer.sample(64, rng)           # batch["weights"]: importance weights [64, 1]
+    costs = ...learn on batch...
+    buffer.update_priorities(slots, costs["td_error"])
+
+Transition i is drawn with probability ``P(i) = p_i^alpha / sum_k p_k^alpha``
+where ``p_i = |td_error_i| + epsilon`` from its last update (new transitions
+get the largest ``p`` seen so far, so each is replayed at least about once).
+The bias this brings is corrected by importance weights
+``w_i = (N * P(i))^-beta / max_k w_k``, with the maximum over all ``N``
+stored transitions, so weights only scale updates down. ``beta`` grows
+linearly from ``beta_start`` to 1 over the first ``beta_steps`` transitions
+added. Sampling is stratified: one draw from each of ``batch_size`` equal
+segments of the priority mass.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from parl.core.specs import Spec
+from parl.experience.replay_buffer import ReplayBuffer
+from parl.experience.sum_tree import SumTree
+from parl.validation import check_int, check_positive, check_range
+
+
+class PrioritizedReplayBuffer:
+    """Experience replay that draws transitions in proportion to their priority.
+
+    Args:
+        capacity: transitions kept; the oldest is overwritten first.
+        input_specs, state_specs, action_specs, reward_specs: the model's specs.
+        alpha: priority exponent, in [0, 1]; 0 samples uniformly. 0.6: the paper's proportional variant.
+        beta_start: importance-weight exponent at the start, in [0, 1]. 0.4: the paper's.
+        beta_steps: transitions added over which beta reaches 1 (0: 1 from the start).
+        epsilon: added to ``|td_error|`` so no transition's priority is 0.
+        bootstrap_steps: store and return per-transition ``bootstrap_steps`` (see :class:`ReplayBuffer`).
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        input_specs: Sequence[Spec],
+        state_specs: Sequence[Spec],
+        action_specs: Sequence[Spec],
+        reward_specs: Sequence[Spec],
+        *,
+        alpha: float = 0.6,
+        beta_start: float = 0.4,
+        beta_steps: int = 100_000,
+        epsilon: float = 1e-6,
+        bootstrap_steps: bool = False,
+    ) -> None:
+        self.alpha = check_range("alpha", alpha, 0.0, 1.0)
+        self.beta_start = check_range("beta_start", beta_start, 0.0, 1.0)
+        self.beta_steps = check_int("beta_steps", beta_steps, 0)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self._storage = ReplayBuffer(
+            capacity, input_specs, state_specs, action_specs, reward_specs, bootstrap_steps=bootstrap_steps
+        )
+        self.capacity = self._storage.capacity
+        self._tree = SumTree(self.capacity)
+        self._max_priority = 1.0  # the largest p = |td| + epsilon seen; new transitions get it
+        self.added = 0
+
+    def __len__(self) -> int:
+        return len(self._storage)
+
+    @property
+    def beta(self) -> float:
+        """The importance-weight exponent now: ``beta_start`` moving linearly to 1 over ``beta_steps`` adds."""
+        if self.beta_steps == 0:
+            return 1.0
+        return self.beta_start + (1.0 - self.beta_start) * min(self.added / self.beta_steps, 1.0)
+
+    def add(self, transition: Mapping[str, object]) -> int:
+        """Store one transition (as :meth:`ReplayBuffer.add`) with the largest priority seen; returns its slot."""
+        slot = self._storage.add(transition)
+        self._tree.update(np.array([slot]), np.array([self._max_priority**self.alpha]))
+        self.added += 1
+        return slot
+
+    def priorities(self, slots: np.ndarray) -> np.ndarray:
+        """``p^alpha`` of the transitions in ``slots`` (their unnormalized sampling weights)."""
+        return self._tree.get(slots)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Tuple[Dict[str, object], np.ndarray]:
+        """``batch_size`` transitions drawn by priority, and their slots (for :meth:`update_priorities`).
+
+        The batch carries ``weights`` (float32 ``[batch_size, 1]``): the importance weights at the
+        current :attr:`beta`.
+
+        Raises:
+            ValueError: the buffer is empty.
+        """
+        if len(self._storage) == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        slots = self._tree.sample(batch_size, rng)
+        batch = self._storage.gather(slots)
+        # (N P(i))^-beta / max_k (N P(k))^-beta = (p_i / p_min)^-beta: N and the total cancel.
+        ratio = self._tree.get(slots) / self._tree.min
+        batch["weights"] = (ratio**-self.beta).astype(np.float32).reshape(-1, 1)
+        return batch, slots
+
+    def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
+        """Give the transitions in ``slots`` the priorities ``|td_errors| + epsilon`` (one per slot).
+
+        Raises:
+            ValueError: the lengths differ, a TD error is not finite, or a slot holds no transition.
+        """
+        slots = np.asarray(slots).reshape(-1)
+        td_errors = np.asarray(td_errors, dtype=np.float64).reshape(-1)
+        if td_errors.shape != slots.shape:
+            raise ValueError(f"update_priorities got {slots.size} slots and {td_errors.size} TD errors")
+        if not np.all(np.isfinite(td_errors)):
+            raise ValueError(f"TD errors must be finite to be priorities, got {td_errors[~np.isfinite(td_errors)]}")
+        if slots.size and (slots.min() < 0 or slots.max() >= len(self._storage)):
+            raise ValueError(f"replay slots must be in [0, {len(self._storage)}) (the stored transitions), got {slots}")
+        priorities = np.abs(td_errors) + self.epsilon
+        if priorities.size:
+            self._max_priority = max(self._max_priority, float(priorities.max()))
+        self._tree.update(slots, priorities**self.alpha)

@@ -1,0 +1,750 @@
+"""WorkerPool: a robot's agents in forked worker processes, served by the parent's wrappers.
+
+    manager = parl.Manager(tasks, placement="processes", workers=2)  # tasks and wrappers: in this process
+    for i in range(8):
+        manager.add_agent(MyAgent(make_env(), num_games=100), {"RL": parl.OnPolicyHelper()})
+    manager.start()                  # starts the wrappers, then forks the workers (ProcessRunner)
+    episodes = manager.join()
+
+or, without a Manager's agent loop, around any started wrappers:
+
+    pool = WorkerPool(agents, wrappers, workers=2, on_episode=records.append, on_error=errors.append)
+    pool.start(); pool.join(); pool.stop()
+
+Workers are forked (``multiprocessing.get_context("fork")``) after the agents
+exist, so agents, helpers and environments built in the parent go along
+unchanged; agent ``i`` goes to worker ``i % workers``. Inside a worker every
+agent runs its episodes in its own thread, exactly as :class:`~parl.Manager`
+runs them, and each helper talks to the parent through a
+:class:`~parl.runtime.processes.shm_transport.ShmCommunicator` (predictions through
+shared memory, training batches pickled; see
+:mod:`parl.runtime.processes.shm_transport`). Agents in workers must not run Paddle
+themselves: the models live in the parent.
+
+What crosses back to the parent:
+
+- episode records and agent errors (an :class:`~parl.AgentError` with the agent's id, its
+  episode and the worker-side traceback text), on the worker's message pipe;
+- live counters: each agent's ``episode`` and ``total_steps`` (GymAgent) in a shared int64
+  array, copied onto the parent's agent objects every :data:`COUNTER_INTERVAL` seconds, so
+  ``manager.agents[i].total_steps`` reads as it does with threads.
+
+One parent thread per worker (``parl-worker-<k>-io``) turns the worker's
+requests into wrapper requests and watches the process. A worker that dies
+(SIGKILL, a crash) is noticed through its process sentinel: each of its
+unfinished agents is reported as an AgentError whose ``original`` is a
+:class:`WorkerError` naming the worker (``parl-worker-1``), its pid, how it
+ended and its agents; the agents end, or with ``restart_workers=True`` are
+forked again from the parent's copies (taking up their live ``episode`` and
+``total_steps``; experience gathered in the dead worker is lost). Other
+workers go on. Workers die with the parent: PR_SET_PDEATHSIG (Linux, tied to
+the parent's I/O thread that forked them) and a parent-alive check on the
+control pipe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import logging
+import multiprocessing
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
+
+import numpy as np
+
+from parl.core.agent import Agent
+from parl.core.communicator import Communicator
+from parl.core.errors import AgentError, StoppedError
+from parl.runtime.processes.shm_transport import (
+    REPLY_STOPPED,
+    SLOT_NUMBER,
+    LearnRequest,
+    SharedArena,
+    ShmCommunicator,
+    Slot,
+    SlotRequest,
+    receive_message,
+    send_message,
+)
+from parl.runtime.runner import AgentRunner, RunnerContext, play_games
+from parl.serving.computation_wrapper import ComputationWrapper
+from parl.validation import check_int, check_positive
+
+logger = logging.getLogger("parl")
+
+#: Seconds between copies of the workers' live counters onto the parent's agents.
+COUNTER_INTERVAL = 0.02
+#: Seconds a worker's I/O thread waits in one poll (bounds how late it sees a stop).
+POLL_SECONDS = 0.05
+#: Seconds between a worker's checks that its parent is alive.
+PARENT_CHECK_SECONDS = 0.5
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+_NO_COUNT = -1  # total_steps of an agent that keeps none
+
+
+class WorkerError(RuntimeError):
+    """A worker process ended before its agents finished: which worker, which pid, how, which agents."""
+
+    def __init__(self, name: str, pid: Optional[int], exitcode: Optional[int], agent_ids: Sequence[int], fate: str):
+        self.name = name
+        self.pid = pid
+        self.exitcode = exitcode
+        self.agent_ids = list(agent_ids)
+        if exitcode is not None and exitcode < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-exitcode).name}"
+            except ValueError:
+                how = f"was killed by signal {-exitcode}"
+        else:
+            how = f"exited with code {exitcode}"
+        super().__init__(f"worker process {name} (pid {pid}) {how}; its agents {self.agent_ids} {fate}")
+
+
+def _describe(exc: BaseException) -> Dict[str, object]:
+    """An agent's exception as data the parent can rebuild (the object itself when it pickles)."""
+    try:
+        original = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(original)
+    except Exception:  # noqa: BLE001 - many exceptions do not survive pickling
+        original = None
+    return {
+        "original": original,
+        "repr": repr(exc),
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    }
+
+
+class WorkerFailure(RuntimeError):
+    """Stands for an agent's exception that could not be sent from its worker as it was."""
+
+
+def _agent_error(agent_id: int, episode: int, described: Mapping[str, object]) -> AgentError:
+    """An AgentError built in the parent from a worker's description, with the worker's traceback."""
+    original: BaseException
+    try:
+        original = pickle.loads(described["original"]) if described["original"] else None
+    except Exception:  # noqa: BLE001
+        original = None
+    if original is None:
+        original = WorkerFailure(str(described["repr"]))
+    error = AgentError(agent_id, episode, original)
+    error.traceback_text = str(described["traceback"])
+    error.args = (f"agent {agent_id} failed in episode {episode}: {described['repr']}\n{error.traceback_text}",)
+    return error
+
+
+class _Worker:
+    """Parent-side state of one worker slot (one process, then its restarts)."""
+
+    def __init__(self, index: int, agent_positions: List[int]) -> None:
+        self.index = index
+        self.name = f"parl-worker-{index}"
+        self.positions = agent_positions  # indices into the pool's agents still owned
+        self.process: Optional[multiprocessing.process.BaseProcess] = None
+        self.request_fd = -1  # parent reads slot numbers
+        self.message_fd = -1  # parent reads framed messages
+        self.control_fd = -1  # parent writes framed messages
+        self.reply_fds: Dict[int, int] = {}  # agent id -> the parent's write end of its reply pipe
+        self.exited = False  # the worker said goodbye before ending
+        self.restarts = 0
+        self.started = threading.Event()
+        self.start_error: Optional[BaseException] = None
+        self.thread: Optional[threading.Thread] = None
+
+
+class WorkerPool:
+    """Runs agents in ``workers`` forked processes against the parent's wrappers.
+
+    Args:
+        agents: the agents, with their helpers bound (``Manager.add_agent``); ids must be their indices.
+        wrappers: task name -> the wrapper serving it (started by the caller, before or after :meth:`start`).
+        workers: number of worker processes (at most one per agent is used).
+        restart_workers: fork a dead worker's unfinished agents again instead of ending them.
+        max_restarts: restarts allowed per worker before its agents are ended and reported.
+        on_episode: called in a parent I/O thread with each finished episode's record
+            (``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned).
+        on_error: called with each :class:`~parl.AgentError` (an agent's exception, or a dead worker).
+
+    Raises:
+        ValueError: no agents, a bad number of workers, or an agent whose helper names no wrapper.
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[Agent],
+        wrappers: Mapping[str, ComputationWrapper],
+        *,
+        workers: int,
+        restart_workers: bool = False,
+        max_restarts: int = 3,
+        on_episode: Optional[Callable[[Dict[str, object]], None]] = None,
+        on_error: Optional[Callable[[AgentError], None]] = None,
+    ) -> None:
+        check_int("workers", workers, 1)
+        check_int("max_restarts", max_restarts, 0)
+        if not agents:
+            raise ValueError("WorkerPool needs at least one agent, got none")
+        if not isinstance(restart_workers, bool):
+            raise ValueError(f"restart_workers must be True or False, got {restart_workers!r}")
+        self.agents = list(agents)
+        self.wrappers = dict(wrappers)
+        self.restart_workers = restart_workers
+        self.max_restarts = max_restarts
+        self._on_episode = on_episode or (lambda record: None)
+        self._on_error = on_error or (lambda error: None)
+        #: Deaths of workers that were restarted (not errors: their agents went on).
+        self.restarts: List[WorkerError] = []
+        #: Deaths of workers whose agents ended (each also reported per agent through ``on_error``).
+        self.worker_errors: List[WorkerError] = []
+
+        # Slots and counters, laid out before the fork.
+        self._arena = SharedArena()
+        self._slots: List[Slot] = []
+        self._slot_of: Dict[tuple, Slot] = {}
+        for position, agent in enumerate(self.agents):
+            if agent.id != position:
+                raise ValueError(f"agent at index {position} has id {agent.id}; add agents with Manager.add_agent")
+            for task, helper in agent.helpers.items():
+                if task not in self.wrappers:
+                    raise ValueError(f"agent {agent.id} has a helper for task {task!r}, which has no wrapper")
+                comm = helper.communicator
+                slot = Slot(
+                    len(self._slots), agent.id, task, self._arena, comm.input_specs, comm.state_specs, comm.action_specs
+                )
+                slot.timer = self.wrappers[task].stats.prediction_timer()
+                self._slots.append(slot)
+                self._slot_of[(position, task)] = slot
+        counters_handle = self._arena.reserve((len(self.agents), 2), np.int64)
+        self._arena.allocate()
+        for slot in self._slots:
+            slot.bind_views(self._arena)
+        #: Live (episode, total_steps) per agent, written by the workers.
+        self.counters = self._arena.array(counters_handle)
+        self._done = np.zeros(len(self.agents), dtype=bool)  # agent loop ended (parent's view)
+
+        count = min(workers, len(self.agents))
+        self._workers = [_Worker(k, list(range(k, len(self.agents), count))) for k in range(count)]
+        self._context = multiprocessing.get_context("fork")
+        self._fork_lock = threading.Lock()
+        self._control_lock = threading.Lock()
+        self._parent_fds: Set[int] = set()  # every parent-side fd of every worker, closed in children
+        self._stopping = threading.Event()
+        self._started = False
+        self._closed = False
+        self._retired_fds: List[int] = []
+
+    # -- public ----------------------------------------------------------------
+    @property
+    def worker_names(self) -> List[str]:
+        """``parl-worker-0``, ``parl-worker-1``, ..."""
+        return [w.name for w in self._workers]
+
+    def pids(self) -> Dict[str, Optional[int]]:
+        """Worker name -> pid of its current process."""
+        return {w.name: (w.process.pid if w.process is not None else None) for w in self._workers}
+
+    def agents_of(self, name: str) -> List[int]:
+        """Ids of the agents a worker runs."""
+        for w in self._workers:
+            if w.name == name:
+                return [self.agents[p].id for p in w.positions]
+        raise ValueError(f"no worker named {name!r}; workers are {self.worker_names}")
+
+    def start(self) -> None:
+        """Fork the workers (each from its own parent I/O thread, which then serves it)."""
+        if self._started:
+            raise RuntimeError("WorkerPool is already started")
+        self._started = True
+        for position, agent in enumerate(self.agents):
+            self.counters[position, 0] = agent.episode
+            steps = getattr(agent, "total_steps", None)
+            self.counters[position, 1] = steps if isinstance(steps, int) else _NO_COUNT
+        for worker in self._workers:
+            worker.thread = threading.Thread(target=self._serve, args=(worker,), name=f"{worker.name}-io", daemon=True)
+            worker.thread.start()
+        for worker in self._workers:
+            worker.started.wait()
+        failed = [w.start_error for w in self._workers if w.start_error is not None]
+        if failed:
+            self.stop()
+            raise RuntimeError(f"could not start the worker processes: {failed[0]!r}") from failed[0]
+
+    def running(self) -> bool:
+        """Whether any worker still runs agents (or its end is still being gathered)."""
+        return any(w.thread is not None and w.thread.is_alive() for w in self._workers)
+
+    def join(self, timeout: Optional[float] = None) -> bool:
+        """Wait until every worker has ended (agents finished, failed or killed); True if they have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for worker in self._workers:
+            if worker.thread is not None:
+                worker.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self._sync_counters()
+        return not self.running()
+
+    def request_stop(self) -> None:
+        """Ask every worker to stop its agents (returns at once; :meth:`stop` waits)."""
+        with self._fork_lock:
+            if self._stopping.is_set() or self._closed:
+                return
+            self._stopping.set()
+            for worker in self._workers:
+                if worker.control_fd < 0:
+                    continue
+                try:
+                    send_message(worker.control_fd, self._control_lock, ("stop",))
+                except OSError:
+                    pass  # already gone
+
+    def stop(self, timeout: float = 5.0) -> List[str]:
+        """Stop the workers: each gets ``timeout / 4`` seconds (at most 1) to end its agents,
+        then is killed; returns the names of parent I/O threads still running at ``timeout``
+        (none unless a wrapper call never returns). No worker process survives this call."""
+        check_positive("timeout", timeout)
+        deadline = time.monotonic() + timeout
+        self.request_stop()
+        grace = time.monotonic() + min(1.0, timeout / 4)
+        for worker in self._workers:
+            process = worker.process
+            if process is not None:
+                process.join(max(0.0, grace - time.monotonic()))
+        for worker in self._workers:
+            process = worker.process
+            if process is not None and process.is_alive():
+                process.kill()
+        for worker in self._workers:
+            process = worker.process
+            if process is not None:
+                process.join(max(0.1, deadline - time.monotonic()))
+        for worker in self._workers:
+            if worker.thread is not None:
+                worker.thread.join(max(0.0, deadline - time.monotonic()))
+        self._sync_counters()
+        alive = [w.thread.name for w in self._workers if w.thread is not None and w.thread.is_alive()]
+        if not alive and not any(w.alive for w in self.wrappers.values()):
+            self._close_fds()  # no thread can write a reply any more
+        return alive
+
+    # -- parent: one I/O thread per worker ------------------------------------------
+    def _serve(self, worker: _Worker) -> None:
+        try:
+            self._fork(worker)
+        except BaseException as exc:  # noqa: BLE001 - handed to start()
+            worker.start_error = exc
+            worker.started.set()
+            return
+        worker.started.set()
+        while True:
+            self._serve_until_exit(worker)
+            if worker.exited or self._stopping.is_set():
+                return
+            ending = [p for p in worker.positions if not self._done[p]]
+            ids = [self.agents[p].id for p in ending]
+            restart = self.restart_workers and ending and worker.restarts < self.max_restarts
+            process = worker.process
+            error = WorkerError(worker.name, process.pid, process.exitcode, ids, "are restarted" if restart else "end")
+            if not ending:
+                logger.warning("%s", error)
+                return
+            if restart:
+                logger.warning("%s", error)
+                self.restarts.append(error)
+                worker.restarts += 1
+                worker.positions = ending
+                for p in ending:
+                    self._take_up_counters(p)
+                try:
+                    self._fork(worker)
+                    continue
+                except StoppedError:
+                    return  # the pool stopped meanwhile
+                except Exception as exc:  # noqa: BLE001 - reported below, as an ended worker
+                    error = WorkerError(worker.name, None, None, ids, f"end (restart failed: {exc!r})")
+            self.worker_errors.append(error)
+            for p in ending:
+                self._done[p] = True
+                self._on_error(AgentError(self.agents[p].id, int(self.counters[p, 0]), error))
+            return
+
+    def _serve_until_exit(self, worker: _Worker) -> None:
+        process = worker.process
+        request_fd, message_fd, sentinel = worker.request_fd, worker.message_fd, process.sentinel
+        poller = select.poll()
+        for fd in (request_fd, message_fd, sentinel):
+            poller.register(fd, select.POLLIN)
+        leftover = b""
+        next_sync = time.monotonic() + COUNTER_INTERVAL
+        while True:
+            dead = False
+            for fd, _ in poller.poll(POLL_SECONDS * 1000):
+                if fd == request_fd:
+                    data = os.read(request_fd, 65536)
+                    if not data:
+                        poller.unregister(request_fd)
+                        continue
+                    requests: List[SlotRequest] = []
+                    leftover = self._requests(worker, leftover + data, requests)
+                    self._queue(requests)
+                elif fd == message_fd:
+                    if not self._handle_message(worker, receive_message(message_fd)):
+                        poller.unregister(message_fd)
+                else:
+                    dead = True
+            now = time.monotonic()
+            if now >= next_sync:
+                next_sync = now + COUNTER_INTERVAL
+                self._sync_counters(worker.positions)
+            if dead:
+                break
+        # The process has ended: gather what it sent before.
+        while _readable(message_fd, 0.0):
+            if not self._handle_message(worker, receive_message(message_fd)):
+                break
+        process.join()
+        self._sync_counters(worker.positions)
+
+    def _requests(self, worker: _Worker, data: bytes, into: List[SlotRequest]) -> bytes:
+        """One prediction request per slot number in ``data``, appended to ``into``; returns an
+        incomplete tail."""
+        whole = len(data) - len(data) % SLOT_NUMBER.size
+        slots, reply_fds = self._slots, worker.reply_fds
+        for (number,) in SLOT_NUMBER.iter_unpack(data[:whole]):
+            slot = slots[number]
+            into.append(SlotRequest(slot, reply_fds[slot.agent_id]))
+        return data[whole:]
+
+    def _queue(self, requests: List[SlotRequest]) -> None:
+        """Put prediction requests on their tasks' queues (a stopped wrapper answers them at once)."""
+        for request in requests:
+            try:
+                self.wrappers[request.slot.task].prediction_queue.put(request)
+            except StoppedError as exc:
+                request.finish(error=exc)
+
+    def _handle_message(self, worker: _Worker, message: Optional[tuple]) -> bool:
+        """Act on one message from a worker; False at end of file."""
+        if message is None:
+            return False
+        kind = message[0]
+        if kind == "learn":
+            _, number, batch = message
+            slot = self._slots[number]
+            request = LearnRequest(slot.agent_id, batch, worker.reply_fds[slot.agent_id])
+            try:
+                self.wrappers[slot.task].training_queue.put(request)
+            except StoppedError as exc:
+                request.finish(error=exc)
+        elif kind == "episode":
+            self._on_episode(message[1])
+        elif kind == "error":
+            _, agent_id, episode, described = message
+            self._on_error(_agent_error(agent_id, episode, described))
+        elif kind == "done":
+            self._done[message[1]] = True
+        elif kind == "exit":
+            worker.exited = True
+        return True
+
+    def _sync_counters(self, positions: Optional[Sequence[int]] = None) -> None:
+        """Copy the live counters onto the parent's agent objects."""
+        counters = self.counters
+        for p in range(len(self.agents)) if positions is None else positions:
+            agent = self.agents[p]
+            agent.episode = int(counters[p, 0])
+            steps = int(counters[p, 1])
+            if steps != _NO_COUNT and hasattr(agent, "total_steps"):
+                agent.total_steps = steps
+
+    def _take_up_counters(self, position: int) -> None:
+        """Before a restart: the parent's copy of the agent goes on from its live counters."""
+        self._sync_counters([position])
+
+    # -- forking ------------------------------------------------------------------------
+    def _fork(self, worker: _Worker) -> None:
+        """Make the worker's pipes and fork its process (from the calling I/O thread, so
+        PR_SET_PDEATHSIG follows that thread's life)."""
+        with self._fork_lock:
+            if self._stopping.is_set():
+                raise StoppedError(f"the pool is stopping; {worker.name} is not forked")
+            if worker.reply_fds:  # a restart: retire the old ends (stale replies may still be written)
+                self._retired_fds.extend([worker.request_fd, worker.message_fd, worker.control_fd])
+                self._retired_fds.extend(worker.reply_fds.values())
+                self._parent_fds.difference_update(self._retired_fds)
+            request_r, request_w = os.pipe()
+            message_r, message_w = os.pipe()
+            control_r, control_w = os.pipe()
+            replies = {self.agents[p].id: os.pipe() for p in worker.positions}
+            worker.request_fd, worker.message_fd, worker.control_fd = request_r, message_r, control_w
+            worker.reply_fds = {agent_id: w for agent_id, (_, w) in replies.items()}
+            worker.exited = False
+            parent_fds = {request_r, message_r, control_w, *worker.reply_fds.values()}
+            self._parent_fds.update(parent_fds)
+            child = {
+                "request_fd": request_w,
+                "message_fd": message_w,
+                "control_fd": control_r,
+                "reply_fds": {agent_id: pair for agent_id, pair in replies.items()},
+                "keep": set(worker.reply_fds.values()),
+                "close": set(self._parent_fds) - set(worker.reply_fds.values()),
+            }
+            process = self._context.Process(
+                target=_worker_main, args=(self, worker, child, os.getpid()), name=worker.name, daemon=True
+            )
+            try:
+                process.start()
+            finally:
+                for fd in (request_w, message_w, control_r, *(r for r, _ in replies.values())):
+                    os.close(fd)
+            worker.process = process
+
+    def _close_fds(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for fd in list(self._parent_fds) + self._retired_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._parent_fds.clear()
+        self._retired_fds.clear()
+
+
+# -- worker process ------------------------------------------------------------------------
+
+
+def _prctl(option: int, value: object) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent-alive check alone
+
+
+def _worker_main(pool: WorkerPool, worker: _Worker, child: Dict[str, object], parent_pid: int) -> None:
+    """Entry of a worker process; never returns (os._exit)."""
+    code = 1
+    try:
+        # Objects inherited from the parent are never collected here: a collection could run
+        # Paddle destructors whose locks belonged to threads that do not exist in this process.
+        gc.freeze()
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+        _prctl(_PR_SET_NAME, worker.name.encode()[:15])
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fd in child["close"]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        code = _WorkerRuntime(pool, worker, child, parent_pid).run()
+    except BaseException:  # noqa: BLE001 - the parent reports the exit code
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+class _WorkerRuntime:
+    """Inside a worker: the agents' threads, the message pipe and the control pipe."""
+
+    def __init__(self, pool: WorkerPool, worker: _Worker, child: Dict[str, object], parent_pid: int) -> None:
+        self.pool = pool
+        self.worker = worker
+        self.parent_pid = parent_pid
+        self.message_fd: int = child["message_fd"]
+        self.control_fd: int = child["control_fd"]
+        self.reply_fds: Dict[int, tuple] = child["reply_fds"]
+        self.send_lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.grace = 1.0
+        counters = pool.counters
+        for position in worker.positions:
+            agent = pool.agents[position]
+            reply_r, _ = self.reply_fds[agent.id]
+            for task, helper in agent.helpers.items():
+                comm = helper.communicator
+                specs = (comm.input_specs, comm.state_specs, comm.action_specs, comm.reward_specs)
+                # The helper was bound in the parent with these same specs: only the transport changes.
+                helper._set_transport(
+                    ShmCommunicator(
+                        agent_id=agent.id,
+                        specs=specs,
+                        slot=pool._slot_of[(position, task)],
+                        request_fd=child["request_fd"],
+                        reply_fd=reply_r,
+                        send=self.send,
+                        stopped=self.stopped,
+                        publish_counters=_counter_publisher(agent, counters[position]),
+                    )
+                )
+
+    def send(self, message: object) -> None:
+        send_message(self.message_fd, self.send_lock, message)
+
+    def run(self) -> int:
+        threads = []
+        for position in self.worker.positions:
+            agent = self.pool.agents[position]
+            thread = threading.Thread(
+                target=self._run_agent, args=(agent, position), name=f"parl-agent-{agent.id}", daemon=True
+            )
+            threads.append(thread)
+        control = threading.Thread(target=self._control, name="parl-worker-control", daemon=True)
+        control.start()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive() and not self.stopped.is_set():
+                thread.join(POLL_SECONDS)
+        if self.stopped.is_set():
+            deadline = time.monotonic() + self.grace
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        self.send(("exit",))
+        return 0
+
+    def _run_agent(self, agent: Agent, position: int) -> None:
+        publish = _counter_publisher(agent, self.pool.counters[position])
+
+        def on_episode(record: Dict[str, float]) -> None:
+            # Counted (by play_games) before it is sent: a worker killed in between loses the record,
+            # and a restart never plays the episode twice.
+            publish()
+            self.send(("episode", record))
+
+        try:
+            play_games(
+                agent,
+                self.stopped.is_set,
+                on_episode,
+                lambda exc: self.send(("error", agent.id, agent.episode, _describe(exc))),
+            )
+        except OSError:
+            os._exit(1)  # the parent is gone
+        finally:
+            publish()
+            try:
+                self.send(("done", position))
+            except OSError:
+                pass
+
+    def _control(self) -> None:
+        """Wait for the parent's stop; end the worker if the parent dies."""
+        while True:
+            ready = _readable(self.control_fd, PARENT_CHECK_SECONDS)
+            if os.getppid() != self.parent_pid:
+                os._exit(1)
+            if not ready:
+                continue
+            message = receive_message(self.control_fd)
+            if message is None:  # end of file: the parent closed or died
+                os._exit(1)
+            if message[0] == "stop":
+                self.stopped.set()
+                for _, reply_w in self.reply_fds.values():
+                    try:
+                        os.write(reply_w, REPLY_STOPPED)  # wakes an agent waiting for a reply
+                    except OSError:
+                        pass
+                return
+
+
+def _counter_publisher(agent: Agent, row: np.ndarray) -> Callable[[], None]:
+    """Writes the agent's ``episode`` and ``total_steps`` into its shared counter row."""
+
+    def publish() -> None:
+        row[0] = agent.episode
+        steps = getattr(agent, "total_steps", None)
+        if isinstance(steps, int):
+            row[1] = steps
+
+    return publish
+
+
+# -- Manager placement ----------------------------------------------------------------------
+
+
+class ProcessRunner(AgentRunner):
+    """``Manager(..., placement="processes", workers=N)``: the Manager's agents in a :class:`WorkerPool`.
+
+    Options (``context.options``): ``workers`` (None: one per core) and ``restart_workers``.
+
+    Helpers are bound to in-process communicators in the parent (they give the specs);
+    each worker swaps in its shared-memory transport after the fork. Episodes and
+    errors reach the Manager through ``on_episode`` and ``on_error``.
+    """
+
+    def __init__(self, context: RunnerContext) -> None:
+        super().__init__(context)
+        workers = context.options.get("workers")
+        self.workers = check_int("workers", workers if workers is not None else _default_workers(), 1)
+        restart_workers = context.options.get("restart_workers", False)
+        if not isinstance(restart_workers, bool):
+            raise ValueError(f"restart_workers must be True or False, got {restart_workers!r}")
+        self.restart_workers = restart_workers
+        self._on_episode = context.record_episode
+        self._on_error = context.record_error
+        #: The pool, once started.
+        self.pool: Optional[WorkerPool] = None
+
+    def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
+        return wrapper.communicator(agent_id)
+
+    def start(self) -> None:
+        if not self.context.agents:
+            return
+        self.pool = WorkerPool(
+            self.context.agents,
+            self.context.wrappers,
+            workers=self.workers,
+            restart_workers=self.restart_workers,
+            on_episode=self._on_episode,
+            on_error=self._on_error,
+        )
+        self.pool.start()
+
+    def running(self) -> bool:
+        return self.pool is not None and self.pool.running()
+
+    def join(self, deadline: Optional[float]) -> None:
+        if self.pool is not None:
+            self.pool.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def stop(self, deadline: float) -> List[str]:
+        if self.pool is None:
+            return []
+        return self.pool.stop(max(0.2, deadline - time.monotonic()))
+
+    def wake(self) -> None:
+        if self.pool is not None and self.context.stopping.is_set():
+            self.pool.request_stop()  # a head start while the Manager stops the wrappers
+
+
+def _default_workers() -> int:
+    """One worker per core this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has data or its end of file within ``timeout`` seconds (poll: any fd number)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))

@@ -1,0 +1,116 @@
+"""AgentRunner: the interface every placement implements, and the episode loop they all run.
+
+    runner = registry.make_runner("cooperative", context)   # done by Manager.__init__
+    comm = runner.communicator(wrapper, agent_id)           # Manager.add_agent binds helpers to these
+    runner.start()                                          # Manager.start, after the wrappers
+    while runner.running(): ...                             # Manager.running
+    runner.join(deadline)                                   # Manager.join: the agents finish their games
+    still_alive = runner.stop(deadline)                     # Manager.stop, after the wrappers were stopped
+
+Every placement runs the same Agent code and plays each agent's games through
+:func:`play_games`, as :attr:`RunnerContext.play` does for agents in this
+process; only where that loop runs changes. A placement is an entry of
+:mod:`parl.runtime.registry`, and the placement contract
+(``tests/test_placement_contract.py``) runs over every entry.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Set
+
+from parl.core.agent import Agent
+from parl.core.communicator import Communicator
+from parl.core.errors import AgentError, StoppedError
+from parl.serving.computation_wrapper import ComputationWrapper
+
+
+@dataclass(frozen=True)
+class RunnerContext:
+    """What a runner gets from its Manager.
+
+    Attributes:
+        agents: the Manager's agents (the list grows with ``add_agent`` until ``start``).
+        wrappers: task name -> wrapper.
+        play: plays one agent's games in the calling thread (or greenlet), recording each
+            episode and any error; returns when the agent is done, failed, or the Manager stops.
+        stopping: set by ``Manager.stop``.
+        agent_cpus: cores for the threads that run agents (None: the OS decides).
+        record_episode: keeps one finished episode's record (for runners whose agents play
+            elsewhere and send their records back).
+        record_error: keeps one agent's error (the same, for errors).
+        options: the placement's own settings that the user set (``workers``, say), already
+            checked by the registry against the names the placement accepts.
+    """
+
+    agents: List[Agent]
+    wrappers: Mapping[str, ComputationWrapper]
+    play: Callable[[Agent], None]
+    stopping: threading.Event
+    agent_cpus: Optional[Set[int]]
+    record_episode: Callable[[Dict[str, object]], None]
+    record_error: Callable[[AgentError], None]
+    options: Mapping[str, object] = field(default_factory=dict)
+
+
+class AgentRunner:
+    """Runs a Manager's agents in one placement; see the module docstring for the calls."""
+
+    def __init__(self, context: RunnerContext) -> None:
+        self.context = context
+
+    def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
+        """The agent-side end of ``wrapper`` for agent ``agent_id`` (called before :meth:`start`)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        """Start playing every agent's games (the wrappers are started)."""
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        """Whether some agent is still playing."""
+        raise NotImplementedError
+
+    def join(self, deadline: Optional[float]) -> None:
+        """Wait until every agent is done or ``time.monotonic()`` passes ``deadline`` (None: no limit)."""
+        raise NotImplementedError
+
+    def stop(self, deadline: float) -> List[str]:
+        """End the agents (``context.stopping`` is set and the wrappers are stopped); returns the
+        names of threads (or processes) still running at ``deadline``."""
+        raise NotImplementedError
+
+    def wake(self) -> None:
+        """Look again at the wrappers now (called after ``Manager.resume`` and on stop); optional."""
+
+
+def play_games(
+    agent: Agent,
+    stopped: Callable[[], bool],
+    on_episode: Callable[[Dict[str, float]], None],
+    on_error: Callable[[BaseException], None],
+) -> None:
+    """Run ``agent``'s episodes until it has played ``num_games`` or ``stopped()``: the loop of every
+    placement (an agent thread, a greenlet, a worker process).
+
+    After each episode ``agent.episode`` is counted, then ``on_episode`` gets its record:
+    ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. An exception
+    from an episode goes to ``on_error`` (with ``agent.episode`` still that episode) and ends the
+    agent, unless it comes once the robot is stopping; ``StoppedError`` ends it quietly.
+    """
+    while not stopped() and (agent.num_games is None or agent.episode < agent.num_games):
+        start = time.perf_counter()
+        try:
+            result = agent.run_one_episode()
+        except StoppedError:
+            return
+        except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
+            if not stopped():
+                on_error(exc)
+            return
+        record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
+        record.update(result or {})
+        agent.episode += 1
+        on_episode(record)

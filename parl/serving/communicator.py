@@ -1,0 +1,76 @@
+"""InProcessCommunicator: an agent's end of one ComputationWrapper in the same process.
+
+    comm = wrapper.communicator(agent_id)
+    actions, next_states = comm.predict({"obs": obs}, {})   # one sample in, one sample out
+    costs = comm.learn(batch)                                # blocks until trained
+
+Data is checked against the model's specs here, in the sending agent's
+thread, so a bad request fails only the agent that sent it. Other transports
+implement the same interface, :class:`parl.core.communicator.Communicator`.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Dict, List, Mapping, Optional, Protocol, Tuple
+
+import numpy as np
+
+from parl.core.communicator import Communicator
+from parl.core.specs import Spec, check_dict
+from parl.serving.computation_task import ComputationTask
+from parl.serving.request_queue import Request, RequestQueue
+from parl.serving.stats import WrapperStats
+
+ArrayDict = Dict[str, np.ndarray]
+
+
+class Served(Protocol):
+    """What a communicator needs of its wrapper (a :class:`~parl.ComputationWrapper`)."""
+
+    task: ComputationTask
+    prediction_queue: RequestQueue
+    training_queue: RequestQueue
+    stats: WrapperStats
+
+    def is_stopped(self) -> bool: ...
+
+
+class InProcessCommunicator(Communicator):
+    """In-process transport between one agent and one wrapper."""
+
+    #: Whether each communicator times its own requests for the latency metric; a transport that
+    #: times them elsewhere (per batch, say) sets False and registers no timer of its own.
+    _times_own_requests = True
+
+    def __init__(self, agent_id: int, wrapper: Served) -> None:
+        self.agent_id = agent_id
+        self._wrapper = wrapper
+        task = wrapper.task
+        self.input_specs: List[Spec] = task.input_specs
+        self.state_specs: List[Spec] = task.state_specs
+        self.action_specs: List[Spec] = task.action_specs
+        self.reward_specs: List[Spec] = task.reward_specs
+        self._what = f"task {task.name!r}"
+        self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
+
+    def predict(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
+        inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
+        states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
+        request = Request(self.agent_id, (inputs, states))
+        start = perf_counter()
+        self._wrapper.prediction_queue.put(request)
+        result = request.wait(self._wrapper.is_stopped)
+        requests, seconds = self._timer.total  # latency the agent sees, for metrics
+        self._timer.total = (requests + 1, seconds + perf_counter() - start)
+        return result
+
+    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+        """Send a training batch (already checked by the helper); returns the costs of the update
+        (floats, and this batch's rows of a per-row ``td_error``)."""
+        request = Request(self.agent_id, batch)
+        self._wrapper.training_queue.put(request)
+        return request.wait(self._wrapper.is_stopped)

@@ -1,0 +1,495 @@
+"""ComputationTask: one Algorithm behind a numpy-in, numpy-out interface.
+
+    task = ComputationTask("RL", algorithm, normalize_inputs=True)
+    actions, next_states = task.predict({"obs": obs_batch}, {})
+    costs = task.learn(batch)          # {"loss": 0.12, ...} as floats
+    task.save("ckpt/RL.pdckpt"); task.load("ckpt/RL.pdckpt")
+
+It owns the optimizer, the update counter, the data transforms (input
+normalization, reward scaling and clipping) and checkpoints, and is safe to
+call from the wrapper's prediction and training threads at once: the
+optimizer step (the only write to weights) and each prediction run under one
+lock, so a prediction never sees half-updated weights, while the training
+forward and backward passes overlap predictions.
+
+Tasks whose algorithms share parameters (an RL task and an auxiliary task on
+one trunk; see :class:`~parl.Manager`'s ``shared``) share these locks too
+(:meth:`ComputationTask.share_locks_with`): an update of either then excludes
+the predictions and updates of both.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import tempfile
+import threading
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import paddle
+from paddle.base import core
+
+from parl.core.algorithm import Algorithm
+from parl.core.batch import make_batch_info
+from parl.core.model import Model, named_models
+from parl.core.specs import Spec, normalize_specs, zeros
+from parl.layers.layer_func import training_mode
+from parl.layers.optimizer import Optimizer, grad_norm_value
+from parl.serving.fast_predict import LayersNotBuilt, Predictor, compile_predictor
+from parl.serving.transforms import InputNormalizer, RewardTransform
+
+ArrayDict = Dict[str, np.ndarray]
+#: A learn result: scalar costs as floats, per-row values (``td_error``) as arrays.
+Costs = Dict[str, Union[float, np.ndarray]]
+
+#: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
+NORMALIZER_KEY = "_input_normalizer"
+
+#: Fields of a training batch, each a dict of batched arrays except ``next_episode_end``.
+BATCH_FIELDS = ("inputs", "next_inputs", "states", "next_states", "actions", "rewards", "next_episode_end")
+
+_CHECKPOINT_VERSION = 1
+
+
+class ComputationTask:
+    """Wraps one Algorithm; numpy in, numpy out.
+
+    Args:
+        name: the task's name in errors and checkpoints.
+        algorithm: the Algorithm to serve.
+        normalize_inputs: float inputs to normalize by running mean and std
+            (True: every float input; False or empty: none). The statistics are
+            updated from prediction batches (not deterministic ones), used for
+            prediction and learning alike, and saved in checkpoints.
+        input_clip: normalized inputs are clipped to [-input_clip, input_clip].
+        reward_scale: rewards are multiplied by this before learning.
+        reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        algorithm: Algorithm,
+        *,
+        normalize_inputs: Union[bool, Sequence[str]] = False,
+        input_clip: float = 10.0,
+        reward_scale: float = 1.0,
+        reward_clip: Optional[float] = None,
+    ) -> None:
+        if not isinstance(algorithm, Algorithm):
+            raise ValueError(f"task {name!r}: expected a parl.Algorithm, got {type(algorithm).__name__}")
+        self.name = name
+        self.algorithm = algorithm
+        model = algorithm.model
+        owner = f"{type(model).__name__} (task {name!r})"
+        self.input_specs: List[Spec] = normalize_specs(model.get_input_specs(), owner)
+        self.state_specs: List[Spec] = normalize_specs(model.get_state_specs(), owner)
+        self.action_specs: List[Spec] = normalize_specs(model.get_action_specs(), owner)
+        self.reward_specs: List[Spec] = normalize_specs(model.get_reward_specs(), owner)
+        self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
+        self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
+        self.update_steps = 0
+        #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
+        #: unless the optimizer clips by norm and has it already).
+        self.track_grad_norm = False
+        #: (sum of the finite gradient norms measured, steps measured, steps whose norm was not
+        #: finite), replaced as one value so a reader in another thread sees the three in step.
+        self.grad_norm_total: Tuple[float, int, int] = (0.0, 0, 0)
+        self._optimizer: Optional[Optimizer] = None
+        self._pending_optimizer_state: Optional[dict] = None
+        self._weights_lock = threading.Lock()
+        self._learn_lock = threading.Lock()
+        #: Act through :mod:`parl.serving.fast_predict` where it knows the algorithm and model
+        #: (the same results as the plain path, bit for bit); False: always the plain path.
+        self.fast_predict = True
+        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this pair
+        self._input_tensors: Dict[str, Tuple[paddle.Tensor, object]] = {}  # the fast path's, refilled per call
+        self._state_tensors: Dict[str, Tuple[paddle.Tensor, object]] = {}
+
+    def _make_normalizer(
+        self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
+    ) -> Optional[InputNormalizer]:
+        floats = {s.name: s.shape for s in self.input_specs if s.dtype.kind == "f"}
+        if normalize_inputs is True:
+            names = list(floats)
+        elif normalize_inputs is False or normalize_inputs is None:
+            names = []
+        elif isinstance(normalize_inputs, (list, tuple)):
+            names = list(normalize_inputs)
+        else:
+            raise ValueError(f"normalize_inputs must be a bool or a list of input names, got {normalize_inputs!r}")
+        bad = [n for n in names if n not in floats]
+        if bad:
+            raise ValueError(f"task {self.name!r}: normalize_inputs names {bad}, float inputs are {sorted(floats)}")
+        return InputNormalizer({n: floats[n] for n in names}, clip=input_clip) if names else None
+
+    def share_locks_with(self, other: "ComputationTask") -> None:
+        """Use ``other``'s weights and learn locks from now on.
+
+        For tasks whose algorithms share parameters: the optimizer step of
+        either task (the only write to weights) then never overlaps a
+        prediction of the other, and their training passes never overlap, so
+        gradients of one task's loss never reach the other's optimizer step
+        on the shared parameters. Call it before either task serves requests
+        (:class:`~parl.Manager` does, for the tasks its ``shared`` links).
+        """
+        if not isinstance(other, ComputationTask):
+            raise ValueError(f"task {self.name!r}: expected a ComputationTask to share locks with, got {other!r}")
+        self._weights_lock = other._weights_lock
+        self._learn_lock = other._learn_lock
+
+    def shares_locks_with(self, other: "ComputationTask") -> bool:
+        """Whether this task and ``other`` exclude each other's updates and predictions."""
+        return self._weights_lock is other._weights_lock and self._learn_lock is other._learn_lock
+
+    # -- prediction ---------------------------------------------------------
+    def predict(
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], *, deterministic: bool = False
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """Batched actions and next states as numpy, keyed by spec name.
+
+        ``deterministic`` asks the algorithm for greedy or mean actions
+        (evaluation); such batches leave the input statistics unchanged.
+        """
+        if self.fast_predict and self._predictor is not False:
+            return self._predict_fast(inputs, states, deterministic)
+        return self._predict_plain(inputs, states, deterministic)
+
+    def _predict_plain(
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        st_t = {k: _tensor(v) for k, v in states.items()}
+        with self._weights_lock, paddle.no_grad(), training_mode(False):
+            if self.normalizer is not None:
+                if not deterministic:
+                    self.normalizer.update(inputs)
+                inputs = self.normalizer(inputs)
+            in_t = {k: _tensor(v) for k, v in inputs.items()}
+            if deterministic:
+                actions, next_states = self.algorithm.predict(in_t, st_t, deterministic=True)
+            else:
+                actions, next_states = self.algorithm.predict(in_t, st_t)
+            return _to_numpy(actions), _to_numpy(next_states)
+
+    def _predict_fast(
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        predictor = self._predictor
+        if predictor is None:
+            # The first predictions go the plain way, which builds the layers the predictor reads.
+            result = self._predict_plain(inputs, states, deterministic)
+            try:
+                self._predictor = compile_predictor(self.algorithm) or False
+            except LayersNotBuilt:
+                pass
+            return result
+        with self._weights_lock:
+            if self.normalizer is not None:
+                if not deterministic:
+                    self.normalizer.update(inputs)
+                inputs = self.normalizer(inputs)
+            # Refilling this task's input tensors costs ~1 us where a new tensor costs ~17 us; they are
+            # only used under the lock, and read out (copied) before it is released.
+            in_t = _fill(self._input_tensors, inputs)
+            st_t = _fill(self._state_tensors, states)
+            grad_enabled = _has_grad()
+            _set_has_grad(False)  # paddle.no_grad without its Python: the flag is per thread
+            try:
+                actions, next_states = predictor(in_t, st_t, deterministic)
+            finally:
+                _set_has_grad(grad_enabled)
+            return {k: v.numpy() for k, v in actions.items()}, {k: v.numpy() for k, v in next_states.items()}
+
+    def initial_states(self, batch_size: int = 1) -> ArrayDict:
+        """Zero recurrent states, shaped by the model's state specs."""
+        return zeros(self.state_specs, batch_size)
+
+    # -- training -----------------------------------------------------------
+    def learn(self, batch: Mapping[str, object]) -> Costs:
+        """Optimizer steps on ``batch`` (fields :data:`BATCH_FIELDS`, optionally the info fields of
+        :mod:`parl.core.batch`); returns the named costs.
+
+        Scalar costs come back as floats (averaged over the steps of an
+        algorithm that takes several); a per-row ``td_error`` as an array.
+        """
+        inputs, next_inputs = batch["inputs"], batch["next_inputs"]
+        rewards = batch["rewards"]
+        if self.normalizer is not None:
+            with self._weights_lock:  # statistics change under prediction batches
+                inputs, next_inputs = self.normalizer(inputs), self.normalizer(next_inputs)
+        if not self.reward_transform.identity:
+            rewards = self.reward_transform(rewards)
+        episode_end = batch["next_episode_end"]
+        t = {
+            "inputs": inputs,
+            "next_inputs": next_inputs,
+            "states": batch["states"],
+            "next_states": batch["next_states"],
+            "actions": batch["actions"],
+            "rewards": rewards,
+        }
+        t = {field: {k: _tensor(v) for k, v in values.items()} for field, values in t.items()}
+        info = make_batch_info(batch, len(episode_end), _tensor)
+        with self._learn_lock, training_mode(True):
+            result = self.algorithm.learn(
+                t["inputs"],
+                t["next_inputs"],
+                t["states"],
+                t["next_states"],
+                _tensor(episode_end),
+                t["actions"],
+                t["rewards"],
+                info,
+            )
+            if isinstance(result, Mapping):
+                return self._step(result)
+            if not isinstance(result, Iterator):
+                raise ValueError(
+                    f"{type(self.algorithm).__name__}.learn must return a dict of costs or an iterator of them, "
+                    f"got {type(result).__name__}"
+                )
+            return _mean_costs([self._step(costs) for costs in result])
+
+    def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
+        if not isinstance(costs, Mapping) or "loss" not in costs:
+            got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
+            raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")
+        for name, value in costs.items():  # checked before the step, so a refused batch changes nothing
+            if value.size != 1 and name != "td_error":
+                raise ValueError(
+                    f"cost {name!r} must be a scalar (only 'td_error' may have one value per row), "
+                    f"got shape {list(value.shape)}"
+                )
+        optimizer = self._get_optimizer()
+        try:
+            costs["loss"].backward()
+            with self._weights_lock:
+                optimizer.step()
+                self.update_steps += 1
+                self.algorithm.after_update(self.update_steps)
+            if self.track_grad_norm:
+                self._record_grad_norm(optimizer)
+        finally:
+            # Also after a failure, so a bad batch leaves no gradient behind for the next one.
+            optimizer.clear_grad(set_to_zero=False)
+        return {k: _cost_value(k, v) for k, v in costs.items()}
+
+    def _get_optimizer(self) -> Optimizer:
+        # Layers create their parameters on first call, so the optimizer is made
+        # after the first training forward pass has built everything it updates.
+        if self._optimizer is None:
+            params = self.algorithm.parameters()
+            if not params:
+                raise ValueError(f"task {self.name!r}: the algorithm has no trainable parameters")
+            self._optimizer = self.algorithm.make_optimizer(params)
+            if self._pending_optimizer_state is not None:
+                self._optimizer.set_state_dict(self._from_structural(self._pending_optimizer_state))
+                self._pending_optimizer_state = None
+        return self._optimizer
+
+    def learning_rate(self) -> Optional[float]:
+        """The optimizer's current learning rate; None before the first update (the optimizer is
+        made then) or when the optimizer has no ``get_lr``."""
+        get_lr = getattr(self._optimizer, "get_lr", None)
+        return None if get_lr is None else float(get_lr())
+
+    def _record_grad_norm(self, optimizer: Optimizer) -> None:
+        norm = getattr(optimizer, "last_grad_norm", None)  # parl's optimizers have it when they clip
+        if norm is None:
+            norm = grad_norm_value([p.grad for p in self.algorithm.parameters()])
+            if norm is None:
+                return
+        total, steps, nonfinite = self.grad_norm_total
+        if math.isfinite(norm):
+            self.grad_norm_total = (total + norm, steps + 1, nonfinite)
+        else:
+            self.grad_norm_total = (total, steps + 1, nonfinite + 1)
+
+    # -- checkpoints --------------------------------------------------------
+    def save(self, path: str) -> None:
+        """Write weights, optimizer state and counters to one file, atomically."""
+        with self._learn_lock, self._weights_lock:
+            state = {
+                "version": _CHECKPOINT_VERSION,
+                "task": self.name,
+                "weights": self._algorithm_weights(),
+                "optimizer": self._to_structural(self._optimizer.state_dict()) if self._optimizer else None,
+                "update_steps": self.update_steps,
+                "normalizer": self.normalizer.state_dict() if self.normalizer is not None else None,
+            }
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    def load(self, path: str) -> None:
+        """Restore a file written by :meth:`save` (in this or another process)."""
+        with open(path, "rb") as f:
+            state = pickle.load(f)
+        if not isinstance(state, dict) or state.get("version") != _CHECKPOINT_VERSION:
+            raise ValueError(f"{path} is not a parl checkpoint (version {_CHECKPOINT_VERSION})")
+        with self._learn_lock, self._weights_lock:
+            # Everything that can refuse the file is checked before anything changes.
+            self._check_normalizer_state(state.get("normalizer"), path)
+            self._check_model_names(state["weights"], path)
+            self._set_algorithm_weights(state["weights"])
+            self.update_steps = int(state["update_steps"])
+            self._set_normalizer_state(state.get("normalizer"), path)
+            if state["optimizer"] is not None:
+                if self._optimizer is None:
+                    self._pending_optimizer_state = state["optimizer"]
+                else:
+                    self._optimizer.set_state_dict(self._from_structural(state["optimizer"]))
+
+    def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
+        if (state is None) != (self.normalizer is None):
+            has = "has" if state is not None else "has no"
+            raise ValueError(
+                f"{source} {has} input normalizer statistics, but task {self.name!r} "
+                f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
+            )
+
+    def _check_model_names(self, weights: Mapping[str, object], source: str) -> None:
+        models = dict(self._models())
+        if set(weights) != set(models):
+            raise ValueError(
+                f"{source}: holds models {sorted(weights)}, the algorithm of task {self.name!r} has {sorted(models)}"
+            )
+
+    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+        self._check_normalizer_state(state, source)
+        if state is not None:
+            self.normalizer.set_state_dict(state)
+
+    def algorithm_weights(self) -> Dict[str, ArrayDict]:
+        """Weights of every Model the algorithm holds, by attribute name, plus the input
+        normalizer's statistics under :data:`NORMALIZER_KEY` when the task normalizes;
+        a consistent snapshot even while the task trains."""
+        with self._weights_lock:
+            weights = self._algorithm_weights()
+            if self.normalizer is not None:
+                weights[NORMALIZER_KEY] = self.normalizer.state_dict()
+            return weights
+
+    def set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+        """Inverse of :meth:`algorithm_weights`; never interleaves with an update or a prediction."""
+        weights = dict(weights)
+        stats = weights.pop(NORMALIZER_KEY, None)
+        with self._weights_lock:
+            self._check_normalizer_state(stats, "the weights")
+            self._check_model_names(weights, "the weights")
+            self._set_algorithm_weights(weights)
+            self._set_normalizer_state(stats, "the weights")
+
+    def _algorithm_weights(self) -> Dict[str, ArrayDict]:
+        return {attr: model.get_weights() for attr, model in self._models()}
+
+    def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+        self._check_model_names(weights, f"task {self.name!r}")
+        for attr, model in self._models():
+            model.set_weights(weights[attr])
+
+    def _models(self) -> List[Tuple[str, Model]]:
+        return named_models(self.algorithm)
+
+    # Optimizer state is keyed by generated parameter names, which differ
+    # between processes; checkpoints key it by model structure instead.
+    def _param_names(self) -> List[Tuple[str, str]]:
+        pairs = []
+        for attr, model in self._models():
+            for path, layer in model.named_layers():
+                for suffix, param in layer.params.items():
+                    pairs.append((param.name, f"{attr}/{path}.{suffix}"))
+        return pairs
+
+    def _to_structural(self, state: Mapping[str, object]) -> dict:
+        return _rename(state, self._param_names())
+
+    def _from_structural(self, state: Mapping[str, object]) -> dict:
+        return _rename(state, [(b, a) for a, b in self._param_names()])
+
+
+def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
+    # Longest names first, so "fc_1.w" never claims the state of "fc_1.w_x".
+    pairs = sorted(pairs, key=lambda p: -len(p[0]))
+    return _rename_sorted(state, pairs)
+
+
+def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
+    out = {}
+    for key, value in state.items():
+        for old, new in pairs:
+            if key == old or key.startswith(old + "_"):
+                key = new + key[len(old) :]
+                break
+        if isinstance(value, paddle.Tensor):
+            value = value.numpy()
+        elif isinstance(value, dict):
+            value = _rename_sorted(value, pairs)
+        out[key] = value
+    return out
+
+
+def _cost_value(name: str, value: paddle.Tensor) -> Union[float, np.ndarray]:
+    if name == "td_error":
+        return value.numpy().reshape(-1)
+    return float(value.numpy().reshape(()))
+
+
+def _mean_costs(steps: List[Costs]) -> Costs:
+    if not steps:
+        raise ValueError("Algorithm.learn yielded no optimizer steps")
+    if any("td_error" in step for step in steps):
+        # Rows would get one value per step; priorities need one per row.
+        raise ValueError("a per-row 'td_error' is only supported from a learn that takes one optimizer step")
+    return {k: float(np.mean([s[k] for s in steps])) for k in steps[0] if not isinstance(steps[0][k], np.ndarray)}
+
+
+def _tensor(array: np.ndarray) -> paddle.Tensor:
+    # The eager Tensor constructor costs about half of paddle.to_tensor per call; paddle wraps it in
+    # a Python __init__ (for its newer call forms) that costs as much again, skipped here.
+    tensor = _Tensor.__new__(_Tensor)
+    _tensor_init(tensor, np.ascontiguousarray(array))
+    return tensor
+
+
+_Tensor = core.eager.Tensor
+#: The C constructor paddle's ``Tensor.__init__`` wraps (the wrapper passes a numpy array through to it).
+_tensor_init = getattr(_Tensor.__init__, "__globals__", {}).get("original_init", _Tensor.__init__)
+
+
+_has_grad, _set_has_grad = core._has_grad, core._set_has_grad
+
+
+def _fill(
+    tensors: Dict[str, Tuple[paddle.Tensor, object]], arrays: Mapping[str, np.ndarray]
+) -> Dict[str, paddle.Tensor]:
+    """``arrays`` as tensors, copied into ``tensors`` (name -> tensor and its place, made on first use)
+    rather than into new tensors; each keeps its array's shape and dtype, as :func:`_tensor` does."""
+    out = {}
+    for name, array in arrays.items():
+        held = tensors.get(name)
+        if held is None:
+            tensor = _tensor(array)
+            # DenseTensor.set wants the place typed (CPUPlace, CUDAPlace), as this gives it.
+            tensors[name] = (tensor, paddle.framework._current_expected_place())
+        else:
+            tensor, place = held
+            tensor.get_tensor().set(np.ascontiguousarray(array), place)
+        out[name] = tensor
+    return out
+
+
+def _to_numpy(tensors: Mapping[str, paddle.Tensor]) -> ArrayDict:
+    return {k: v.numpy() for k, v in tensors.items()}

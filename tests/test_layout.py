@@ -1,0 +1,149 @@
+"""The package layout keeps its promises: imports point downward only, and no two files import
+each other, directly or around a circle.
+
+Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
+
+    experiment, utils, parl/__init__   the user-facing top
+    algorithms                         math per algorithm
+    models                             ready-made models
+    runtime                            where agents run
+    serving                            batching requests into calls of a task
+    experience                         what helpers keep
+    core                               the vocabulary
+    layers                             LayerFunc, distributions, optimizers
+    leaf modules                       validation, affinity, threads, seeding: import no parl module
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "parl"
+
+TOP = 8
+RANKS = {
+    "experiment": 8,
+    "utils": 8,
+    "__main__": 8,
+    "": 8,  # parl/__init__.py
+    "algorithms": 6,
+    "models": 5,
+    "runtime": 4,
+    "serving": 3,
+    "experience": 2,
+    "core": 1,
+    "layers": 0,
+    "validation": -1,
+    "affinity": -1,
+    "threads": -1,
+    "seeding": -1,
+}
+
+
+def _modules() -> Dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ("parl",) + path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> Set[str]:
+    """The parl modules ``path`` imports anywhere (top level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "parl":
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "parl")
+    return {m for m in found if m in MODULES}
+
+
+GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_every_module_has_a_rank():
+    assert {_folder(m) for m in MODULES} <= set(RANKS), sorted({_folder(m) for m in MODULES} - set(RANKS))
+
+
+def test_the_old_flat_framework_folder_is_gone():
+    assert not (ROOT / "framework").exists()
+
+
+def upward_imports(graph: Dict[str, Set[str]], module: str) -> List[str]:
+    """What ``module`` imports from its own rank or above, outside its folder (``parl/__init__``
+    counts as the top; the top imports freely)."""
+    rank = RANKS[_folder(module)]
+    if rank == TOP:  # the user-facing modules use each other freely
+        return []
+    return sorted(d for d in graph[module] if _folder(d) != _folder(module) and RANKS[_folder(d)] >= rank)
+
+
+def find_cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """Import circles of ``graph`` (one per back edge a depth-first walk meets)."""
+    cycles: List[List[str]] = []
+    state: Dict[str, int] = {}  # 1: on the path, 2: done
+    path: List[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph.get(module, ())):
+            if state.get(dep) == 1:
+                cycles.append(path[path.index(dep) :] + [dep])
+            elif dep not in state:
+                visit(dep)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_downward(module):
+    assert upward_imports(GRAPH, module) == [], f"{module} imports modules that are not below it"
+
+
+def test_lower_folders_never_import_algorithms_models_or_experiment():
+    lower = ("core", "runtime", "serving", "experience", "layers")
+    offenders = {
+        m: sorted(d for d in GRAPH[m] if _folder(d) in ("algorithms", "models", "experiment", "utils"))
+        for m in MODULES
+        if _folder(m) in lower
+    }
+    assert {m: deps for m, deps in offenders.items() if deps} == {}
+
+
+def test_no_import_circles():
+    assert find_cycles(GRAPH) == []
+
+
+def test_the_checks_catch_a_circle_and_an_upward_import():
+    graph = {
+        "parl.core.a": {"parl.serving.b"},
+        "parl.serving.b": {"parl.core.a", "parl.core.c"},
+        "parl.core.c": set(),
+    }
+    assert upward_imports(graph, "parl.core.a") == ["parl.serving.b"]
+    assert upward_imports(graph, "parl.serving.b") == []
+    assert find_cycles(graph) == [["parl.core.a", "parl.serving.b", "parl.core.a"]]
+    assert find_cycles({"parl.core.a": {"parl.core.c"}, "parl.core.c": set()}) == []
