@@ -69,6 +69,28 @@ def normalize_specs(specs: SpecList, owner: str) -> List[Spec]:
     return out
 
 
+#: Specs as ``(name, shape, dtype)`` tuples, for :func:`fits` on hot paths.
+Layout = List[Tuple[str, Tuple[int, ...], np.dtype]]
+
+
+def layout(specs: Sequence[Spec]) -> Layout:
+    """``specs`` as the tuples :func:`fits` reads."""
+    return [(s.name, s.shape, s.dtype) for s in specs]
+
+
+def fits(specs: Layout, values: object) -> bool:
+    """Whether ``values`` is a dict holding, for each spec and nothing else, a numpy array of exactly
+    its shape and dtype: the check that lets a transport take a sample as it is (a sample that does
+    not fit goes through :func:`check_dict`, which converts it or names the problem)."""
+    if type(values) is not dict or len(values) != len(specs):
+        return False
+    for name, shape, dtype in specs:
+        value = values.get(name)
+        if type(value) is not np.ndarray or value.dtype is not dtype or value.shape != shape:
+            return False
+    return True
+
+
 def check_sample(spec: Spec, value: object, what: str) -> np.ndarray:
     """One sample (no batch axis) of ``spec`` as an array of the spec's dtype.
 

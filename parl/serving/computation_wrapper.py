@@ -21,7 +21,7 @@ differences between two snapshots, so nothing is ever reset under a writer.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
@@ -125,9 +125,38 @@ class ComputationWrapper:
         """Whether either thread is still running."""
         return any(t.is_alive() for t in self._threads)
 
+    # -- the one way to the task's predict ---------------------------------
+    def predict_batch(
+        self, n: int, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray]
+    ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+        """One batched prediction of ``n`` requests, counted in :attr:`stats`: what every placement
+        calls, whether the batch was gathered by this wrapper's prediction thread or by another
+        scheduler (the cooperative runner's). Callers hand a failure to each sender as
+        :meth:`prediction_error`.
+
+        Raises:
+            Exception: whatever the task raised.
+            ValueError: the task answered another number of rows than ``n``.
+        """
+        stats = self.stats
+        stats.prediction_batches += 1
+        stats.predictions += n
+        if n > stats.max_prediction_batch:
+            stats.max_prediction_batch = n
+        actions, next_states = self.task.predict(inputs, states)
+        for name, values in (*actions.items(), *next_states.items()):
+            if len(values) != n:
+                raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
+        return actions, next_states
+
+    def prediction_error(self, original: BaseException) -> RemoteError:
+        """The error one sender of a failed prediction batch gets (one instance per sender: an instance
+        raised in several threads would collect every thread's frames in its traceback)."""
+        return RemoteError(f"prediction in task {self.task.name!r}", original)
+
     # -- loops --------------------------------------------------------------
     def _prediction_loop(self) -> None:
-        task, queue, stats = self.task, self.prediction_queue, self.stats
+        task, queue = self.task, self.prediction_queue
         while not self._stop.is_set():
             if not self._serving.wait(POLL_INTERVAL):
                 continue
@@ -135,16 +164,13 @@ class ComputationWrapper:
             if not requests:
                 continue
             n = len(requests)
-            stats.prediction_batches += 1
-            stats.predictions += n
-            if n > stats.max_prediction_batch:
-                stats.max_prediction_batch = n
             try:
                 inputs = stack([r.payload[0] for r in requests], task.input_specs)
                 states = stack([r.payload[1] for r in requests], task.state_specs)
-                actions, next_states = task.predict(inputs, states)
+                actions, next_states = self.predict_batch(n, inputs, states)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-                _fail(requests, f"prediction in task {task.name!r}", exc)
+                for request in requests:
+                    request.finish(error=self.prediction_error(exc))
                 continue
             for request, action_row, state_row in zip(requests, _rows(actions, n), _rows(next_states, n)):
                 request.finish((action_row, state_row))

@@ -53,8 +53,8 @@ from greenlet import getcurrent
 from parl.affinity import pin_current_thread
 from parl.core.agent import Agent
 from parl.core.communicator import Communicator
-from parl.core.errors import RemoteError, StoppedError
-from parl.core.specs import check_dict
+from parl.core.errors import StoppedError
+from parl.core.specs import check_dict, fits, layout
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_wrapper import ComputationWrapper
@@ -93,7 +93,6 @@ class _TaskQueue:
     __slots__ = (
         "wrapper",
         "task",
-        "stats",
         "timer",
         "pending",
         "max_batchsize",
@@ -102,27 +101,24 @@ class _TaskQueue:
         "one_input",
         "what_input",
         "what_state",
-        "where",
     )
 
     def __init__(self, wrapper: ComputationWrapper) -> None:
         task = wrapper.task
         self.wrapper = wrapper
         self.task = task
-        self.stats = wrapper.stats
         #: The latency every agent of this task saw, summed per batch by the scheduler (the one writer).
         self.timer = wrapper.stats.prediction_timer()
         self.pending: List["CooperativeCommunicator"] = []  # never replaced: communicators hold it
         self.max_batchsize = wrapper.max_batchsize
-        self.input_specs = [(s.name, s.shape, s.dtype) for s in task.input_specs]
-        self.state_specs = [(s.name, s.shape, s.dtype) for s in task.state_specs]
+        self.input_specs = layout(task.input_specs)
+        self.state_specs = layout(task.state_specs)
         #: The common case, one input spec of at least one dimension and no state, checked on the
         #: joined batch (None otherwise).
         one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1]
         self.one_input = self.input_specs[0] if one else None
         self.what_input = f"task {task.name!r} input"
         self.what_state = f"task {task.name!r} state"
-        self.where = f"prediction in task {task.name!r}"
 
 
 class CooperativeCommunicator(InProcessCommunicator):
@@ -355,21 +351,15 @@ class CooperativeRunner(AgentRunner):
         n = len(batch)
         if not n:
             return
-        stats = queue.stats
-        stats.prediction_batches += 1
-        stats.predictions += n
-        if n > stats.max_prediction_batch:
-            stats.max_prediction_batch = n
         ready = self.ready
+        wrapper = queue.wrapper
         try:
-            actions, next_states = queue.task.predict(inputs, states)
+            actions, next_states = wrapper.predict_batch(n, inputs, states)  # counted and checked there
             parked = _stage(batch, actions, next_states, ready, self._hand_out)
         except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
             ready.clear()
             for comm in batch:
-                # One RemoteError per agent, as in threads mode (a shared instance would gather
-                # every agent's frames in its traceback).
-                _throw(comm._greenlet, RemoteError(queue.where, exc))
+                _throw(comm._greenlet, wrapper.prediction_error(exc))
             return
         # The agents run one after the other: each steps its env and, parking at its next predict,
         # switches straight to the next agent of this batch (stamping its resume time); the last
@@ -445,7 +435,9 @@ def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarra
     """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
 
     Raises:
-        ValueError: the task answered another number of rows than ``n``.
+        ValueError: the task answered another number of rows than ``n`` (checked before by
+            ``ComputationWrapper.predict_batch``; checked again here as the extension's ``hand_out``,
+            this function's twin, must before it writes any row).
     """
     for name, values in (*actions.items(), *next_states.items()):
         if len(values) != n:
@@ -519,7 +511,7 @@ def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[Co
     """The requests of ``batch`` whose samples fit the specs or convert to them (converted in place);
     the others get the check's error (a ValueError naming the problem) thrown in and are left out."""
     inputs, states = queue.input_specs, queue.state_specs
-    misfits = [c for c in batch if not (_fits(inputs, c._inputs) and _fits(states, c._states or {}))]
+    misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
     if not misfits:
         return batch
     task = queue.task
@@ -538,15 +530,3 @@ def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[Co
     for comm, exc in refused:
         _throw(comm._greenlet, exc)
     return [c for c in batch if id(c) not in out]
-
-
-def _fits(specs: List[Tuple[str, Tuple[int, ...], np.dtype]], values: object) -> bool:
-    """Whether ``values`` is a dict holding, for each spec and nothing else, an array of its exact
-    dtype and shape."""
-    if type(values) is not dict or len(values) != len(specs):
-        return False
-    for name, shape, dtype in specs:
-        value = values.get(name)
-        if type(value) is not _ndarray or value.dtype is not dtype or value.shape != shape:
-            return False
-    return True

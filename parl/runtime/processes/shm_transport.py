@@ -40,8 +40,9 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
-from parl.core.specs import Spec, check_dict
+from parl.core.specs import Layout, Spec, check_dict, fits
 from parl.serving.request_queue import Request
 
 ArrayDict = Dict[str, np.ndarray]
@@ -150,7 +151,18 @@ class SharedArena:
 class Slot:
     """The shared request and reply areas of one (agent, task) pair, as dicts of views by spec name."""
 
-    __slots__ = ("number", "agent_id", "task", "inputs", "states", "actions", "next_states", "payload", "timer")
+    __slots__ = (
+        "number",
+        "agent_id",
+        "task",
+        "inputs",
+        "states",
+        "actions",
+        "next_states",
+        "payload",
+        "timer",
+        "reply_layout",
+    )
 
     def __init__(
         self,
@@ -174,6 +186,8 @@ class Slot:
         self.actions: ArrayDict = handles[2]
         self.next_states: ArrayDict = handles[3]
         self.payload: Tuple[ArrayDict, ArrayDict] = ({}, {})
+        #: The actions' and next states' names, shapes and dtypes (for :func:`~parl.core.specs.fits`).
+        self.reply_layout: Tuple[Layout, Layout] = ([], [])
         #: Counts the slot's predictions and their time in the parent (put to reply) for the wrapper's
         #: metrics (a ``PredictionTimer``; None: not counted).
         self.timer = None
@@ -185,6 +199,11 @@ class Slot:
         self.actions = {k: arena.array(h) for k, h in self.actions.items()}
         self.next_states = {k: arena.array(h) for k, h in self.next_states.items()}
         self.payload = (self.inputs, self.states)  # what the wrapper stacks: read-only views
+        self.reply_layout = (_layout(self.actions), _layout(self.next_states))
+
+
+def _layout(views: ArrayDict) -> Layout:
+    return [(name, view.shape, view.dtype) for name, view in views.items()]
 
 
 # -- parent side: requests that answer through the slot -----------------------------------
@@ -218,7 +237,8 @@ class SlotRequest(Request):
         try:
             if error is None:
                 actions, next_states = result
-                if _fits(slot.actions, actions) and _fits(slot.next_states, next_states):
+                action_layout, state_layout = slot.reply_layout
+                if fits(action_layout, actions) and fits(state_layout, next_states):
                     for name, view in slot.actions.items():
                         view[...] = actions[name]
                     for name, view in slot.next_states.items():
@@ -248,17 +268,6 @@ class SlotRequest(Request):
         if timer is not None:  # written by the prediction loop only, replaced whole
             requests, seconds = timer.total
             timer.total = (requests + 1, seconds + perf_counter() - self.start)
-
-
-def _fits(views: ArrayDict, values: Mapping[str, object]) -> bool:
-    """Whether ``values`` has exactly the slot's names, each with its view's shape and dtype."""
-    if len(values) != len(views):
-        return False
-    for name, view in views.items():
-        value = values.get(name)
-        if getattr(value, "shape", None) != view.shape or getattr(value, "dtype", None) != view.dtype:
-            return False
-    return True
 
 
 class LearnRequest(Request):
@@ -299,9 +308,9 @@ class TransportedError(RemoteError):
         self.remote_traceback = text
 
 
-class ShmCommunicator:
-    """The Communicator of an agent in a worker process: same attributes and methods as
-    :class:`~parl.core.communicator.Communicator`, answered by the parent's wrapper."""
+class ShmCommunicator(Communicator):
+    """The :class:`~parl.core.communicator.Communicator` of an agent in a worker process, answered by
+    the parent's wrapper."""
 
     def __init__(
         self,
