@@ -43,6 +43,7 @@ class ReplaySettings:
     random_steps: int = 1_000  # per agent: uniform random actions first
     warmup_steps: int = 1_000  # per agent: transitions stored before the first update
     updates_per_step: float = 1.0  # updates per env step (the update-to-data ratio), as SAC and TD3
+    max_in_flight: int = 0  # batches an agent hands over without waiting (docs/replay.md); 0: it waits
     check_interval: int = 200  # env steps between greedy checks (one Pendulum episode)
 
 
@@ -90,6 +91,7 @@ def make_helper(s: ReplaySettings, seed: int) -> parl.ExpReplayHelper:
         warmup_steps=s.warmup_steps,
         updates_per_step=s.updates_per_step,
         seed=seed,
+        max_in_flight=s.max_in_flight,
     )
 
 

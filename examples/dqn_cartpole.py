@@ -48,6 +48,7 @@ class Settings:
     warmup_steps: int = 500  # per agent
     updates_per_step: float = 0.5  # updates per env step, as rl-zoo (128 updates per 256 steps)
     max_batchsize: int = 64
+    max_in_flight: int = 0  # batches an agent hands over without waiting (docs/replay.md); 0: it waits
     # Options of docs/replay.md, off by default (measured there against these defaults).
     dueling: bool = False  # dueling Q head (Wang et al., 2016)
     prioritized: bool = False  # proportional prioritized replay (Schaul et al., 2016)
@@ -106,6 +107,7 @@ def make_helper(s: Settings, seed: int) -> parl.ExpReplayHelper:
         beta_steps=s.beta_steps,
         n_step=s.n_step,
         gamma=s.gamma,  # the n-step sums discount as DQN does
+        max_in_flight=s.max_in_flight,
     )
 
 

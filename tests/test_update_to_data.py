@@ -26,9 +26,13 @@ def expected_updates(updates_per_step: float) -> int:
     return AGENTS * math.ceil(round((steps - WARMUP + 1) * updates_per_step, 9))
 
 
-@pytest.mark.parametrize("updates_per_step", [0.25, 0.5, 1.0, 1.5])
+@pytest.mark.parametrize(
+    "updates_per_step, max_in_flight", [(0.25, 0), (0.5, 0), (1.0, 0), (1.5, 0), (0.5, 2), (1.5, 3)]
+)
 @pytest.mark.parametrize("placement", ["threads", "cooperative", "processes"])
-def test_every_placement_makes_the_updates_its_ratio_earns(placement: str, updates_per_step: float) -> None:
+def test_every_placement_makes_the_updates_its_ratio_earns(
+    placement: str, updates_per_step: float, max_in_flight: int
+) -> None:
     # Every agent's batches may arrive at once (max_training_batchsize None joins up to 256 of them),
     # and thread timing decides which do; the count of updates must not depend on it.
     settings = parl.TaskSettings(lambda: EchoAlgorithm(), min_batchsize=2, training_timeout=0.005)
@@ -37,7 +41,12 @@ def test_every_placement_makes_the_updates_its_ratio_earns(placement: str, updat
     try:
         for code in range(AGENTS):
             helper = parl.ExpReplayHelper(
-                capacity=100, batch_size=4, warmup_steps=WARMUP, updates_per_step=updates_per_step, seed=code
+                capacity=100,
+                batch_size=4,
+                warmup_steps=WARMUP,
+                updates_per_step=updates_per_step,
+                seed=code,
+                max_in_flight=max_in_flight,
             )
             manager.add_agent(EchoAgent(CountEnv(code, length=EPISODE_STEPS), num_games=GAMES), {"T": helper})
         manager.start()

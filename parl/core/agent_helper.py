@@ -137,6 +137,10 @@ class AgentHelper:
         """Send experience for training if it is time; returns the costs, or None."""
         raise NotImplementedError
 
+    def finish(self) -> None:
+        """Called once the agent has played all its games (not when the robot is stopped): a helper
+        that hands batches over waits here for those still in flight. Nothing to do by default."""
+
 
 def _states_optional(predict: Callable[..., object]) -> bool:
     """Whether ``predict(inputs)`` means ``predict(inputs, None)``: its ``states`` defaults to None."""

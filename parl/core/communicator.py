@@ -3,6 +3,8 @@
     comm = runner.communicator(wrapper, agent_id)             # a placement hands it out
     actions, next_states = comm.predict({"obs": obs}, {})     # one sample in, one sample out
     costs = comm.learn(batch)                                 # blocks until trained
+    comm.put_batch(batch)                                     # or: hand it over and go on acting,
+    for costs in comm.take_costs(wait=False): ...             # and collect the costs later
 
 A helper only ever calls these methods and reads the specs, so an agent runs
 unchanged in threads (:mod:`parl.serving.communicator`), as a greenlet
@@ -16,12 +18,20 @@ Contract every implementation keeps (``tests/test_placement_contract.py``):
   raises ValueError there, failing only that agent;
 - an exception in the task's batch reaches each agent of the batch as a
   :class:`~parl.RemoteError`;
-- once the robot stops, a waiting call raises :class:`~parl.core.errors.StoppedError`.
+- once the robot stops, a waiting call raises :class:`~parl.core.errors.StoppedError`;
+- the costs of batches handed over with ``put_batch`` come back from ``take_costs`` in the order
+  the batches were handed over, each once.
+
+``put_batch`` and ``take_costs`` have a default here that learns each batch at
+once, blocking, for transports without a hand-over of their own (the worker
+processes' shared-memory transport); the in-process and cooperative transports
+return from ``put_batch`` at once.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Tuple
+from collections import deque
+from typing import Deque, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -65,3 +75,37 @@ class Communicator:
             StoppedError: the robot stopped meanwhile.
         """
         raise NotImplementedError
+
+    def put_batch(self, batch: Mapping[str, object]) -> None:
+        """Hand a training batch over and return, where the transport allows, before it is learned;
+        :meth:`take_costs` gives its costs later. This default learns it now (blocking).
+
+        Raises:
+            RemoteError: the update failed (this default only; others raise it from :meth:`take_costs`).
+            StoppedError: the robot is stopped.
+        """
+        self._handed_over().append(self.learn(batch))
+
+    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+        """The costs of the handed-over batches whose updates have finished, oldest first, each once;
+        with ``wait``, first waits until the oldest batch still in flight is learned.
+
+        Raises:
+            RemoteError: the update of the oldest finished batch failed (it is taken, the later ones
+                stay for the next call).
+            StoppedError: the robot stopped while waiting.
+        """
+        done = list(self._handed_over())
+        self._handed_over().clear()
+        return done
+
+    def batches_in_flight(self) -> int:
+        """Batches handed over whose costs :meth:`take_costs` has not given yet."""
+        return len(self._handed_over())
+
+    def _handed_over(self) -> Deque[Dict[str, object]]:
+        """The default hand-over's finished costs (made on first use, so subclasses need no __init__)."""
+        handed = self.__dict__.get("_handed")
+        if handed is None:
+            handed = self.__dict__["_handed"] = deque()
+        return handed

@@ -21,8 +21,9 @@ experience itself is not) and given back with
 
 from __future__ import annotations
 
+from collections import deque
 from fractions import Fraction
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Deque, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 
@@ -100,6 +101,17 @@ class ExpReplayHelper(AgentHelper):
       the batch carries importance ``weights``, and the per-row ``td_error`` the
       algorithm returns from ``learn`` becomes the priorities of the rows sent.
 
+    Learning without waiting: with ``max_in_flight=k >= 1`` :meth:`learn` hands
+    each batch over (``Communicator.put_batch``) and returns before it is
+    learned, so the agent acts while the training thread updates; at most
+    ``k`` of this agent's batches are in flight, and a batch due beyond that
+    waits for the oldest. The batches sent are the same as with waiting, so
+    the update-to-data ratio is exactly as set, only up to ``k`` batches
+    later; a batch is sampled before the priorities of the ones still in
+    flight are updated (prioritized replay). The default, 0, waits for each
+    update. Worker processes (placement "processes") hand batches over
+    waiting, whatever ``max_in_flight`` says.
+
     Args:
         capacity: transitions kept by this agent.
         batch_size: transitions per batch sent.
@@ -116,6 +128,8 @@ class ExpReplayHelper(AgentHelper):
         priority_epsilon: added to ``|td_error|`` so no priority is 0 (prioritized only).
         n_step: env steps per stored transition.
         gamma: discount of the n-step reward sums (n_step > 1 only); must match the algorithm's.
+        max_in_flight: batches handed over and not yet learned, at most (0: :meth:`learn` waits
+            for each update).
     """
 
     def __init__(
@@ -133,6 +147,7 @@ class ExpReplayHelper(AgentHelper):
         priority_epsilon: float = 1e-6,
         n_step: int = 1,
         gamma: float = 0.99,
+        max_in_flight: int = 0,
     ) -> None:
         super().__init__()
         self.capacity = check_int("capacity", capacity, 1)
@@ -149,6 +164,8 @@ class ExpReplayHelper(AgentHelper):
         self.priority_epsilon = check_positive("priority_epsilon", priority_epsilon)
         self.n_step = check_int("n_step", n_step, 1)
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
+        self.max_in_flight = check_int("max_in_flight", max_in_flight, 0, 1_000)
+        self._slots_in_flight: Deque[np.ndarray] = deque()  # prioritized: the rows of each batch in flight
         self._rng = np.random.default_rng(seed)
         self._steps_ready = 0  # steps stored with the buffer warm
         self._updates_sent = 0  # batches sent since then
@@ -211,8 +228,11 @@ class ExpReplayHelper(AgentHelper):
         return earned - self._updates_sent
 
     def learn(self) -> Optional[Dict[str, float]]:
-        """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn;
-        returns the costs of the last, or None when none was due."""
+        """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn,
+        or handed over with at most ``max_in_flight`` in flight; returns the costs of the last
+        update finished, or None when none finished."""
+        if self.max_in_flight:
+            return self._hand_over()
         costs = None
         for _ in range(self.updates_due()):
             self._updates_sent += 1
@@ -223,6 +243,40 @@ class ExpReplayHelper(AgentHelper):
             costs = self.communicator.learn(batch)
             self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
         return costs
+
+    def _hand_over(self) -> Optional[Dict[str, float]]:
+        """:meth:`learn` with batches handed over, at most ``max_in_flight`` in flight."""
+        comm = self.communicator
+        finished = self._taken(comm.take_costs(wait=False))
+        for _ in range(self.updates_due()):
+            if comm.batches_in_flight() >= self.max_in_flight:
+                finished += self._taken(comm.take_costs(wait=True))  # the bound: wait for the oldest
+            self._updates_sent += 1
+            if not self.prioritized:
+                comm.put_batch(self.buffer.sample(self.batch_size, self._rng))
+                continue
+            batch, slots = self.buffer.sample(self.batch_size, self._rng)
+            comm.put_batch(batch)
+            self._slots_in_flight.append(slots)
+        finished += self._taken(comm.take_costs(wait=False))
+        return finished[-1] if finished else None
+
+    def finish(self) -> None:
+        """Wait for the batches still in flight (their priorities updated), so every batch sent is learned."""
+        comm = self._comm
+        if comm is None or not self.max_in_flight:
+            return
+        while comm.batches_in_flight():
+            self._taken(comm.take_costs(wait=True))
+
+    def _taken(self, finished: List[Dict[str, object]]) -> List[Dict[str, object]]:
+        """``finished`` (costs of handed-over batches, oldest first), after updating the priorities of
+        their rows (prioritized replay)."""
+        if self.prioritized:
+            for costs in finished:
+                slots = self._slots_in_flight.popleft()
+                self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+        return finished
 
 
 def _td_errors(costs: Mapping[str, object], rows: int) -> np.ndarray:

@@ -98,7 +98,9 @@ def play_games(
     After each episode ``agent.episode`` is counted, then ``on_episode`` gets its record:
     ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. An exception
     from an episode goes to ``on_error`` (with ``agent.episode`` still that episode) and ends the
-    agent, unless it comes once the robot is stopping; ``StoppedError`` ends it quietly.
+    agent, unless it comes once the robot is stopping; ``StoppedError`` ends it quietly. An agent
+    that has played all its games then calls each helper's ``finish`` (updates still in flight are
+    waited for), its errors reported the same way.
     """
     while not stopped() and (agent.num_games is None or agent.episode < agent.num_games):
         start = time.perf_counter()
@@ -114,3 +116,13 @@ def play_games(
         record.update(result or {})
         agent.episode += 1
         on_episode(record)
+    if stopped():
+        return
+    try:
+        for helper in agent.helpers.values():
+            helper.finish()
+    except StoppedError:
+        return
+    except Exception as exc:  # noqa: BLE001 - reported as an episode's error is
+        if not stopped():
+            on_error(exc)

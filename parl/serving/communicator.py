@@ -11,8 +11,9 @@ implement the same interface, :class:`parl.core.communicator.Communicator`.
 
 from __future__ import annotations
 
+from collections import deque
 from time import perf_counter
-from typing import Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Deque, Dict, List, Mapping, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -53,6 +54,7 @@ class InProcessCommunicator(Communicator):
         self.reward_specs: List[Spec] = task.reward_specs
         self._what = f"task {task.name!r}"
         self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
+        self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
@@ -74,3 +76,24 @@ class InProcessCommunicator(Communicator):
         request = Request(self.agent_id, batch)
         self._wrapper.training_queue.put(request)
         return request.wait(self._wrapper.is_stopped)
+
+    def put_batch(self, batch: Mapping[str, object]) -> None:
+        """Queue a training batch for the wrapper's training thread and return at once."""
+        request = Request(self.agent_id, batch)
+        self._wrapper.training_queue.put(request)
+        self._in_flight.append(request)
+
+    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+        """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
+        oldest in flight is waited for first."""
+        in_flight, done = self._in_flight, []
+        while in_flight and (wait and not done or in_flight[0].ready()):
+            request = in_flight[0]
+            if done and request.error is not None:
+                break  # raised by the next call, once these costs are taken
+            in_flight.popleft()
+            done.append(request.wait(self._wrapper.is_stopped))  # raises the update's error
+        return done
+
+    def batches_in_flight(self) -> int:
+        return len(self._in_flight)

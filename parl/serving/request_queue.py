@@ -37,6 +37,13 @@ class Request:
         self.error = error
         self._done.release()
 
+    def ready(self) -> bool:
+        """Whether the request is finished (never blocks)."""
+        if self._done.acquire(blocking=False):
+            self._done.release()
+            return True
+        return False
+
     def wait(self, is_stopped: Callable[[], bool]) -> object:
         """Block until finished; raises the error, or StoppedError if the robot stops first."""
         while not self._done.acquire(timeout=POLL_INTERVAL):

@@ -178,6 +178,34 @@ class CooperativeCommunicator(InProcessCommunicator):
         self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
         return self._hub.switch()  # parked until the scheduler resumes us with the training thread's reply
 
+    def put_batch(self, batch: Mapping[str, object]) -> None:
+        """Queue a training batch for the wrapper's training thread and go on at once (no park)."""
+        if getcurrent() is not self._greenlet:
+            raise self._outside_error()
+        request = _TrainingRequest(self.agent_id, batch, self._runner, None)
+        self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
+        self._in_flight.append(request)
+
+    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+        """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
+        agent parks until the oldest in flight is learned (the other agents go on meanwhile)."""
+        in_flight, done = self._in_flight, []
+        while in_flight:
+            request = in_flight[0]
+            if not self._runner._claim(request, self._greenlet if wait and not done else None):
+                if request.error is not None and done:
+                    break  # raised by the next call, once these costs are taken
+                in_flight.popleft()
+                if request.error is not None:
+                    raise request.error
+                done.append(request.result)
+                continue
+            if not (wait and not done):
+                break
+            in_flight.popleft()
+            done.append(self._hub.switch())  # parked until the scheduler resumes us with the reply
+        return done
+
     def _outside_error(self) -> Exception:
         if self._runner.finished:
             return StoppedError("the robot is stopped")
@@ -197,11 +225,18 @@ if EXTENSION is not None:
 
 
 class _TrainingRequest(Request):
-    """A training request whose reply resumes a parked greenlet instead of waking a thread."""
+    """A training request whose reply resumes a parked greenlet instead of waking a thread.
 
-    __slots__ = ("runner", "greenlet")
+    ``greenlet`` is the agent parked on it (set at once by ``learn``; by ``take_costs`` only when
+    it waits for a batch handed over with ``put_batch``), None while nobody waits: ``finish`` then
+    only marks it ``done``.
+    """
 
-    def __init__(self, agent_id: int, payload: object, runner: "CooperativeRunner", agent: greenlet.greenlet) -> None:
+    __slots__ = ("runner", "greenlet", "done")
+
+    def __init__(
+        self, agent_id: int, payload: object, runner: "CooperativeRunner", agent: Optional[greenlet.greenlet]
+    ) -> None:
         # No lock to block on (Request's): the wrapper's training thread calls finish, which
         # hands the request to the scheduler.
         self.agent_id = agent_id
@@ -210,11 +245,15 @@ class _TrainingRequest(Request):
         self.error: Optional[BaseException] = None
         self.runner = runner
         self.greenlet = agent
+        self.done = False
 
     def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
         self.result = result
         self.error = error
         self.runner._training_done(self)
+
+    def ready(self) -> bool:
+        return self.done
 
     def wait(self, is_stopped) -> object:  # pragma: no cover - the agent parks instead
         raise RuntimeError("a cooperative training request is not waited on")
@@ -279,10 +318,23 @@ class CooperativeRunner(AgentRunner):
 
     # -- the scheduler thread -----------------------------------------------------
     def _training_done(self, request: _TrainingRequest) -> None:
-        """Called by a wrapper's training thread (or by stop) for each finished training request."""
+        """Called by a wrapper's training thread (or by stop) for each finished training request:
+        its agent, if one is parked on it, is resumed by the scheduler."""
         with self._cond:
-            self._replies.append(request)
-            self._cond.notify()
+            request.done = True
+            if request.greenlet is not None:
+                self._replies.append(request)
+                self._cond.notify()
+
+    def _claim(self, request: _TrainingRequest, agent: Optional[greenlet.greenlet]) -> bool:
+        """Whether ``request`` is still in flight; if so and ``agent`` is given, the agent is to be
+        resumed with its reply (and must park). A finished request's result or error is read by the caller."""
+        with self._cond:
+            if request.done:
+                return False
+            if agent is not None:
+                request.greenlet = agent
+            return True
 
     def _main(self) -> None:
         pin_current_thread(self.context.agent_cpus)
