@@ -75,6 +75,9 @@ def test_the_default_hand_over_learns_at_once() -> None:
         def __init__(self) -> None:
             self.learned: List[int] = []
 
+        def predict(self, inputs, states=None):
+            raise AssertionError("not used")
+
         def learn(self, batch):
             self.learned.append(len(batch["next_episode_end"]))
             return {"rows": float(self.learned[-1])}

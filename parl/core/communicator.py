@@ -30,6 +30,7 @@ return from ``put_batch`` at once.
 
 from __future__ import annotations
 
+import abc
 from collections import deque
 from typing import Deque, Dict, List, Mapping, Optional, Tuple
 
@@ -40,7 +41,7 @@ from parl.core.specs import Spec
 ArrayDict = Dict[str, np.ndarray]
 
 
-class Communicator:
+class Communicator(abc.ABC):
     """An agent's end of one computation task (abstract).
 
     Attributes:
@@ -54,6 +55,7 @@ class Communicator:
     action_specs: List[Spec]
     reward_specs: List[Spec]
 
+    @abc.abstractmethod
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
@@ -66,6 +68,7 @@ class Communicator:
         """
         raise NotImplementedError
 
+    @abc.abstractmethod
     def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of its update
         (floats, and this batch's rows of a per-row ``td_error``).

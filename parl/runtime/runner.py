@@ -16,6 +16,7 @@ process; only where that loop runs changes. A placement is an entry of
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,28 +56,33 @@ class RunnerContext:
     options: Mapping[str, object] = field(default_factory=dict)
 
 
-class AgentRunner:
+class AgentRunner(abc.ABC):
     """Runs a Manager's agents in one placement; see the module docstring for the calls."""
 
     def __init__(self, context: RunnerContext) -> None:
         self.context = context
 
+    @abc.abstractmethod
     def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
         """The agent-side end of ``wrapper`` for agent ``agent_id`` (called before :meth:`start`)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def start(self) -> None:
         """Start playing every agent's games (the wrappers are started)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def running(self) -> bool:
         """Whether some agent is still playing."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def join(self, deadline: Optional[float]) -> None:
         """Wait until every agent is done or ``time.monotonic()`` passes ``deadline`` (None: no limit)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def stop(self, deadline: float) -> List[str]:
         """End the agents (``context.stopping`` is set and the wrappers are stopped); returns the
         names of threads (or processes) still running at ``deadline``."""
