@@ -1,22 +1,11 @@
 """The helpers that keep experience: OnPolicyHelper and ExpReplayHelper.
 
-    actions, next_states = helper.predict({"obs": obs})
-    helper.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
-    costs = helper.learn()      # None when it is not yet time to learn
-
-A helper hides all communication from the agent and owns the agent's
-experience: :class:`OnPolicyHelper` caches the last steps and sends them;
-:class:`ExpReplayHelper` keeps a replay buffer (uniform or prioritized, of
-1-step or n-step transitions) and sends sampled batches.
-
-``terminated`` (the task ended) and ``truncated`` (cut by a time limit) are
-kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
-algorithms bootstrap from the last input after a truncation and never after a
-termination.
-
-A helper's :meth:`AgentHelper.counters` are saved in checkpoints (the
-experience itself is not) and given back with
-:meth:`AgentHelper.restore_counters` when a run resumes.
+:class:`OnPolicyHelper` caches the agent's last steps and sends them as one
+time-ordered segment; :class:`ExpReplayHelper` keeps a replay buffer (uniform
+or prioritized, of 1-step or n-step transitions) and sends sampled batches at a
+fixed update-to-data ratio, waiting for each update or handing batches over.
+What every helper does (predict, check what is stored, counters) is
+:class:`parl.core.agent_helper.AgentHelper`'s.
 """
 
 from __future__ import annotations

@@ -118,28 +118,31 @@ class Adam:
             if self.grad_clip is not None:
                 grads = self._clipped(grads)
             for param, grad, st in zip(self._params, grads, self._state):
-                if grad is None:
-                    continue
-                _C_ops.adam_(
-                    param,
-                    grad,
-                    self._lr,
-                    st["moment1"],
-                    st["moment2"],
-                    None,
-                    st["beta1_pow"],
-                    st["beta2_pow"],
-                    None,
-                    None,
-                    self.beta1,
-                    self.beta2,
-                    self.epsilon,
-                    False,
-                    1000,
-                    False,
-                    False,
-                    False,
-                )
+                if grad is not None:
+                    self._update(param, grad, st)
+
+    def _update(self, param: paddle.Tensor, grad: paddle.Tensor, st: Dict[str, paddle.Tensor]) -> None:
+        """One parameter's update in place, from its (clipped) gradient and its state."""
+        _C_ops.adam_(
+            param,
+            grad,
+            self._lr,
+            st["moment1"],
+            st["moment2"],
+            None,
+            st["beta1_pow"],
+            st["beta2_pow"],
+            None,
+            None,
+            self.beta1,
+            self.beta2,
+            self.epsilon,
+            False,
+            1000,
+            False,
+            False,
+            False,
+        )
 
     def _clipped(self, grads: List[Optional[paddle.Tensor]]) -> List[Optional[paddle.Tensor]]:
         norm = global_grad_norm(grads)
@@ -213,26 +216,18 @@ class RMSProp(Adam):
             "mean_grad": paddle.zeros_like(param),
         }
 
-    def step(self) -> None:
-        """Apply one update from the parameters' gradients (parameters without a gradient are left alone)."""
-        with paddle.no_grad():
-            grads = [p.grad for p in self._params]
-            if self.grad_clip is not None:
-                grads = self._clipped(grads)
-            for param, grad, st in zip(self._params, grads, self._state):
-                if grad is None:
-                    continue
-                _C_ops.rmsprop_(
-                    param,
-                    st["mean_square"],
-                    grad,
-                    st["moment"],
-                    self._lr,
-                    st["mean_grad"],
-                    None,
-                    self.epsilon,
-                    self.alpha,
-                    self.momentum,
-                    self.centered,
-                    False,
-                )
+    def _update(self, param: paddle.Tensor, grad: paddle.Tensor, st: Dict[str, paddle.Tensor]) -> None:
+        _C_ops.rmsprop_(
+            param,
+            st["mean_square"],
+            grad,
+            st["moment"],
+            self._lr,
+            st["mean_grad"],
+            None,
+            self.epsilon,
+            self.alpha,
+            self.momentum,
+            self.centered,
+            False,
+        )
