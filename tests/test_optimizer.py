@@ -1,10 +1,10 @@
-"""parl's lean Adam matches paddle.optimizer.Adam update for update."""
+"""parl's lean Adam and RMSProp match paddle.optimizer.Adam and RMSProp update for update."""
 
 import numpy as np
 import paddle
 import pytest
 
-from parl.layers.optimizer import Adam
+from parl.layers.optimizer import Adam, RMSProp
 
 
 def _pair(seed: int):
@@ -37,9 +37,20 @@ def test_same_updates_as_paddle_adam(grad_clip):
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_state_dict_round_trip_continues_identically():
+@pytest.mark.parametrize(
+    "make, state_keys",
+    [
+        (lambda p: Adam([p], learning_rate=0.05), {"moment1", "moment2", "beta1_pow", "beta2_pow"}),
+        (
+            lambda p: RMSProp([p], learning_rate=0.05, momentum=0.5, centered=True),
+            {"mean_square", "moment", "mean_grad"},
+        ),
+    ],
+    ids=["adam", "rmsprop"],
+)
+def test_state_dict_round_trip_continues_identically(make, state_keys):
     p1, p2 = _pair(1)
-    opt1 = Adam([p1], learning_rate=0.05)
+    opt1 = make(p1)
     for i in range(3):
         _loss(p1, i).backward()
         opt1.step()
@@ -47,7 +58,8 @@ def test_state_dict_round_trip_continues_identically():
     p2.set_value(p1.numpy())
     # p2 has the same name scheme but a different parameter name: map keys as a checkpoint does.
     state = {k.replace(p1.name, p2.name): v for k, v in opt1.state_dict().items()}
-    opt2 = Adam([p2], learning_rate=0.05)
+    assert {k[len(p2.name) + 1 :] for k in state if k != "learning_rate"} == state_keys
+    opt2 = make(p2)
     opt2.set_state_dict(state)
     for opt, p in ((opt1, p1), (opt2, p2)):
         _loss(p, 3).backward()
@@ -66,8 +78,67 @@ def test_bad_settings_and_missing_state_raise():
         Adam([p]).set_state_dict({})
 
 
-def test_learning_rate_can_change():
+@pytest.mark.parametrize("optimizer", [Adam, RMSProp])
+def test_learning_rate_can_change(optimizer):
     p, _ = _pair(3)
-    opt = Adam([p], learning_rate=0.1)
+    opt = optimizer([p], learning_rate=0.1)
     opt.set_lr(0.02)
     assert opt.get_lr() == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize(
+    "grad_clip, momentum, centered", [(None, 0.0, False), (0.5, 0.0, False), (None, 0.9, True), (0.5, 0.5, False)]
+)
+def test_same_updates_as_paddle_rmsprop(grad_clip, momentum, centered):
+    mine, theirs = _pair(0)
+    ours = RMSProp(
+        [mine], learning_rate=0.01, alpha=0.9, epsilon=1e-5, momentum=momentum, centered=centered, grad_clip=grad_clip
+    )
+    clip = paddle.nn.ClipGradByGlobalNorm(grad_clip) if grad_clip else None
+    reference = paddle.optimizer.RMSProp(
+        learning_rate=0.01,
+        rho=0.9,
+        epsilon=1e-5,
+        momentum=momentum,
+        centered=centered,
+        parameters=[theirs],
+        grad_clip=clip,
+    )
+    start = mine.numpy().copy()
+    for i in range(6):
+        _loss(mine, i).backward()
+        ours.step()
+        ours.clear_grad()
+        _loss(theirs, i).backward()
+        reference.step()
+        reference.clear_grad()
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(mine.numpy(), start)  # the updates did move the parameters
+
+
+def test_first_step_follows_the_formula():
+    """ms = (1 - alpha) g^2 from zero, so the first step is lr * g / sqrt((1 - alpha) g^2 + eps)."""
+    p, _ = _pair(4)
+    start = p.numpy().copy()
+    opt = RMSProp([p], learning_rate=0.1, alpha=0.99, epsilon=1e-5)
+    _loss(p, 0).backward()
+    grad = 2 * start + 1
+    opt.step()
+    expected = start - 0.1 * grad / np.sqrt(0.01 * grad**2 + 1e-5)
+    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_rmsprop_settings_and_missing_state_raise():
+    p, _ = _pair(2)
+    with pytest.raises(ValueError, match="learning_rate.*-0.1"):
+        RMSProp([p], learning_rate=-0.1)
+    with pytest.raises(ValueError, match="alpha.*1.5"):
+        RMSProp([p], alpha=1.5)
+    with pytest.raises(ValueError, match="momentum.*-1"):
+        RMSProp([p], momentum=-1)
+    with pytest.raises(ValueError, match="epsilon.*0"):
+        RMSProp([p], epsilon=0.0)
+    with pytest.raises(ValueError, match="RMSProp needs at least one parameter"):
+        RMSProp([])
+    with pytest.raises(ValueError, match="mean_square"):
+        RMSProp([p]).set_state_dict({})
