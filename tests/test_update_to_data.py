@@ -51,9 +51,9 @@ def test_every_placement_makes_the_updates_its_ratio_earns(placement: str, updat
     assert {len(batch) for batch in batches} == {4}  # one agent's sample per update, never two joined
 
 
-def sample(code: int, rows: int) -> dict:
+def sample(code: int, rows: int) -> parl.Transition:
     """A replay sample: echo_batch without its segment lengths."""
-    return {k: v for k, v in echo_batch(code, rows=rows).items() if k != "sequence_lengths"}
+    return echo_batch(code, rows=rows)._replace(sequence_lengths=None)
 
 
 def test_the_wrapper_joins_segments_but_learns_each_replay_sample_alone(make_wrapper) -> None:
@@ -63,7 +63,7 @@ def test_the_wrapper_joins_segments_but_learns_each_replay_sample_alone(make_wra
     requests.append((4, echo_batch(4, rows=1)))
     costs: List[dict] = [{} for _ in requests]
 
-    def send(i: int, batch: dict) -> None:
+    def send(i: int, batch: parl.Transition) -> None:
         costs[i] = wrapper.communicator(i).learn(batch)
 
     threads = [threading.Thread(target=send, args=(i, batch)) for i, batch in requests]

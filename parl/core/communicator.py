@@ -25,6 +25,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from parl.core.batch import Transition
 from parl.core.specs import Spec
 
 ArrayDict = Dict[str, np.ndarray]
@@ -56,7 +57,7 @@ class Communicator:
         """
         raise NotImplementedError
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of its update
         (floats, and this batch's rows of a per-row ``td_error``).
 

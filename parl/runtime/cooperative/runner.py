@@ -52,6 +52,7 @@ from greenlet import getcurrent
 
 from parl.affinity import pin_current_thread
 from parl.core.agent import Agent
+from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
 from parl.core.specs import check_dict
@@ -174,7 +175,7 @@ class CooperativeCommunicator(InProcessCommunicator):
             return following._greenlet.switch(row)
         return self._hub.switch()
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
