@@ -81,20 +81,18 @@ def predict_rows(batches: List[int], normalize: bool, repeats: int) -> None:
 def train_rows(repeats: int) -> None:
     rng = np.random.default_rng(0)
 
-    def batch(rows: int, dqn: bool) -> Dict[str, object]:
+    def batch(rows: int, dqn: bool) -> parl.Transition:
         obs = rng.standard_normal((rows, OBS_DIM)).astype(np.float32)
-        out = {
-            "inputs": {"obs": obs},
-            "next_inputs": {"obs": rng.standard_normal((rows, OBS_DIM)).astype(np.float32)},
-            "states": {},
-            "next_states": {},
-            "actions": {"action": rng.integers(0, NUM_ACTIONS, (rows, 1)).astype(np.int64)},
-            "rewards": {"reward": np.ones((rows, 1), dtype=np.float32)},
-            "next_episode_end": np.zeros((rows, 1), dtype=np.float32),
-        }
-        if not dqn:
-            out["sequence_lengths"] = np.array([rows], dtype=np.int64)
-        return out
+        return parl.Transition(
+            inputs={"obs": obs},
+            next_inputs={"obs": rng.standard_normal((rows, OBS_DIM)).astype(np.float32)},
+            states={},
+            next_states={},
+            actions={"action": rng.integers(0, NUM_ACTIONS, (rows, 1)).astype(np.int64)},
+            rewards={"reward": np.ones((rows, 1), dtype=np.float32)},
+            next_episode_end=np.zeros((rows, 1), dtype=np.float32),
+            sequence_lengths=None if dqn else (rows,),
+        )
 
     print(f"{'learn call':<30} {'ms':>8} {'steps':>6} {'ms/step':>8}")
     for kind, rows in (("DQN MLPQModel", 64), ("PPO MLPActorCritic", 128)):

@@ -23,6 +23,7 @@ from parl import layers  # noqa: E402
 from parl.core.agent import Agent  # noqa: E402
 from parl.core.agent_helper import AgentHelper  # noqa: E402
 from parl.core.algorithm import Algorithm, create_algorithm_func  # noqa: E402
+from parl.core.batch import Transition  # noqa: E402
 from parl.core.communicator import Communicator  # noqa: E402
 from parl.core.errors import AgentError, RemoteError  # noqa: E402
 from parl.core.model import Model  # noqa: E402
@@ -52,6 +53,7 @@ __all__ = [
     "RemoteError",
     "ReplayBuffer",
     "TaskSettings",
+    "Transition",
     "create_algorithm_func",
     "layers",
     "seed_everything",

@@ -9,7 +9,7 @@ import paddle
 import pytest
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.core.batch import batch_info
+from parl.core.batch import Transition
 from parl.core.specs import normalize_specs
 from parl.layers.distributions import Categorical, DiagGaussian
 from parl.models import LSTMActorCritic, MLPActorCritic, MLPQModel
@@ -273,9 +273,17 @@ def test_advantages_with_a_known_model_equal_gae_by_hand(lam) -> None:
     _, value_t, _ = algorithm.model.step({"obs": t(obs)}, {})
     np.testing.assert_allclose(value_t.numpy()[:, 0], values, rtol=1e-5, atol=1e-6)
     value_t.stop_gradient = False  # as in learn, where values carry gradients
-    adv, targets = algorithm.advantages(
-        value_t, {"obs": t(next_obs)}, {}, t(ends), {"reward": t(rewards)}, batch_info(6, sequence_lengths=lengths), lam
+    batch = Transition(
+        inputs={"obs": obs},
+        actions={"action": np.zeros((6, 1), np.int64)},
+        rewards={"reward": rewards},
+        next_inputs={"obs": next_obs},
+        next_episode_end=ends,
+        states={},
+        next_states={},
+        sequence_lengths=tuple(lengths),
     )
+    adv, targets = algorithm.advantages(value_t, batch.to_tensors(), lam)
     expected = hand_gae(rewards[:, 0], values, next_values, ends[:, 0], lengths, gamma, lam)
     assert adv.shape == [6, 1] and targets.shape == [6, 1]
     np.testing.assert_allclose(adv.numpy()[:, 0], expected, rtol=1e-5, atol=1e-5)

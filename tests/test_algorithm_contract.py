@@ -105,7 +105,7 @@ def _inputs(task: parl.ComputationTask, batch: int, rng: np.random.Generator) ->
     return {s.name: rng.standard_normal((batch,) + s.shape).astype(s.dtype) for s in task.input_specs}
 
 
-def _batch(task: parl.ComputationTask, case: Case, rng: np.random.Generator) -> Dict[str, Any]:
+def _batch(task: parl.ComputationTask, case: Case, rng: np.random.Generator) -> parl.Transition:
     """A training batch built by the task's own predictions: two segments (on-policy) or 12 independent rows."""
     lengths = [7, 5] if case.on_policy else [1] * 12
     n = sum(lengths)
@@ -114,17 +114,17 @@ def _batch(task: parl.ComputationTask, case: Case, rng: np.random.Generator) -> 
     actions, next_states = task.predict(inputs, states)
     ends = np.zeros((n, 1), np.float32)
     ends[lengths[0] - 1] = 1.0  # the first segment ends in a termination, the second is cut
-    batch = {
-        "inputs": inputs,
-        "next_inputs": next_inputs,
-        "states": states,
-        "next_states": next_states,
-        "actions": actions,
-        "rewards": {s.name: rng.standard_normal((n,) + s.shape).astype(s.dtype) for s in task.reward_specs},
-        "next_episode_end": ends,
-    }
+    batch = parl.Transition(
+        inputs=inputs,
+        next_inputs=next_inputs,
+        states=states,
+        next_states=next_states,
+        actions=actions,
+        rewards={s.name: rng.standard_normal((n,) + s.shape).astype(s.dtype) for s in task.reward_specs},
+        next_episode_end=ends,
+    )
     if case.on_policy:
-        batch["sequence_lengths"] = np.array(lengths, dtype=np.int64)
+        batch = batch._replace(sequence_lengths=tuple(lengths))
     return batch
 
 

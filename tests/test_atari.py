@@ -96,15 +96,15 @@ def test_dqn_predicts_and_learns_on_uint8_batches() -> None:
     assert actions["action"].shape == (5, 1) and actions["action"].dtype == np.int64
     assert ((actions["action"] >= 0) & (actions["action"] < 4)).all()
     before = task.algorithm_weights()["model"]
-    batch = {
-        "inputs": {"obs": frames(8, seed=1)},
-        "next_inputs": {"obs": frames(8, seed=2)},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.arange(8, dtype=np.int64).reshape(8, 1) % 4},
-        "rewards": {"reward": np.linspace(-1, 1, 8, dtype=np.float32).reshape(8, 1)},
-        "next_episode_end": np.zeros((8, 1), np.float32),
-    }
+    batch = parl.Transition(
+        inputs={"obs": frames(8, seed=1)},
+        next_inputs={"obs": frames(8, seed=2)},
+        states={},
+        next_states={},
+        actions={"action": np.arange(8, dtype=np.int64).reshape(8, 1) % 4},
+        rewards={"reward": np.linspace(-1, 1, 8, dtype=np.float32).reshape(8, 1)},
+        next_episode_end=np.zeros((8, 1), np.float32),
+    )
     costs = task.learn(batch)
     assert math.isfinite(costs["loss"]) and task.update_steps == 1
     after = task.algorithm_weights()["model"]

@@ -1,7 +1,9 @@
-"""BatchInfo: defaults, validation, discounts; joining info fields across agents; per-row costs split back."""
+"""A batch's row structure (Transition's sequence_lengths, bootstrap_steps, weights): defaults,
+validation, discounts; joining it across agents; per-row costs split back."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 
 import numpy as np
@@ -9,58 +11,74 @@ import paddle
 import pytest
 
 import parl
-from parl.core.batch import INFO_FIELDS, BatchInfo, batch_info, default_info_arrays, make_batch_info
+from parl.core.batch import DICT_FIELDS, Transition
 from parl.serving.computation_wrapper import _join_batches, _split_costs
 
 from toys import WAIT, EchoAlgorithm, RecordingCommunicator, ToyModel, echo_batch, echo_obs
 
-
-def numpy_of(info: BatchInfo) -> dict:
-    return {"bootstrap_steps": info.bootstrap_steps.numpy(), "weights": info.weights.numpy()}
+ROW_FIELDS = ("sequence_lengths", "bootstrap_steps", "weights")
 
 
-# -- make_batch_info / batch_info -------------------------------------------------------
+def sample(rows: int, **row_fields) -> Transition:
+    """A numpy batch of ``rows`` rows whose row structure is ``row_fields`` (none: a replay sample)."""
+    return echo_batch(1, rows=rows)._replace(**{"sequence_lengths": None, **row_fields})
 
 
-def test_a_batch_without_info_fields_gets_the_defaults() -> None:
-    info = make_batch_info({}, 4, paddle.to_tensor)
-    assert info.sequence_lengths == (1, 1, 1, 1)
-    assert info.batch_size == 4
-    np.testing.assert_array_equal(info.bootstrap_steps.numpy(), np.ones((4, 1), np.float32))
-    np.testing.assert_array_equal(info.weights.numpy(), np.ones((4, 1), np.float32))
-    assert info.uniform_weights is True
-    assert info.bootstrap_steps.dtype == paddle.float32 and info.weights.dtype == paddle.float32
+def tensors(rows: int, **row_fields) -> Transition:
+    """What learn receives for :func:`sample`."""
+    return sample(rows, **row_fields).to_tensors()
 
 
-def test_default_info_arrays_match_the_defaults_of_make_batch_info() -> None:
-    arrays = default_info_arrays(3)
-    assert set(arrays) == set(INFO_FIELDS)
-    explicit = make_batch_info(arrays, 3, paddle.to_tensor)
-    implicit = make_batch_info({}, 3, paddle.to_tensor)
+# -- Transition.to_tensors: the row structure learn receives ---------------------------------
+
+
+def test_a_batch_without_row_fields_gets_the_defaults() -> None:
+    batch = tensors(4)
+    assert batch.sequence_lengths == (1, 1, 1, 1)
+    assert batch.batch_size == 4
+    assert batch.bootstrap_steps is None and batch.weights is None
+    assert batch.uniform_weights is True
+    discount = batch.discount(0.9)
+    assert discount.dtype == paddle.float32 and discount.shape == [4, 1]
+    np.testing.assert_array_equal(discount.numpy(), np.full((4, 1), 0.9, np.float32))
+    per_row = paddle.to_tensor([[1.0], [2.0], [3.0], [6.0]])
+    assert float(batch.weighted_mean(per_row)) == 3.0
+
+
+def test_explicit_default_row_fields_give_what_absent_ones_give() -> None:
+    explicit = tensors(
+        3,
+        sequence_lengths=(1, 1, 1),
+        bootstrap_steps=np.ones((3, 1), np.float32),
+        weights=np.ones((3, 1), np.float32),
+    )
+    implicit = tensors(3)
     assert explicit.sequence_lengths == implicit.sequence_lengths == (1, 1, 1)
-    for key, value in numpy_of(explicit).items():
-        np.testing.assert_array_equal(value, numpy_of(implicit)[key])
+    np.testing.assert_array_equal(explicit.discount(0.97).numpy(), implicit.discount(0.97).numpy())
+    per_row = paddle.to_tensor([[1.0], [2.0], [4.0]])
+    assert float(explicit.weighted_mean(per_row)) == float(implicit.weighted_mean(per_row))
     assert explicit.uniform_weights and implicit.uniform_weights
 
 
 def test_given_fields_are_kept_and_flat_arrays_become_columns() -> None:
-    batch = {
-        "sequence_lengths": np.array([2, 1, 3], np.int64),
+    fields = {
+        "sequence_lengths": (2, 1, 3),
         "bootstrap_steps": np.array([1, 2, 3, 1, 1, 2], np.float32),  # [B], reshaped to [B, 1]
         "weights": np.array([[0.5], [1.0], [2.0], [1.0], [1.0], [0.25]], np.float32),
     }
-    info = make_batch_info(batch, 6, paddle.to_tensor)
-    assert info.sequence_lengths == (2, 1, 3)
-    assert all(isinstance(n, int) for n in info.sequence_lengths)
-    np.testing.assert_array_equal(info.bootstrap_steps.numpy(), batch["bootstrap_steps"].reshape(-1, 1))
-    np.testing.assert_array_equal(info.weights.numpy(), batch["weights"])
-    assert info.uniform_weights is False
+    batch = tensors(6, **fields)
+    assert batch.sequence_lengths == (2, 1, 3)
+    assert all(isinstance(n, int) for n in batch.sequence_lengths)
+    np.testing.assert_array_equal(batch.bootstrap_steps.numpy(), fields["bootstrap_steps"].reshape(-1, 1))
+    np.testing.assert_array_equal(batch.weights.numpy(), fields["weights"])
+    assert batch.bootstrap_steps.dtype == paddle.float32 and batch.weights.dtype == paddle.float32
+    assert batch.uniform_weights is False
 
 
 @pytest.mark.parametrize("lengths", [[2, 2], [3, 3], [5, 0], [6, -1], [0]], ids=["short", "long", "zero", "neg", "0"])
 def test_sequence_lengths_that_do_not_sum_to_the_batch_or_are_not_positive_raise(lengths) -> None:
     with pytest.raises(ValueError) as info:
-        make_batch_info({"sequence_lengths": np.array(lengths, np.int64)}, 5, paddle.to_tensor)
+        tensors(5, sequence_lengths=tuple(lengths))
     message = str(info.value)
     assert "sequence_lengths" in message and str(lengths) in message and "5" in message
 
@@ -69,20 +87,20 @@ def test_sequence_lengths_that_do_not_sum_to_the_batch_or_are_not_positive_raise
 @pytest.mark.parametrize("rows", [3, 5])
 def test_a_per_row_field_with_the_wrong_number_of_rows_raises(field, rows) -> None:
     with pytest.raises(ValueError) as info:
-        make_batch_info({field: np.ones((rows, 1), np.float32)}, 4, paddle.to_tensor)
+        tensors(4, **{field: np.ones((rows, 1), np.float32)})
     assert field in str(info.value) and str(rows) in str(info.value) and "4" in str(info.value)
 
 
 def test_discount_is_gamma_to_the_power_of_the_steps() -> None:
     steps = np.array([[1], [2], [3], [5]], np.float32)
-    info = batch_info(4, bootstrap_steps=steps)
+    batch = tensors(4, bootstrap_steps=steps)
     for gamma in (0.9, 0.5, 1.0, 0.0):
-        np.testing.assert_allclose(info.discount(gamma).numpy(), gamma**steps, rtol=1e-6)
-    assert info.discount(0.9).shape == [4, 1]
+        np.testing.assert_allclose(batch.discount(gamma).numpy(), gamma**steps, rtol=1e-6)
+    assert batch.discount(0.9).shape == [4, 1]
 
 
 def test_discount_without_bootstrap_steps_is_gamma() -> None:
-    np.testing.assert_allclose(batch_info(3).discount(0.97).numpy(), np.full((3, 1), 0.97, np.float32))
+    np.testing.assert_allclose(tensors(3).discount(0.97).numpy(), np.full((3, 1), 0.97, np.float32))
 
 
 @pytest.mark.parametrize(
@@ -91,62 +109,93 @@ def test_discount_without_bootstrap_steps_is_gamma() -> None:
     ids=["absent", "all-ones", "one-differs", "all-twos"],
 )
 def test_uniform_weights_is_true_only_when_every_weight_is_one(weights, uniform) -> None:
-    assert batch_info(3, weights=weights).uniform_weights is uniform
+    assert tensors(3, weights=weights).uniform_weights is uniform
 
 
-def test_batch_info_helper_builds_tensors_and_validates() -> None:
-    info = batch_info(3, sequence_lengths=[1, 2], bootstrap_steps=np.array([1, 1, 2]), weights=np.array([1, 2, 3]))
-    assert isinstance(info, BatchInfo)
-    assert info.sequence_lengths == (1, 2)
-    assert isinstance(info.bootstrap_steps, paddle.Tensor) and isinstance(info.weights, paddle.Tensor)
-    np.testing.assert_array_equal(info.weights.numpy(), [[1.0], [2.0], [3.0]])
-    assert info.weights.dtype == paddle.float32
+def test_weighted_mean_weighs_each_row() -> None:
+    batch = tensors(3, weights=np.array([1.0, 2.0, 0.5]))
+    per_row = paddle.to_tensor([[2.0], [3.0], [4.0]])
+    np.testing.assert_allclose(float(batch.weighted_mean(per_row)), (2.0 + 6.0 + 2.0) / 3, rtol=1e-6)
+
+
+def test_to_tensors_builds_tensors_of_every_field_and_validates() -> None:
+    batch = tensors(3, sequence_lengths=(1, 2), bootstrap_steps=np.array([1, 1, 2]), weights=np.array([1, 2, 3]))
+    assert isinstance(batch, Transition)
+    assert batch.sequence_lengths == (1, 2)
+    assert isinstance(batch.bootstrap_steps, paddle.Tensor) and isinstance(batch.weights, paddle.Tensor)
+    np.testing.assert_array_equal(batch.weights.numpy(), [[1.0], [2.0], [3.0]])
+    assert batch.weights.dtype == paddle.float32
+    for field in ("inputs", "actions", "rewards", "next_inputs"):
+        assert all(isinstance(v, paddle.Tensor) for v in getattr(batch, field).values()), field
+    assert isinstance(batch.next_episode_end, paddle.Tensor) and batch.states == {} and batch.next_states == {}
+    np.testing.assert_array_equal(batch.inputs["obs"].numpy(), echo_batch(1, rows=3).inputs["obs"])
     with pytest.raises(ValueError, match="sequence_lengths"):
-        batch_info(3, sequence_lengths=[1, 1])
+        tensors(3, sequence_lengths=(1, 1))
+
+
+def test_a_task_refuses_a_batch_that_is_not_a_transition() -> None:
+    task = parl.ComputationTask("T", EchoAlgorithm())
+    with pytest.raises(ValueError, match="Transition, got dict"):
+        task.learn(echo_batch(1)._asdict())
+
+
+def test_a_wrapper_fails_only_the_sender_of_a_batch_that_is_not_a_transition(make_wrapper) -> None:
+    wrapper = make_wrapper(EchoAlgorithm())
+    with pytest.raises(parl.RemoteError, match="agent 3's training batch.*Transition, got dict"):
+        wrapper.communicator(3).learn(echo_batch(3)._asdict())
+    assert wrapper.communicator(4).learn(echo_batch(4))["rows"] == 2.0  # the training loop goes on
+
+
+def test_every_field_is_a_dict_of_arrays_the_episode_end_or_row_structure() -> None:
+    assert set(Transition._fields) == set(DICT_FIELDS) | {"next_episode_end"} | set(ROW_FIELDS)
+
+
+def test_a_batch_pickles_whole_as_the_processes_placement_sends_it() -> None:
+    batch = echo_batch(2, rows=3)._replace(weights=np.array([[0.5], [1.0], [2.0]], np.float32))
+    again = pickle.loads(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
+    assert type(again) is Transition and again.sequence_lengths == (3,) and again.bootstrap_steps is None
+    for field in DICT_FIELDS:
+        original = getattr(batch, field)
+        assert sorted(getattr(again, field)) == sorted(original)
+        for name, value in original.items():
+            np.testing.assert_array_equal(getattr(again, field)[name], value)
+    np.testing.assert_array_equal(again.weights, batch.weights)
+    np.testing.assert_array_equal(again.next_episode_end, batch.next_episode_end)
 
 
 # -- joining batches of several agents ---------------------------------------------------
 
 
-def test_joining_batches_where_only_some_carry_info_fields_fills_in_the_defaults() -> None:
-    a = echo_batch(1, rows=3)
-    a["sequence_lengths"] = np.array([3], np.int64)
-    a["weights"] = np.array([[0.5], [0.25], [2.0]], np.float32)
-    b = echo_batch(2, rows=2)
-    del b["sequence_lengths"]  # no info fields: two rows of length-1 segments, weight 1
-    c = echo_batch(3, rows=2)
-    c["sequence_lengths"] = np.array([1, 1], np.int64)
-    c["bootstrap_steps"] = np.array([[3.0], [2.0]], np.float32)
+def test_joining_batches_where_only_some_carry_row_fields_fills_in_the_defaults() -> None:
+    a = echo_batch(1, rows=3)._replace(sequence_lengths=(3,), weights=np.array([[0.5], [0.25], [2.0]], np.float32))
+    b = echo_batch(2, rows=2)._replace(sequence_lengths=None)  # no row fields: two one-row segments, weight 1
+    c = echo_batch(3, rows=2)._replace(sequence_lengths=(1, 1), bootstrap_steps=np.array([[3.0], [2.0]], np.float32))
     joined = _join_batches([a, b, c])
 
-    np.testing.assert_array_equal(joined["sequence_lengths"], [3, 1, 1, 1, 1])
-    np.testing.assert_array_equal(joined["weights"], [[0.5], [0.25], [2.0], [1.0], [1.0], [1.0], [1.0]])
-    np.testing.assert_array_equal(joined["bootstrap_steps"], [[1.0], [1.0], [1.0], [1.0], [1.0], [3.0], [2.0]])
-    np.testing.assert_array_equal(joined["inputs"]["obs"][:, 0] // 1000, [1, 1, 1, 2, 2, 3, 3])
-    assert joined["next_episode_end"].shape == (7, 1)
+    assert joined.sequence_lengths == (3, 1, 1, 1, 1)
+    np.testing.assert_array_equal(joined.weights, [[0.5], [0.25], [2.0], [1.0], [1.0], [1.0], [1.0]])
+    np.testing.assert_array_equal(joined.bootstrap_steps, [[1.0], [1.0], [1.0], [1.0], [1.0], [3.0], [2.0]])
+    np.testing.assert_array_equal(joined.inputs["obs"][:, 0] // 1000, [1, 1, 1, 2, 2, 3, 3])
+    assert joined.next_episode_end.shape == (7, 1)
 
-    info = make_batch_info(joined, 7, paddle.to_tensor)
-    assert info.sequence_lengths == (3, 1, 1, 1, 1)
-    assert info.uniform_weights is False
+    batch = joined.to_tensors()
+    assert batch.sequence_lengths == (3, 1, 1, 1, 1)
+    assert batch.uniform_weights is False
 
 
 def test_joining_segments_concatenates_the_sequence_lengths_in_sender_order() -> None:
-    batches = []
-    for code, rows in ((1, 4), (2, 1), (3, 2)):
-        batch = echo_batch(code, rows=rows)
-        batch["sequence_lengths"] = np.array([rows], np.int64)
-        batches.append(batch)
+    batches = [echo_batch(code, rows=rows) for code, rows in ((1, 4), (2, 1), (3, 2))]
     joined = _join_batches(batches)
-    np.testing.assert_array_equal(joined["sequence_lengths"], [4, 1, 2])
-    assert joined["sequence_lengths"].dtype == np.int64
+    assert joined.sequence_lengths == (4, 1, 2)
+    assert all(type(n) is int for n in joined.sequence_lengths)
     # Each segment's rows are contiguous and in time order.
-    np.testing.assert_array_equal(joined["inputs"]["obs"][:, 0], [1000, 1001, 1002, 1003, 2000, 3000, 3001])
+    np.testing.assert_array_equal(joined.inputs["obs"][:, 0], [1000, 1001, 1002, 1003, 2000, 3000, 3001])
 
 
-def test_joining_batches_without_info_fields_adds_none() -> None:
-    bare = [{k: v for k, v in echo_batch(code).items() if k not in INFO_FIELDS} for code in (1, 2)]
+def test_joining_batches_without_row_fields_adds_none() -> None:
+    bare = [echo_batch(code)._replace(sequence_lengths=None) for code in (1, 2)]
     joined = _join_batches(bare)
-    assert not set(INFO_FIELDS) & set(joined)
+    assert all(getattr(joined, field) is None for field in ROW_FIELDS)
 
 
 def test_split_costs_gives_each_sender_its_own_rows_of_td_error_and_the_shared_scalars() -> None:
@@ -166,10 +215,10 @@ def test_split_costs_without_per_row_values_shares_one_dict() -> None:
 class TdErrorAlgorithm(EchoAlgorithm):
     """Returns ``td_error = obs[:, 0]``, so each row's value names its sender and step."""
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
-        costs = super().learn(inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info)
-        self.infos = getattr(self, "infos", []) + [info]
-        return {**costs, "td_error": inputs["obs"][:, :1] * 1.0}
+    def learn(self, batch):
+        costs = super().learn(batch)
+        self.batches = getattr(self, "batches", []) + [batch]
+        return {**costs, "td_error": batch.inputs["obs"][:, :1] * 1.0}
 
 
 def test_td_error_from_a_real_task_is_split_back_to_each_sender(make_wrapper) -> None:
@@ -181,9 +230,7 @@ def test_td_error_from_a_real_task_is_split_back_to_each_sender(make_wrapper) ->
 
     def send(code: int) -> None:
         try:
-            batch = echo_batch(code, rows=sizes[code])
-            batch["sequence_lengths"] = np.array([sizes[code]], np.int64)
-            replies[code] = wrapper.communicator(code).learn(batch)
+            replies[code] = wrapper.communicator(code).learn(echo_batch(code, rows=sizes[code]))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -194,7 +241,7 @@ def test_td_error_from_a_real_task_is_split_back_to_each_sender(make_wrapper) ->
         thread.join(WAIT * 2)
     assert not errors, errors
     assert len(algorithm.learn_batches) == 1, "the three batches should be joined into one update"
-    assert sorted(algorithm.infos[0].sequence_lengths) == [1, 2, 3]
+    assert sorted(algorithm.batches[0].sequence_lengths) == [1, 2, 3]
     for code, rows in sizes.items():
         reply = replies[code]
         np.testing.assert_array_equal(reply["td_error"], [1000 * code + i for i in range(rows)])
@@ -226,13 +273,12 @@ def test_on_policy_helper_sends_its_cached_steps_as_one_segment(sample_interval,
         )
         if helper.learn() is not None:
             batch = comm.batches[-1]
-            rows = len(batch["next_episode_end"])
+            rows = batch.batch_size
             sent_lengths.append(rows)
-            np.testing.assert_array_equal(batch["sequence_lengths"], [rows])
-            assert batch["sequence_lengths"].dtype == np.int64
-            assert make_batch_info(batch, rows, paddle.to_tensor).sequence_lengths == (rows,)
+            assert batch.sequence_lengths == (rows,) and type(batch.sequence_lengths[0]) is int
+            assert batch.to_tensors().sequence_lengths == (rows,)
     full, rest = divmod(episode_length, sample_interval)
     assert sent_lengths == [sample_interval] * full + ([rest] if rest else [])
     # The segment is in time order: each row's next input is the following row's input.
-    steps = np.concatenate([b["inputs"]["obs"][:, 0] for b in comm.batches])
+    steps = np.concatenate([b.inputs["obs"][:, 0] for b in comm.batches])
     np.testing.assert_array_equal(steps, 1000 + np.arange(episode_length))

@@ -52,7 +52,7 @@ def observations(rows: int, seed: int) -> Dict[str, np.ndarray]:
     return {"obs": np.random.default_rng(seed).standard_normal((rows, 4)).astype(np.float32)}
 
 
-def batch(task: parl.ComputationTask, seed: int) -> Dict[str, object]:
+def batch(task: parl.ComputationTask, seed: int) -> parl.Transition:
     """A training batch of two time-ordered segments, acted by the task itself (greedily, so
     making it leaves the input statistics as they are)."""
     lengths = [5, 3]
@@ -61,16 +61,16 @@ def batch(task: parl.ComputationTask, seed: int) -> Dict[str, object]:
     actions, _ = task.predict(inputs, {}, deterministic=True)
     ends = np.zeros((rows, 1), np.float32)
     ends[lengths[0] - 1] = 1.0
-    return {
-        "inputs": inputs,
-        "next_inputs": observations(rows, seed + 1),
-        "states": {},
-        "next_states": {},
-        "actions": actions,
-        "rewards": {"reward": np.random.default_rng(seed).standard_normal((rows, 1)).astype(np.float32)},
-        "next_episode_end": ends,
-        "sequence_lengths": np.array(lengths, np.int64),
-    }
+    return parl.Transition(
+        inputs=inputs,
+        next_inputs=observations(rows, seed + 1),
+        states={},
+        next_states={},
+        actions=actions,
+        rewards={"reward": np.random.default_rng(seed).standard_normal((rows, 1)).astype(np.float32)},
+        next_episode_end=ends,
+        sequence_lengths=tuple(lengths),
+    )
 
 
 def trained_tasks(names=("RL", "aux")) -> Dict[str, parl.ComputationTask]:
@@ -331,11 +331,11 @@ WRITER = textwrap.dedent(
     def batch(task, rng):
         inputs = {"obs": rng.standard_normal((4, 4)).astype(np.float32)}
         actions, _ = task.predict(inputs, {})
-        return {
-            "inputs": inputs, "next_inputs": inputs, "states": {}, "next_states": {}, "actions": actions,
-            "rewards": {"reward": rng.standard_normal((4, 1)).astype(np.float32)},
-            "next_episode_end": np.zeros((4, 1), np.float32), "sequence_lengths": np.array([4]),
-        }
+        return parl.Transition(
+            inputs=inputs, next_inputs=inputs, states={}, next_states={}, actions=actions,
+            rewards={"reward": rng.standard_normal((4, 1)).astype(np.float32)},
+            next_episode_end=np.zeros((4, 1), np.float32), sequence_lengths=(4,),
+        )
 
     def write_until_killed():
         tasks = {"RL": settings.make_task("RL")}

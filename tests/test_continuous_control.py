@@ -18,10 +18,11 @@ import parl
 from parl.algorithms.ddpg import DDPG
 from parl.algorithms.sac import SAC
 from parl.algorithms.td3 import TD3
-from parl.core.batch import batch_info
 from parl.layers.ensemble_fc import EnsembleFC
 from parl.models.continuous import LOG_STD_MAX, LOG_STD_MIN, DeterministicActorCritic, GaussianActorCritic
 from parl.utils import GymAgent
+
+from toys import simple_batch
 
 GAMMA = 0.9
 OBS_DIM, ACTION_DIM, B = 2, 1, 4
@@ -63,31 +64,13 @@ def linear_actor_np(weights: dict, obs: np.ndarray) -> np.ndarray:
     return obs @ weights["actor.out.w"] + weights["actor.out.b"]
 
 
-def call_learn(alg, obs=OBS, next_obs=NEXT_OBS, actions=ACTIONS, rewards=REWARDS, ends=ENDS, info=None):
-    t = paddle.to_tensor
-    return alg.learn(
-        {"obs": t(obs)},
-        {"obs": t(next_obs)},
-        {},
-        {},
-        t(ends),
-        {"action": t(actions)},
-        {"reward": t(rewards)},
-        info if info is not None else batch_info(len(obs)),
-    )
+def call_learn(alg, **row_fields):
+    """``alg.learn`` on the batch of the constants (and the row structure ``row_fields``), as tensors."""
+    return alg.learn(numpy_batch(**row_fields).to_tensors())
 
 
-def batch_dict(**info) -> dict:
-    return {
-        "inputs": {"obs": OBS},
-        "next_inputs": {"obs": NEXT_OBS},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": ACTIONS},
-        "rewards": {"reward": REWARDS},
-        "next_episode_end": ENDS,
-        **info,
-    }
+def numpy_batch(**row_fields) -> parl.Transition:
+    return simple_batch(OBS, ACTIONS, REWARDS, NEXT_OBS, ENDS, **row_fields)
 
 
 def deterministic_model(members: int, hidden=()):
@@ -150,9 +133,9 @@ def test_the_known_target_critics_disagree_on_which_is_smaller() -> None:
 @pytest.mark.parametrize("replay", ["uniform", "n-step-prioritized"])
 def test_deterministic_target_is_the_min_over_target_critics_of_the_target_policy(members, replay) -> None:
     alg = known_td3(members)
-    info = batch_info(B) if replay == "uniform" else batch_info(B, bootstrap_steps=STEPS, weights=WEIGHTS)
+    row_fields = {} if replay == "uniform" else dict(bootstrap_steps=STEPS, weights=WEIGHTS)
     steps, weights = (1.0, 1.0) if replay == "uniform" else (STEPS, WEIGHTS)
-    costs = call_learn(alg, info=info)
+    costs = call_learn(alg, **row_fields)
 
     online, target = alg.model.get_weights(), alg.target_model.get_weights()
     next_action = np.tanh(linear_actor_np(target, NEXT_OBS))
@@ -176,8 +159,7 @@ def test_sac_target_and_losses_match_numpy_for_the_same_noise() -> None:
     # The draws of learn's reparameterized samples: at s, then at s'.
     noise = np.concatenate([paddle.randn([B, ACTION_DIM]).numpy(), paddle.randn([B, ACTION_DIM]).numpy()])
     paddle.seed(7)
-    info = batch_info(B, bootstrap_steps=STEPS, weights=WEIGHTS)
-    costs = call_learn(sac, info=info)
+    costs = call_learn(sac, bootstrap_steps=STEPS, weights=WEIGHTS)
 
     online, target = sac.model.get_weights(), sac.target_model.get_weights()
     out = linear_actor_np(online, np.concatenate([OBS, NEXT_OBS]))
@@ -308,7 +290,7 @@ def test_td3_updates_actor_and_targets_only_every_policy_delay_updates() -> None
     for update in range(1, 8):
         actor, critic = alg.model.actor.get_weights(), alg.model.critic.get_weights()
         target = alg.target_model.get_weights()
-        costs = task.learn(batch_dict())
+        costs = task.learn(numpy_batch())
         actor_step = update % 3 == 0
         assert ("actor_loss" in costs) == actor_step
         assert changed(actor, alg.model.actor.get_weights()) == actor_step
@@ -325,7 +307,7 @@ def test_ddpg_updates_actor_and_targets_every_update() -> None:
     task = parl.ComputationTask("ddpg", alg)
     for _ in range(3):
         actor, target = alg.model.actor.get_weights(), alg.target_model.get_weights()
-        assert "actor_loss" in task.learn(batch_dict())
+        assert "actor_loss" in task.learn(numpy_batch())
         assert changed(actor, alg.model.actor.get_weights())
         assert changed(target, alg.target_model.get_weights())
 
@@ -347,7 +329,7 @@ def test_sac_temperature_moves_toward_the_target_entropy(target_entropy, directi
     """Entropy above the target lowers alpha; below it raises alpha (a 1-D tanh-Gaussian's entropy < 1)."""
     sac = SAC(gaussian_model((8,)), target_entropy=target_entropy, learning_rate=1e-2)
     task = parl.ComputationTask("sac", sac)
-    alphas = [task.learn(batch_dict())["alpha"] for _ in range(5)]
+    alphas = [task.learn(numpy_batch())["alpha"] for _ in range(5)]
     assert np.all(direction * np.diff(alphas) > 0), alphas
 
 
@@ -355,7 +337,7 @@ def test_sac_with_fixed_alpha_trains_no_temperature() -> None:
     sac = SAC(gaussian_model((8,)), auto_alpha=False, initial_alpha=0.2)
     task = parl.ComputationTask("sac", sac)
     for _ in range(3):
-        costs = task.learn(batch_dict())
+        costs = task.learn(numpy_batch())
     assert "alpha_loss" not in costs and costs["alpha"] == pytest.approx(0.2)
     assert all(p is not sac.temperature.log_alpha() for p in sac.parameters())
 
@@ -384,7 +366,7 @@ def test_sac_predict_samples_in_bounds_and_is_tanh_mean_when_deterministic() -> 
 )
 def test_weights_carry_every_model_to_a_fresh_task(make) -> None:
     learner, evaluator = parl.ComputationTask("a", make()), parl.ComputationTask("b", make())
-    costs = learner.learn(batch_dict(bootstrap_steps=STEPS, weights=WEIGHTS))
+    costs = learner.learn(numpy_batch(bootstrap_steps=STEPS, weights=WEIGHTS))
     assert costs["td_error"].shape == (B,) and all(np.isfinite(v).all() for v in costs.values())
     evaluator.set_algorithm_weights(learner.algorithm_weights())
     for task in (learner, evaluator):

@@ -8,10 +8,9 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
-from parl.core.batch import batch_info
 from parl.models import MLPQModel
 
-from toys import RecordingCommunicator
+from toys import RecordingCommunicator, simple_batch
 
 GAMMA = 0.9
 # A linear Q-network (no hidden layer) with known online and target weights.
@@ -49,17 +48,7 @@ def known_dqn(**kwargs) -> DQN:
 
 
 def dqn_loss(dqn: DQN, ends: np.ndarray, obs=OBS, next_obs=NEXT_OBS, actions=ACTIONS, rewards=REWARDS) -> float:
-    t = paddle.to_tensor
-    costs = dqn.learn(
-        {"obs": t(obs)},
-        {"obs": t(next_obs)},
-        {},
-        {},
-        t(ends),
-        {"action": t(actions)},
-        {"reward": t(rewards)},
-        batch_info(len(ends)),
-    )
+    costs = dqn.learn(simple_batch(obs, actions, rewards, next_obs, ends).to_tensors())
     return float(costs["loss"])
 
 
@@ -125,7 +114,7 @@ def test_exp_replay_helper_marks_only_termination_as_an_episode_end(terminated, 
     )
     assert helper.learn() is not None
     batch = comm.batches[0]
-    np.testing.assert_array_equal(batch["next_episode_end"], [[end], [end]])
+    np.testing.assert_array_equal(batch.next_episode_end, [[end], [end]])
 
     task = parl.ComputationTask("RL", known_dqn(loss="mse"))
     costs = task.learn(batch)
@@ -164,15 +153,15 @@ def test_dqn_with_a_dueling_model_predicts_and_learns() -> None:
         np.testing.assert_allclose(model.value({"obs": paddle.to_tensor(obs)}).numpy(), q, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(actions["action"][:, 0], q.argmax(axis=1))
 
-    batch = {
-        "inputs": {"obs": obs},
-        "next_inputs": {"obs": rng.standard_normal((6, 3)).astype(np.float32)},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": rng.integers(0, 4, (6, 1))},
-        "rewards": {"reward": rng.standard_normal((6, 1)).astype(np.float32)},
-        "next_episode_end": np.array([[0], [1], [0], [0], [1], [0]], np.float32),
-    }
+    batch = parl.Transition(
+        inputs={"obs": obs},
+        next_inputs={"obs": rng.standard_normal((6, 3)).astype(np.float32)},
+        states={},
+        next_states={},
+        actions={"action": rng.integers(0, 4, (6, 1))},
+        rewards={"reward": rng.standard_normal((6, 1)).astype(np.float32)},
+        next_episode_end=np.array([[0], [1], [0], [0], [1], [0]], np.float32),
+    )
     losses = [task.learn(batch)["loss"] for _ in range(40)]
     assert all(np.isfinite(losses))
     assert task.update_steps == 40

@@ -243,11 +243,11 @@ def test_goal_task_stores_one_transition_per_achieved_subgoal_and_learns_after_e
     assert result["steps"] == agent.total_steps == env.steps
     # The follower's batches: one per TRAINING_INTERVAL steps, and one at the end of each attempt;
     # next_episode_end marks each success.
-    lengths = [int(batch["sequence_lengths"][0]) for _, batch in comm.batches]
+    lengths = [batch.sequence_lengths[0] for _, batch in comm.batches]
     assert all(n <= 8 for n in lengths) and sum(lengths) == env.steps
-    ends = np.concatenate([batch["next_episode_end"].reshape(-1) for _, batch in comm.batches])
+    ends = np.concatenate([batch.next_episode_end.reshape(-1) for _, batch in comm.batches])
     assert ends.sum() == 3
-    assert all(batch["rewards"]["reward"][-1, 0] == 1.0 for _, batch in comm.batches if batch["next_episode_end"][-1])
+    assert all(batch.rewards["reward"][-1, 0] == 1.0 for _, batch in comm.batches if batch.next_episode_end[-1])
 
 
 def test_abandoned_subgoals_are_stored_after_subgoal_steps_and_the_follower_learns_every_interval() -> None:
@@ -262,8 +262,8 @@ def test_abandoned_subgoals_are_stored_after_subgoal_steps_and_the_follower_lear
     assert result["subgoals"] == 3 and result["subgoals_reached"] == 0 and result["steps"] == 12
     # Learned at every third step of an attempt and at each attempt's end (env steps 5, 10 and 12).
     assert [steps for steps, _ in comm.batches] == [3, 5, 8, 10, 12]
-    assert [int(batch["sequence_lengths"][0]) for _, batch in comm.batches] == [3, 2, 3, 2, 2]
-    assert all(not batch["next_episode_end"].any() for _, batch in comm.batches)  # truncated, never terminated
+    assert [batch.sequence_lengths for _, batch in comm.batches] == [(3,), (2,), (3,), (2,), (2,)]
+    assert all(not batch.next_episode_end.any() for _, batch in comm.batches)  # truncated, never terminated
 
 
 def test_evaluation_acts_greedily_and_stores_nothing() -> None:

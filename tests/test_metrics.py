@@ -62,12 +62,12 @@ def test_per_row_costs_are_not_summed_and_nonfinite_costs_are_counted_apart() ->
 # -- gradient norm -----------------------------------------------------------------
 
 
-def _toy_gradient_norm(weights: dict, batch: dict) -> float:
+def _toy_gradient_norm(weights: dict, batch: parl.Transition) -> float:
     """Global norm of d/d(w, b) mean((x w + b - r)^2) for ToyModel's one fc layer, x = obs / 1000."""
     w = next(v for v in weights.values() if v.shape == (2, 1)).astype(np.float64)
     b = next(v for v in weights.values() if v.shape == (1,)).astype(np.float64)
-    x = batch["inputs"]["obs"].astype(np.float64) * 1e-3
-    error = x @ w + b - batch["rewards"]["reward"]
+    x = batch.inputs["obs"].astype(np.float64) * 1e-3
+    error = x @ w + b - batch.rewards["reward"]
     grad_w = 2.0 * x.T @ error / len(x)
     grad_b = 2.0 * error.sum(axis=0) / len(x)
     return float(np.sqrt((grad_w**2).sum() + (grad_b**2).sum()))
@@ -77,7 +77,7 @@ def _toy_gradient_norm(weights: dict, batch: dict) -> float:
 def test_task_grad_norm_is_the_norm_before_clipping(grad_clip) -> None:
     task = parl.ComputationTask("T", EchoAlgorithm(grad_clip=grad_clip))
     batch = echo_batch(3, rows=4)
-    task.predict(batch["inputs"], {})  # builds the layer, so its weights can be read before the update
+    task.predict(batch.inputs, {})  # builds the layer, so its weights can be read before the update
     task.learn(batch)  # not tracked
     assert task.grad_norm_total == (0.0, 0, 0)
     task.track_grad_norm = True

@@ -198,17 +198,17 @@ def _dqn_func():
     )
 
 
-def _batch(seed: int, size: int = 6) -> dict:
+def _batch(seed: int, size: int = 6) -> parl.Transition:
     rng = np.random.default_rng(seed)
-    return {
-        "inputs": {"obs": rng.standard_normal((size, 3)).astype("float32")},
-        "next_inputs": {"obs": rng.standard_normal((size, 3)).astype("float32")},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": rng.integers(0, 2, (size, 1))},
-        "rewards": {"reward": rng.standard_normal((size, 1)).astype("float32")},
-        "next_episode_end": (rng.random((size, 1)) < 0.3).astype("float32"),
-    }
+    return parl.Transition(
+        inputs={"obs": rng.standard_normal((size, 3)).astype("float32")},
+        next_inputs={"obs": rng.standard_normal((size, 3)).astype("float32")},
+        states={},
+        next_states={},
+        actions={"action": rng.integers(0, 2, (size, 1))},
+        rewards={"reward": rng.standard_normal((size, 1)).astype("float32")},
+        next_episode_end=(rng.random((size, 1)) < 0.3).astype("float32"),
+    )
 
 
 def _q_values(task: parl.ComputationTask, obs: np.ndarray) -> np.ndarray:
@@ -241,7 +241,7 @@ def test_checkpoint_round_trip_into_a_fresh_task(tmp_path) -> None:
 
     assert restored.update_steps == original.update_steps == 13
     _assert_same_weights(original, restored)
-    obs = _batch(100)["inputs"]["obs"]
+    obs = _batch(100).inputs["obs"]
     np.testing.assert_array_equal(_q_values(restored, obs), _q_values(original, obs))
     np.testing.assert_array_equal(
         restored.predict({"obs": obs}, {})[0]["action"], original.predict({"obs": obs}, {})[0]["action"]

@@ -59,21 +59,21 @@ def robot(trunk: str = "actor", aux_hidden=HIDDEN, **extra: parl.TaskSettings) -
     return parl.Manager(tasks, shared=shared_parts(trunk), thread_placement="os")
 
 
-def batch(rows: int = 6, seed: int = 0) -> Dict[str, object]:
+def batch(rows: int = 6, seed: int = 0) -> parl.Transition:
     rng = np.random.default_rng(seed)
     obs = rng.standard_normal((rows + 1, 4)).astype(np.float32)
     end = np.zeros((rows, 1), np.float32)
     end[-1] = 1.0
-    return {
-        "inputs": {"obs": obs[:-1]},
-        "next_inputs": {"obs": obs[1:]},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": rng.integers(0, 2, (rows, 1)).astype(np.int64)},
-        "rewards": {"reward": np.ones((rows, 1), np.float32)},
-        "next_episode_end": end,
-        "sequence_lengths": np.array([rows], np.int64),
-    }
+    return parl.Transition(
+        inputs={"obs": obs[:-1]},
+        next_inputs={"obs": obs[1:]},
+        states={},
+        next_states={},
+        actions={"action": rng.integers(0, 2, (rows, 1)).astype(np.int64)},
+        rewards={"reward": np.ones((rows, 1), np.float32)},
+        next_episode_end=end,
+        sequence_lengths=(rows,),
+    )
 
 
 def build_all(manager: parl.Manager) -> None:
@@ -164,11 +164,11 @@ class GatedAlgorithm(parl.Algorithm):
     def predict(self, inputs, states, *, deterministic=False):
         return {"action": paddle.argmax(self.model.value(inputs["x"]), axis=1, keepdim=True)}, {}
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+    def learn(self, batch):
         self.learn_entered.set()
         if self.hold_in_learn:
             self._hold()
-        error = self.model.value(inputs["x"]).mean(axis=1, keepdim=True) - rewards["reward"]
+        error = self.model.value(batch.inputs["x"]).mean(axis=1, keepdim=True) - batch.rewards["reward"]
         return {"loss": (error * error).mean()}
 
     def after_update(self, update_step: int) -> None:  # runs inside the optimizer step's lock
@@ -176,17 +176,17 @@ class GatedAlgorithm(parl.Algorithm):
             self._hold()
 
 
-def toy_batch() -> Dict[str, object]:
+def toy_batch() -> parl.Transition:
     x = RNG.standard_normal((4, 3)).astype(np.float32)
-    return {
-        "inputs": {"x": x},
-        "next_inputs": {"x": x},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.zeros((4, 1), np.int64)},
-        "rewards": {"reward": np.ones((4, 1), np.float32)},
-        "next_episode_end": np.zeros((4, 1), np.float32),
-    }
+    return parl.Transition(
+        inputs={"x": x},
+        next_inputs={"x": x},
+        states={},
+        next_states={},
+        actions={"action": np.zeros((4, 1), np.int64)},
+        rewards={"reward": np.ones((4, 1), np.float32)},
+        next_episode_end=np.zeros((4, 1), np.float32),
+    )
 
 
 def gated_tasks(linked: bool) -> Dict[str, parl.ComputationTask]:

@@ -10,26 +10,25 @@ import pytest
 
 import parl
 from parl.algorithms import DQN
-from parl.core.batch import batch_info
 from parl.experience.n_step import NStepAccumulator
 from parl.models import MLPQModel
 
-from toys import RecordingCommunicator, ToyModel
+from toys import RecordingCommunicator, ToyModel, simple_batch
 
 GAMMA = 0.5  # powers of 1/2 keep the hand-computed sums exact
 
 
-def step(t: int, reward: float, *, terminated: bool = False) -> dict:
+def step(t: int, reward: float, *, terminated: bool = False) -> parl.Transition:
     """The 1-step transition of step ``t``: obs t -> t + 1, action t, state -t -> -(t + 1)."""
-    return {
-        "inputs": {"obs": np.array([t, 0], np.float32)},
-        "next_inputs": {"obs": np.array([t + 1, 0], np.float32)},
-        "states": {"h": np.array([-t], np.float32)},
-        "next_states": {"h": np.array([-(t + 1)], np.float32)},
-        "actions": {"action": np.array([t], np.int64)},
-        "rewards": {"reward": np.array([reward], np.float32)},
-        "next_episode_end": np.array([1.0 if terminated else 0.0], np.float32),
-    }
+    return parl.Transition(
+        inputs={"obs": np.array([t, 0], np.float32)},
+        next_inputs={"obs": np.array([t + 1, 0], np.float32)},
+        states={"h": np.array([-t], np.float32)},
+        next_states={"h": np.array([-(t + 1)], np.float32)},
+        actions={"action": np.array([t], np.int64)},
+        rewards={"reward": np.array([reward], np.float32)},
+        next_episode_end=np.array([1.0 if terminated else 0.0], np.float32),
+    )
 
 
 def play(accumulator: NStepAccumulator, rewards: List[float], *, terminated: bool, start: int = 0) -> List[list]:
@@ -42,14 +41,14 @@ def play(accumulator: NStepAccumulator, rewards: List[float], *, terminated: boo
     return emitted
 
 
-def summary(transition: dict) -> tuple:
+def summary(transition: parl.Transition) -> tuple:
     """(first step, last step + 1, reward, bootstrap steps, episode end) of an n-step transition."""
     return (
-        int(transition["inputs"]["obs"][0]),
-        int(transition["next_inputs"]["obs"][0]),
-        float(transition["rewards"]["reward"][0]),
-        float(transition["bootstrap_steps"][0]),
-        float(transition["next_episode_end"][0]),
+        int(transition.inputs["obs"][0]),
+        int(transition.next_inputs["obs"][0]),
+        float(transition.rewards["reward"][0]),
+        float(transition.bootstrap_steps[0]),
+        float(transition.next_episode_end[0]),
     )
 
 
@@ -78,10 +77,10 @@ def test_an_episode_becomes_n_step_transitions_flushed_with_shorter_spans_at_its
 def test_states_and_actions_come_from_the_first_step_next_states_from_the_last() -> None:
     transitions = [t for e in play(NStepAccumulator(2, gamma=GAMMA), [1.0, 1.0, 1.0], terminated=True) for t in e]
     for t, first, last in zip(transitions, [0, 1, 2], [1, 2, 2]):
-        assert t["actions"]["action"].tolist() == [first] and t["actions"]["action"].dtype == np.int64
-        assert t["states"]["h"].tolist() == [-first]
-        assert t["next_states"]["h"].tolist() == [-(last + 1)]
-        assert t["bootstrap_steps"].dtype == np.float32 and t["bootstrap_steps"].shape == (1,)
+        assert t.actions["action"].tolist() == [first] and t.actions["action"].dtype == np.int64
+        assert t.states["h"].tolist() == [-first]
+        assert t.next_states["h"].tolist() == [-(last + 1)]
+        assert t.bootstrap_steps.dtype == np.float32 and t.bootstrap_steps.shape == (1,)
 
 
 @pytest.mark.parametrize("terminated", [True, False], ids=["terminated", "truncated"])
@@ -115,12 +114,11 @@ def test_every_reward_spec_is_summed_on_its_own_in_its_dtype() -> None:
     accumulator = NStepAccumulator(2, gamma=0.9)
     out = []
     for t, (a, b) in enumerate([(1.0, 10.0), (2.0, 20.0), (3.0, 30.0)]):
-        transition = step(t, 0.0)
-        transition["rewards"] = {"a": np.array([a], np.float32), "b": np.array([b, -b], np.float64)}
+        transition = step(t, 0.0)._replace(rewards={"a": np.array([a], np.float32), "b": np.array([b, -b], np.float64)})
         out += accumulator.add(transition, t == 2)
-    assert [t["rewards"]["a"].dtype for t in out] == [np.float32] * 3
-    np.testing.assert_allclose([t["rewards"]["a"][0] for t in out], [1 + 0.9 * 2, 2 + 0.9 * 3, 3], rtol=1e-6)
-    np.testing.assert_allclose([t["rewards"]["b"] for t in out], [[28, -28], [47, -47], [30, -30]], rtol=1e-12)
+    assert [t.rewards["a"].dtype for t in out] == [np.float32] * 3
+    np.testing.assert_allclose([t.rewards["a"][0] for t in out], [1 + 0.9 * 2, 2 + 0.9 * 3, 3], rtol=1e-6)
+    np.testing.assert_allclose([t.rewards["b"] for t in out], [[28, -28], [47, -47], [30, -30]], rtol=1e-12)
 
 
 def test_the_accumulator_keeps_copies_of_what_it_is_given() -> None:
@@ -128,11 +126,11 @@ def test_the_accumulator_keeps_copies_of_what_it_is_given() -> None:
     transition = step(0, 1.0)
     accumulator.add(transition, False)
     for field in ("inputs", "next_inputs", "states", "actions", "rewards"):
-        for value in transition[field].values():
+        for value in getattr(transition, field).values():
             value[...] = 99  # an agent reusing its arrays in place
     (out,) = accumulator.add(step(1, 2.0), False)
     assert summary(out) == (0, 2, 1.0 + 1.0, 2.0, 0.0)
-    assert out["actions"]["action"].tolist() == [0] and out["states"]["h"].tolist() == [0]
+    assert out.actions["action"].tolist() == [0] and out.states["h"].tolist() == [0]
 
 
 @pytest.mark.parametrize(
@@ -164,14 +162,14 @@ def test_the_helper_stores_n_step_transitions_and_sends_their_bootstrap_steps() 
         assert len(helper.buffer) == [0, 0, 1, 2, 5][t]
     assert helper.learn() is not None
     batch = comm.batches[0]
-    first = batch["inputs"]["obs"][:, 0].astype(int)
+    first = batch.inputs["obs"][:, 0].astype(int)
     assert set(first) == {0, 1, 2, 3, 4}
-    np.testing.assert_array_equal(batch["rewards"]["reward"][:, 0], np.array(EXPECTED_RETURNS)[first])
-    np.testing.assert_array_equal(batch["bootstrap_steps"][:, 0], np.array([3, 3, 3, 2, 1])[first])
-    np.testing.assert_array_equal(batch["next_inputs"]["obs"][:, 0], np.array([3, 4, 5, 5, 5])[first])
-    np.testing.assert_array_equal(batch["next_episode_end"][:, 0], np.array([0, 0, 1, 1, 1])[first])
-    assert batch["bootstrap_steps"].shape == (200, 1) and batch["bootstrap_steps"].dtype == np.float32
-    assert "weights" not in batch
+    np.testing.assert_array_equal(batch.rewards["reward"][:, 0], np.array(EXPECTED_RETURNS)[first])
+    np.testing.assert_array_equal(batch.bootstrap_steps[:, 0], np.array([3, 3, 3, 2, 1])[first])
+    np.testing.assert_array_equal(batch.next_inputs["obs"][:, 0], np.array([3, 4, 5, 5, 5])[first])
+    np.testing.assert_array_equal(batch.next_episode_end[:, 0], np.array([0, 0, 1, 1, 1])[first])
+    assert batch.bootstrap_steps.shape == (200, 1) and batch.bootstrap_steps.dtype == np.float32
+    assert batch.weights is None
 
 
 def test_a_one_step_helper_sends_no_bootstrap_steps() -> None:
@@ -180,7 +178,7 @@ def test_a_one_step_helper_sends_no_bootstrap_steps() -> None:
     helper.bind(comm)
     helper.store_data({"obs": np.zeros(2)}, {"action": np.array([0])}, 1.0, {"obs": np.ones(2)}, False, False)
     helper.learn()
-    assert "bootstrap_steps" not in comm.batches[0] and "weights" not in comm.batches[0]
+    assert comm.batches[0].bootstrap_steps is None and comm.batches[0].weights is None
 
 
 # -- DQN discounts by the steps each row spans ------------------------------------------
@@ -200,17 +198,7 @@ def test_dqn_discounts_each_row_by_gamma_to_the_power_of_its_bootstrap_steps() -
     rewards = np.array([[1.0], [-0.5], [2.0]], np.float32)
     ends = np.zeros((3, 1), np.float32)
     steps = np.array([[3.0], [1.0], [3.0]], np.float32)
-    t = paddle.to_tensor
-    costs = dqn.learn(
-        {"obs": t(obs)},
-        {"obs": t(next_obs)},
-        {},
-        {},
-        t(ends),
-        {"action": t(actions)},
-        {"reward": t(rewards)},
-        batch_info(3, bootstrap_steps=steps),
-    )
+    costs = dqn.learn(simple_batch(obs, actions, rewards, next_obs, ends, bootstrap_steps=steps).to_tensors())
 
     def q(weights, x):
         return x @ weights["q.w"] + weights["q.b"]

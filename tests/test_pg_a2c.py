@@ -16,10 +16,11 @@ import pytest
 import parl
 from parl.algorithms.a2c import A2C
 from parl.algorithms.policy_gradient import PolicyGradient
-from parl.core.batch import batch_info
 from parl.layers.optimizer import Adam, RMSProp
 from parl.models import LSTMActorCritic, MLPActorCritic
 from parl.utils import GymAgent
+
+from toys import columns_batch, simple_batch
 
 GAMMA = 0.9
 LENGTHS = [4, 3, 5]  # three segments, 12 rows
@@ -125,17 +126,8 @@ def known(algorithm_class, **options):
 
 
 def learn(algorithm, b: Dict[str, np.ndarray], states=None, next_states=None, lengths=LENGTHS):
-    t = paddle.to_tensor
-    return algorithm.learn(
-        {"obs": t(b["obs"])},
-        {"obs": t(b["next_obs"])},
-        {k: t(v) for k, v in (states or {}).items()},
-        {k: t(v) for k, v in (next_states or {}).items()},
-        t(b["end"]),
-        {"action": t(b["action"])},
-        {"reward": t(b["reward"])},
-        batch_info(len(b["end"]), sequence_lengths=lengths),
-    )
+    batch = columns_batch(b, states=states, next_states=next_states, sequence_lengths=lengths)
+    return algorithm.learn(batch.to_tensors())
 
 
 def assert_costs(costs: Dict[str, paddle.Tensor], expected: Dict[str, float]) -> None:
@@ -194,16 +186,16 @@ def test_a_policy_gradient_step_makes_actions_with_positive_advantage_likelier()
     task = parl.ComputationTask("RL", PolicyGradient(linear_model, gamma=GAMMA, learning_rate=0.05))
     obs = np.tile(np.array([[1.0, -1.0]], np.float32), (4, 1))
     # One episode: action 1 is followed by reward, action 0 is not; the baseline (normalized) splits them.
-    batch = {
-        "inputs": {"obs": obs},
-        "next_inputs": {"obs": obs},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.array([[0], [1], [0], [1]], np.int64)},
-        "rewards": {"reward": np.array([[0.0], [1.0], [0.0], [1.0]], np.float32)},
-        "next_episode_end": np.array([[0.0], [0.0], [0.0], [1.0]], np.float32),
-        "sequence_lengths": np.array([4], np.int64),
-    }
+    batch = parl.Transition(
+        inputs={"obs": obs},
+        next_inputs={"obs": obs},
+        states={},
+        next_states={},
+        actions={"action": np.array([[0], [1], [0], [1]], np.int64)},
+        rewards={"reward": np.array([[0.0], [1.0], [0.0], [1.0]], np.float32)},
+        next_episode_end=np.array([[0.0], [0.0], [0.0], [1.0]], np.float32),
+        sequence_lengths=(4,),
+    )
 
     def prob_of_1() -> float:
         with paddle.no_grad():
@@ -255,16 +247,7 @@ def linear_model_params() -> List[paddle.Tensor]:
 def test_a2c_trains_through_a_task_with_rmsprop() -> None:
     b = make_batch([0.0, 1.0, 0.0], seed=5)
     task = parl.ComputationTask("RL", known(A2C, learning_rate=0.01))
-    batch = {
-        "inputs": {"obs": b["obs"]},
-        "next_inputs": {"obs": b["next_obs"]},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": b["action"]},
-        "rewards": {"reward": b["reward"]},
-        "next_episode_end": b["end"],
-        "sequence_lengths": np.array(LENGTHS, np.int64),
-    }
+    batch = columns_batch(b, sequence_lengths=LENGTHS)
     first = task.learn(batch)
     expected = reference_costs(b, lam=1.0, value_coef=0.5, entropy_coef=0.01, normalize=False)
     assert first["loss"] == pytest.approx(expected["loss"], rel=1e-5)
@@ -287,17 +270,8 @@ def test_a2c_with_a_gaussian_head() -> None:
     a2c.model.set_weights(weights)
     b = make_batch([1.0, 0.0, 0.0], seed=6)
     actions = np.random.default_rng(6).uniform(-1, 1, (N, 2)).astype(np.float32)
-    t = paddle.to_tensor
-    costs = a2c.learn(
-        {"obs": t(b["obs"])},
-        {"obs": t(b["next_obs"])},
-        {},
-        {},
-        t(b["end"]),
-        {"action": t(actions)},
-        {"reward": t(b["reward"])},
-        batch_info(N, sequence_lengths=LENGTHS),
-    )
+    batch = simple_batch(b["obs"], actions, b["reward"], b["next_obs"], b["end"], sequence_lengths=LENGTHS)
+    costs = a2c.learn(batch.to_tensors())
     mean = b["obs"] @ weights["mean.w"] + weights["mean.b"]
     std = np.log1p(np.exp(b["obs"] @ weights["sigma.w"] + weights["sigma.b"])) + 1e-3
     log_p = (-0.5 * ((actions - mean) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi)).sum(axis=1)
@@ -397,12 +371,12 @@ def test_lstm_memory_flows_from_acting_into_the_segments_sent_for_learning() -> 
     assert manager.tasks["RL"].update_steps == len(proxy.batches) > 3
     episode_start = True
     for batch in proxy.batches:
-        h, next_h = batch["states"]["h"], batch["next_states"]["h"]
-        assert list(batch["sequence_lengths"]) == [len(h)]
+        h, next_h = batch.states["h"], batch.next_states["h"]
+        assert batch.sequence_lengths == (len(h),)
         # Memory starts at zero with each episode and is carried from step to step.
         assert np.all(h[0] == 0.0) == episode_start
         np.testing.assert_array_equal(h[1:], next_h[:-1])
-        episode_start = bool(batch["next_episode_end"][-1, 0] == 1.0) or len(h) < 5
+        episode_start = bool(batch.next_episode_end[-1, 0] == 1.0) or len(h) < 5
         assert np.isfinite(list(manager.tasks["RL"].learn(batch).values())).all()
 
 

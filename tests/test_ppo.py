@@ -17,8 +17,9 @@ import pytest
 
 import parl
 from parl.algorithms.ppo import PPO
-from parl.core.batch import batch_info
 from parl.models import LSTMActorCritic, MLPActorCritic
+
+from toys import columns_batch
 
 GAMMA, LAM, CLIP = 0.9, 0.8, 0.2
 LENGTHS = [4, 3, 5]  # three segments of 12 rows
@@ -117,17 +118,8 @@ def make_ppo(**kwargs) -> PPO:
 
 
 def learn_steps(ppo: PPO, batch, lengths: Sequence[int] = LENGTHS, states=None):
-    t = paddle.to_tensor
-    return ppo.learn(
-        {"obs": t(batch["obs"])},
-        {"obs": t(batch["next_obs"])},
-        states or {},
-        states or {},
-        t(batch["end"]),
-        {"action": t(batch["action"])},
-        {"reward": t(batch["reward"])},
-        batch_info(len(batch["end"]), sequence_lengths=lengths),
-    )
+    transitions = columns_batch(batch, states=states, next_states=states, sequence_lengths=lengths)
+    return ppo.learn(transitions.to_tensors())
 
 
 def as_floats(costs: Dict[str, paddle.Tensor]) -> Dict[str, float]:
@@ -285,18 +277,7 @@ def test_optimizer_steps_per_batch_are_epochs_times_minibatches(epochs, num_mini
     task = parl.ComputationTask("RL", func())
     spy = SequenceSpy(task.algorithm.model)
     batch = indexed_batch()
-    task.learn(
-        {
-            "inputs": {"obs": batch["obs"]},
-            "next_inputs": {"obs": batch["next_obs"]},
-            "states": {},
-            "next_states": {},
-            "actions": {"action": batch["action"]},
-            "rewards": {"reward": batch["reward"]},
-            "next_episode_end": batch["end"],
-            "sequence_lengths": np.array(LENGTHS),
-        }
-    )
+    task.learn(columns_batch(batch, sequence_lengths=LENGTHS))
     assert task.update_steps == steps
     # One pass without gradient first (old log-probs, values), then one call per step.
     assert len(spy.calls) == 1 + steps
@@ -333,7 +314,7 @@ def test_recurrent_minibatches_keep_whole_segments_in_time_order() -> None:
         gae_lambda=LAM,
     )
     spy = SequenceSpy(ppo.model)
-    states = {name: paddle.zeros([N, 4]) for name in ("h", "c")}
+    states = {name: np.zeros((N, 4), np.float32) for name in ("h", "c")}
     paddle.seed(0)
     steps = list(learn_steps(ppo, indexed_batch(), states=states))
     assert len(steps) == 4
@@ -351,7 +332,7 @@ def test_recurrent_minibatches_keep_whole_segments_in_time_order() -> None:
 
 def test_recurrent_batches_with_fewer_segments_than_minibatches_use_one_per_segment() -> None:
     ppo = PPO(lambda: LSTMActorCritic(obs_dim=2, num_actions=2, hidden_size=4), epochs=1, num_minibatches=8)
-    states = {name: paddle.zeros([N, 4]) for name in ("h", "c")}
+    states = {name: np.zeros((N, 4), np.float32) for name in ("h", "c")}
     assert len(list(learn_steps(ppo, indexed_batch(), states=states))) == len(LENGTHS)
 
 
@@ -372,16 +353,16 @@ def test_continuous_actions_learn_with_a_gaussian_policy() -> None:
     np.testing.assert_array_equal(mean["action"], task.predict({"obs": obs}, {}, deterministic=True)[0]["action"])
     before = task.algorithm_weights()["model"]
     costs = task.learn(
-        {
-            "inputs": {"obs": obs},
-            "next_inputs": {"obs": rng.standard_normal((10, 3)).astype(np.float32)},
-            "states": {},
-            "next_states": {},
-            "actions": actions,
-            "rewards": {"reward": rng.standard_normal((10, 1)).astype(np.float32)},
-            "next_episode_end": np.zeros((10, 1), np.float32),
-            "sequence_lengths": np.array([6, 4]),
-        }
+        parl.Transition(
+            inputs={"obs": obs},
+            next_inputs={"obs": rng.standard_normal((10, 3)).astype(np.float32)},
+            states={},
+            next_states={},
+            actions=actions,
+            rewards={"reward": rng.standard_normal((10, 1)).astype(np.float32)},
+            next_episode_end=np.zeros((10, 1), np.float32),
+            sequence_lengths=(6, 4),
+        )
     )
     assert task.update_steps == 4
     assert sorted(costs) == ["approx_kl", "clip_fraction", "entropy", "loss", "policy_loss", "value_loss"]

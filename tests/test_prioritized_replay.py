@@ -21,17 +21,17 @@ ACTIONS = specs(("action", [1], "int64"))
 REWARDS = specs(("reward", [1], "float32"))
 
 
-def transition(i: int) -> dict:
+def transition(i: int) -> parl.Transition:
     """Transition ``i``: every field carries ``i``, so sampled rows can be traced and checked whole."""
-    return {
-        "inputs": {"obs": np.array([i, 0], np.float32)},
-        "next_inputs": {"obs": np.array([i, 1], np.float32)},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.array([i], np.int64)},
-        "rewards": {"reward": np.array([-i], np.float32)},
-        "next_episode_end": np.array([float(i % 2)], np.float32),
-    }
+    return parl.Transition(
+        inputs={"obs": np.array([i, 0], np.float32)},
+        next_inputs={"obs": np.array([i, 1], np.float32)},
+        states={},
+        next_states={},
+        actions={"action": np.array([i], np.int64)},
+        rewards={"reward": np.array([-i], np.float32)},
+        next_episode_end=np.array([float(i % 2)], np.float32),
+    )
 
 
 def make_buffer(capacity: int = 10, **kwargs) -> PrioritizedReplayBuffer:
@@ -45,12 +45,12 @@ def filled(n: int, **kwargs) -> PrioritizedReplayBuffer:
     return buffer
 
 
-def rows(batch: dict) -> np.ndarray:
-    ids = batch["inputs"]["obs"][:, 0].astype(int)
-    np.testing.assert_array_equal(batch["next_inputs"]["obs"][:, 0], ids)
-    np.testing.assert_array_equal(batch["actions"]["action"][:, 0], ids)
-    np.testing.assert_array_equal(batch["rewards"]["reward"][:, 0], -ids)
-    np.testing.assert_array_equal(batch["next_episode_end"][:, 0], ids % 2)
+def rows(batch: parl.Transition) -> np.ndarray:
+    ids = batch.inputs["obs"][:, 0].astype(int)
+    np.testing.assert_array_equal(batch.next_inputs["obs"][:, 0], ids)
+    np.testing.assert_array_equal(batch.actions["action"][:, 0], ids)
+    np.testing.assert_array_equal(batch.rewards["reward"][:, 0], -ids)
+    np.testing.assert_array_equal(batch.next_episode_end[:, 0], ids % 2)
     return ids
 
 
@@ -97,8 +97,8 @@ def test_weights_are_n_p_to_the_minus_beta_normalized_by_the_largest_over_the_bu
     weight = (5 * probability) ** -1.0
     reference = weight / weight.max()  # the maximum over all stored transitions, not over the batch
     batch, slots = buffer.sample(4, np.random.default_rng(1))
-    assert batch["weights"].shape == (4, 1) and batch["weights"].dtype == np.float32
-    np.testing.assert_allclose(batch["weights"][:, 0], reference[slots], rtol=1e-5)
+    assert batch.weights.shape == (4, 1) and batch.weights.dtype == np.float32
+    np.testing.assert_allclose(batch.weights[:, 0], reference[slots], rtol=1e-5)
 
 
 def test_beta_anneals_linearly_to_one_over_beta_steps_adds() -> None:
@@ -110,7 +110,7 @@ def test_beta_anneals_linearly_to_one_over_beta_steps_adds() -> None:
     buffer.update_priorities(np.arange(4), np.array([1.0, 2.0, 3.0, 4.0]))
     batch, slots = buffer.sample(8, np.random.default_rng(0))
     p = (np.array([1.0, 2.0, 3.0, 4.0]) + 1e-6) ** 0.6
-    np.testing.assert_allclose(batch["weights"][:, 0], (p[slots] / p.min()) ** -0.7, rtol=1e-5)
+    np.testing.assert_allclose(batch.weights[:, 0], (p[slots] / p.min()) ** -0.7, rtol=1e-5)
     for i in range(5, 30):
         buffer.add(transition(i))
     assert buffer.beta == 1.0
@@ -123,7 +123,7 @@ def test_alpha_zero_samples_uniformly_with_unit_weights() -> None:
     rng = np.random.default_rng(3)
     for _ in range(500):
         batch, slots = buffer.sample(16, rng)
-        np.testing.assert_array_equal(batch["weights"], np.ones((16, 1), np.float32))
+        np.testing.assert_array_equal(batch.weights, np.ones((16, 1), np.float32))
         counts += np.bincount(slots, minlength=4)
     np.testing.assert_allclose(counts / counts.sum(), 0.25, atol=0.02)
 
@@ -139,9 +139,9 @@ def test_only_stored_transitions_are_drawn() -> None:
 def test_bootstrap_steps_are_stored_and_returned() -> None:
     buffer = make_buffer(capacity=4, bootstrap_steps=True)
     for i in range(3):
-        buffer.add({**transition(i), "bootstrap_steps": np.array([i + 1], np.float32)})
+        buffer.add(transition(i)._replace(bootstrap_steps=np.array([i + 1], np.float32)))
     batch, slots = buffer.sample(20, np.random.default_rng(0))
-    np.testing.assert_array_equal(batch["bootstrap_steps"][:, 0], slots + 1)
+    np.testing.assert_array_equal(batch.bootstrap_steps[:, 0], slots + 1)
 
 
 def test_sampling_an_empty_buffer_raises() -> None:
@@ -190,7 +190,7 @@ def test_bad_buffer_settings_raise(kwargs, words) -> None:
 class TDCommunicator(RecordingCommunicator):
     """Records batches and answers with a chosen per-row td_error (as the wrapper sends this agent's rows)."""
 
-    def __init__(self, td_of_rows=lambda batch: batch["inputs"]["obs"][:, 0] * 0.5) -> None:
+    def __init__(self, td_of_rows=lambda batch: batch.inputs["obs"][:, 0] * 0.5) -> None:
         super().__init__(ToyModel())
         self.td_of_rows = td_of_rows
         self.replies: List[Dict[str, object]] = []
@@ -224,9 +224,9 @@ def test_the_helper_sends_weights_and_updates_priorities_from_td_error() -> None
     costs = helper.learn()
     assert costs is comm.replies[0]
     batch = comm.batches[0]
-    assert batch["weights"].shape == (16, 1) and batch["weights"].dtype == np.float32
-    np.testing.assert_array_equal(batch["weights"], 1.0)  # equal priorities: equal weights
-    sent = np.unique(batch["inputs"]["obs"][:, 0].astype(int))
+    assert batch.weights.shape == (16, 1) and batch.weights.dtype == np.float32
+    np.testing.assert_array_equal(batch.weights, 1.0)  # equal priorities: equal weights
+    sent = np.unique(batch.inputs["obs"][:, 0].astype(int))
     # The rows sent now have priority (|td| + epsilon) ** alpha with td = step / 2; the others keep 1.
     np.testing.assert_allclose(buffer.priorities(sent), np.sqrt(sent * 0.5 + 0.01))
     untouched = np.setdiff1d(np.arange(8), sent)
@@ -242,18 +242,18 @@ def test_priorities_steer_the_helpers_later_batches() -> None:
     helper = parl.ExpReplayHelper(
         capacity=50, batch_size=64, warmup_steps=6, prioritized=True, alpha=1.0, beta_steps=0, seed=1
     )
-    comm = TDCommunicator(lambda batch: np.where(batch["inputs"]["obs"][:, 0] == 3, 5.0, 0.0))
+    comm = TDCommunicator(lambda batch: np.where(batch.inputs["obs"][:, 0] == 3, 5.0, 0.0))
     helper.bind(comm)
     for step in range(6):
         store(helper, step)
     helper.learn()
-    assert 3 in comm.batches[0]["inputs"]["obs"][:, 0]
+    assert 3 in comm.batches[0].inputs["obs"][:, 0]
     store(helper, 6)
     helper.learn()
-    later = comm.batches[1]["inputs"]["obs"][:, 0]
+    later = comm.batches[1].inputs["obs"][:, 0]
     # Priorities now: step 3 -> 5, step 6 (new) -> 5, the rest 1e-6 (all were in the first batch of 64).
     assert set(later) <= {3.0, 6.0}
-    weights = comm.batches[1]["weights"][:, 0]
+    weights = comm.batches[1].weights[:, 0]
     np.testing.assert_allclose(weights, 1e-6 / (5 + 1e-6), rtol=1e-4)  # beta 1: p_min / p
 
 
@@ -267,10 +267,10 @@ def test_the_helper_combines_prioritized_and_n_step() -> None:
         store(helper, step, done=step == 3)
     helper.learn()
     batch = comm.batches[0]
-    first = batch["inputs"]["obs"][:, 0].astype(int)
-    np.testing.assert_array_equal(batch["bootstrap_steps"][:, 0], np.where(first == 3, 1, 2))
-    np.testing.assert_array_equal(batch["rewards"]["reward"][:, 0], np.where(first == 3, 1.0, 1.5))
-    assert batch["weights"].shape == (32, 1)
+    first = batch.inputs["obs"][:, 0].astype(int)
+    np.testing.assert_array_equal(batch.bootstrap_steps[:, 0], np.where(first == 3, 1, 2))
+    np.testing.assert_array_equal(batch.rewards["reward"][:, 0], np.where(first == 3, 1.0, 1.5))
+    assert batch.weights.shape == (32, 1)
 
 
 def test_a_missing_td_error_raises_naming_it() -> None:
@@ -318,7 +318,7 @@ def test_priorities_come_from_dqn_through_a_real_wrapper(make_wrapper) -> None:
     for i, (helper, costs) in enumerate(zip(helpers, results)):
         td = costs["td_error"]
         assert td.shape == (8,)
-        slots = sent[i][0]["inputs"]["obs"][:, 0].astype(int) - 10 * i
+        slots = sent[i][0].inputs["obs"][:, 0].astype(int) - 10 * i
         # Each sampled slot now has priority |td| + epsilon of its own row (alpha 1).
         np.testing.assert_allclose(helper.buffer.priorities(slots), np.abs(td) + 1e-6, rtol=1e-6)
         assert np.abs(td).max() > 0

@@ -17,28 +17,30 @@ ACTIONS = specs(("action", [1], "int64"), ("logits", [2], "float32"))
 REWARDS = specs(("reward", [1], "float32"))
 
 
-def transition(i: int) -> dict:
+def transition(i: int) -> parl.Transition:
     """Transition ``i``: every field carries ``i`` so a sampled row can be traced and checked for consistency."""
-    return {
-        "inputs": {"obs": np.full(3, i, np.float32), "mask": np.array([i % 2 == 0, True])},
-        "next_inputs": {"obs": np.full(3, i + 0.5, np.float32), "mask": np.array([False, i % 2 == 1])},
-        "states": {"h": np.full((2, 2), -i, np.float32)},
-        "next_states": {"h": np.full((2, 2), -i - 0.5, np.float32)},
-        "actions": {"action": np.array([i], np.int64), "logits": np.array([i, 2 * i], np.float32)},
-        "rewards": {"reward": np.array([10.0 * i], np.float32)},
-        "next_episode_end": np.array([float(i % 3 == 0)], np.float32),
-    }
+    return parl.Transition(
+        inputs={"obs": np.full(3, i, np.float32), "mask": np.array([i % 2 == 0, True])},
+        next_inputs={"obs": np.full(3, i + 0.5, np.float32), "mask": np.array([False, i % 2 == 1])},
+        states={"h": np.full((2, 2), -i, np.float32)},
+        next_states={"h": np.full((2, 2), -i - 0.5, np.float32)},
+        actions={"action": np.array([i], np.int64), "logits": np.array([i, 2 * i], np.float32)},
+        rewards={"reward": np.array([10.0 * i], np.float32)},
+        next_episode_end=np.array([float(i % 3 == 0)], np.float32),
+    )
 
 
-def check_rows(batch: dict) -> list:
+def check_rows(batch: parl.Transition) -> list:
     """The transition index of every row, after checking that each row is one whole stored transition."""
-    ids = batch["inputs"]["obs"][:, 0].astype(int)
+    ids = batch.inputs["obs"][:, 0].astype(int)
     for row, i in enumerate(ids):
         expected = transition(int(i))
         for field in ("inputs", "next_inputs", "states", "next_states", "actions", "rewards"):
-            for name, value in expected[field].items():
-                np.testing.assert_array_equal(batch[field][name][row], value, err_msg=f"{field}/{name} row {row}")
-        np.testing.assert_array_equal(batch["next_episode_end"][row], expected["next_episode_end"])
+            for name, value in getattr(expected, field).items():
+                np.testing.assert_array_equal(
+                    getattr(batch, field)[name][row], value, err_msg=f"{field}/{name} row {row}"
+                )
+        np.testing.assert_array_equal(batch.next_episode_end[row], expected.next_episode_end)
     return [int(i) for i in ids]
 
 
@@ -51,9 +53,8 @@ def test_sample_shapes_and_dtypes_follow_the_specs() -> None:
     for i in range(4):
         buffer.add(transition(i))
     batch = buffer.sample(7, np.random.default_rng(0))
-    assert sorted(batch) == sorted(
-        ["inputs", "next_inputs", "states", "next_states", "actions", "rewards", "next_episode_end"]
-    )
+    # A replay sample: no row structure (one-row segments, one env step, weight 1).
+    assert batch.sequence_lengths is None and batch.bootstrap_steps is None and batch.weights is None
     for field, spec_list in [
         ("inputs", INPUTS),
         ("next_inputs", INPUTS),
@@ -62,11 +63,11 @@ def test_sample_shapes_and_dtypes_follow_the_specs() -> None:
         ("actions", ACTIONS),
         ("rewards", REWARDS),
     ]:
-        assert sorted(batch[field]) == sorted(s.name for s in spec_list)
+        assert sorted(getattr(batch, field)) == sorted(s.name for s in spec_list)
         for spec in spec_list:
-            array = batch[field][spec.name]
+            array = getattr(batch, field)[spec.name]
             assert array.shape == (7,) + spec.shape and array.dtype == spec.dtype, (field, spec)
-    assert batch["next_episode_end"].shape == (7, 1) and batch["next_episode_end"].dtype == np.float32
+    assert batch.next_episode_end.shape == (7, 1) and batch.next_episode_end.dtype == np.float32
     check_rows(batch)
 
 
@@ -94,7 +95,7 @@ def test_sampled_batches_are_copies() -> None:
     buffer = make_buffer(3)
     buffer.add(transition(1))
     batch = buffer.sample(2, np.random.default_rng(0))
-    batch["inputs"]["obs"][...] = 99.0
+    batch.inputs["obs"][...] = 99.0
     assert check_rows(buffer.sample(2, np.random.default_rng(0))) == [1, 1]
 
 
@@ -123,7 +124,7 @@ def test_add_returns_the_slot_and_gather_reads_those_slots_back() -> None:
     assert [buffer.add(transition(i)) for i in range(5)] == [0, 1, 2, 0, 1]  # a ring of 3
     assert check_rows(buffer.gather(np.array([0, 2, 1, 0]))) == [3, 2, 4, 3]
     batch = buffer.gather(np.array([1]))
-    batch["inputs"]["obs"][...] = 99.0  # copies, as sampled batches
+    batch.inputs["obs"][...] = 99.0  # copies, as sampled batches
     assert check_rows(buffer.gather(np.array([1]))) == [4]
 
 
@@ -137,13 +138,13 @@ def test_gathering_a_slot_that_holds_nothing_raises() -> None:
 def test_bootstrap_steps_are_stored_per_transition_when_asked() -> None:
     buffer = parl.ReplayBuffer(5, INPUTS, STATES, ACTIONS, REWARDS, bootstrap_steps=True)
     for i in range(4):
-        steps = {} if i == 0 else {"bootstrap_steps": np.array([i + 1], np.float32)}
-        buffer.add({**transition(i), **steps})
+        steps = None if i == 0 else np.array([i + 1], np.float32)
+        buffer.add(transition(i)._replace(bootstrap_steps=steps))
     batch = buffer.sample(100, np.random.default_rng(0))
     ids = check_rows(batch)
-    assert batch["bootstrap_steps"].shape == (100, 1) and batch["bootstrap_steps"].dtype == np.float32
-    np.testing.assert_array_equal(batch["bootstrap_steps"][:, 0], [1 if i == 0 else i + 1 for i in ids])  # default 1
-    assert "bootstrap_steps" not in make_buffer(5).gather(np.array([], np.int64))  # not asked: not sent
+    assert batch.bootstrap_steps.shape == (100, 1) and batch.bootstrap_steps.dtype == np.float32
+    np.testing.assert_array_equal(batch.bootstrap_steps[:, 0], [1 if i == 0 else i + 1 for i in ids])  # default 1
+    assert make_buffer(5).gather(np.array([], np.int64)).bootstrap_steps is None  # not asked: not sent
 
 
 # -- helpers ------------------------------------------------------------------
@@ -172,11 +173,11 @@ def test_exp_replay_waits_for_warmup_then_learns_at_its_update_to_data_ratio() -
     assert learned_at == [5, 8, 11, 14]
     assert len(comm.batches) == 4
     for batch, step in zip(comm.batches, learned_at):
-        assert batch["inputs"]["obs"].shape == (8, 2)
-        rows = batch["inputs"]["obs"][:, 0]
+        assert batch.inputs["obs"].shape == (8, 2)
+        rows = batch.inputs["obs"][:, 0]
         assert set(rows) <= set(range(1, step + 1))  # only steps stored so far
-        np.testing.assert_array_equal(batch["actions"]["action"][:, 0], rows.astype(np.int64))
-        np.testing.assert_array_equal(batch["rewards"]["reward"][:, 0], rows)
+        np.testing.assert_array_equal(batch.actions["action"][:, 0], rows.astype(np.int64))
+        np.testing.assert_array_equal(batch.rewards["reward"][:, 0], rows)
 
 
 def test_exp_replay_learn_returns_the_costs() -> None:
@@ -195,7 +196,7 @@ def test_exp_replay_buffer_uses_the_capacity() -> None:
         store(helper, step)
     helper.learn()
     assert len(helper.buffer) == 3
-    assert set(comm.batches[-1]["inputs"]["obs"][:, 0]) == {7, 8, 9}
+    assert set(comm.batches[-1].inputs["obs"][:, 0]) == {7, 8, 9}
 
 
 def test_on_policy_sends_sample_interval_transitions_in_order() -> None:
@@ -207,13 +208,13 @@ def test_on_policy_sends_sample_interval_transitions_in_order() -> None:
         if helper.learn() is not None:
             sent_at.append(step)
     assert sent_at == [2, 5]
-    assert [list(b["inputs"]["obs"][:, 0]) for b in comm.batches] == [[0, 1, 2], [3, 4, 5]]
+    assert [list(b.inputs["obs"][:, 0]) for b in comm.batches] == [[0, 1, 2], [3, 4, 5]]
     for batch in comm.batches:
-        np.testing.assert_array_equal(batch["next_inputs"]["obs"], batch["inputs"]["obs"] + 1)
-        assert batch["actions"]["action"].shape == (3, 1) and batch["actions"]["action"].dtype == np.int64
-        assert batch["rewards"]["reward"].shape == (3, 1)
-        assert batch["next_episode_end"].shape == (3, 1)
-        assert batch["states"] == {} and batch["next_states"] == {}
+        np.testing.assert_array_equal(batch.next_inputs["obs"], batch.inputs["obs"] + 1)
+        assert batch.actions["action"].shape == (3, 1) and batch.actions["action"].dtype == np.int64
+        assert batch.rewards["reward"].shape == (3, 1)
+        assert batch.next_episode_end.shape == (3, 1)
+        assert batch.states == {} and batch.next_states == {}
 
 
 @pytest.mark.parametrize("terminated, truncated, end", [(True, False, 1.0), (False, True, 0.0)])
@@ -227,13 +228,13 @@ def test_on_policy_flushes_at_episode_end(terminated, truncated, end) -> None:
     assert helper.learn() is None  # and the cache is empty now
     assert len(comm.batches) == 1
     batch = comm.batches[0]
-    assert list(batch["inputs"]["obs"][:, 0]) == [0, 1]
-    np.testing.assert_array_equal(batch["next_episode_end"], [[0.0], [end]])
+    assert list(batch.inputs["obs"][:, 0]) == [0, 1]
+    np.testing.assert_array_equal(batch.next_episode_end, [[0.0], [end]])
     # The next episode starts a fresh cache.
     for step in range(10, 15):
         store(helper, step)
     assert helper.learn() is not None
-    assert list(comm.batches[1]["inputs"]["obs"][:, 0]) == [10, 11, 12, 13, 14]
+    assert list(comm.batches[1].inputs["obs"][:, 0]) == [10, 11, 12, 13, 14]
 
 
 def test_helpers_must_be_bound() -> None:
@@ -280,5 +281,5 @@ def test_on_policy_cache_is_not_changed_by_an_agent_reusing_its_arrays() -> None
         obs[0], action[0] = step, step  # one buffer, updated in place, as some environments do
         helper.store_data({"obs": obs}, {"action": action}, 0.0, {"obs": obs}, False, False)
     helper.learn()
-    np.testing.assert_array_equal(comm.batches[0]["inputs"]["obs"][:, 0], [0, 1, 2])
-    np.testing.assert_array_equal(comm.batches[0]["actions"]["action"][:, 0], [0, 1, 2])
+    np.testing.assert_array_equal(comm.batches[0].inputs["obs"][:, 0], [0, 1, 2])
+    np.testing.assert_array_equal(comm.batches[0].actions["action"][:, 0], [0, 1, 2])

@@ -39,15 +39,15 @@ class RecordingAlgorithm(parl.Algorithm):
         self.deterministic.append(deterministic)
         return {"action": paddle.zeros([inputs["obs"].shape[0], 1], dtype="int64")}, {}
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+    def learn(self, batch):
         self.learned.append(
             {
-                "inputs": {k: v.numpy() for k, v in inputs.items()},
-                "next_inputs": {k: v.numpy() for k, v in next_inputs.items()},
-                "rewards": {k: v.numpy() for k, v in rewards.items()},
+                "inputs": {k: v.numpy() for k, v in batch.inputs.items()},
+                "next_inputs": {k: v.numpy() for k, v in batch.next_inputs.items()},
+                "rewards": {k: v.numpy() for k, v in batch.rewards.items()},
             }
         )
-        error = self.model.fc(inputs["obs"]) - rewards["reward"]
+        error = self.model.fc(batch.inputs["obs"]) - batch.rewards["reward"]
         return {"loss": (error * error).mean()}
 
 
@@ -58,17 +58,17 @@ def obs_batch(rng: np.random.Generator, n: int, loc: float = 3.0, scale: float =
     }
 
 
-def learn_batch(inputs, next_inputs, rewards=None) -> dict:
+def learn_batch(inputs, next_inputs, rewards=None) -> parl.Transition:
     n = len(inputs["obs"])
-    return {
-        "inputs": inputs,
-        "next_inputs": next_inputs,
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.zeros((n, 1), np.int64)},
-        "rewards": {"reward": np.ones((n, 1), np.float32) if rewards is None else rewards},
-        "next_episode_end": np.zeros((n, 1), np.float32),
-    }
+    return parl.Transition(
+        inputs=inputs,
+        next_inputs=next_inputs,
+        states={},
+        next_states={},
+        actions={"action": np.zeros((n, 1), np.int64)},
+        rewards={"reward": np.ones((n, 1), np.float32) if rewards is None else rewards},
+        next_episode_end=np.zeros((n, 1), np.float32),
+    )
 
 
 def normalizing_task(**kwargs) -> parl.ComputationTask:
@@ -288,9 +288,9 @@ class SteppingAlgorithm(parl.Algorithm):
     def predict(self, inputs, states, *, deterministic=False):
         return {"action": paddle.zeros([inputs["obs"].shape[0], 1], dtype="int64")}, {}
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
+    def learn(self, batch):
         for i in range(self.steps):
-            error = self.model.fc(inputs["obs"]) - rewards["reward"]
+            error = self.model.fc(batch.inputs["obs"]) - batch.rewards["reward"]
             self.snapshots.append(self.model.get_weights())
             costs = {"loss": (error * error).mean(), "index": paddle.full([], float(i))}
             if self.extra:
@@ -301,17 +301,17 @@ class SteppingAlgorithm(parl.Algorithm):
         self.after_updates.append(update_step)
 
 
-def toy_batch(rows: int = 4) -> dict:
+def toy_batch(rows: int = 4) -> parl.Transition:
     obs = np.stack([np.arange(rows, dtype=np.float32), np.ones(rows, np.float32)], axis=1)
-    return {
-        "inputs": {"obs": obs},
-        "next_inputs": {"obs": obs + 1},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": np.zeros((rows, 1), np.int64)},
-        "rewards": {"reward": np.full((rows, 1), 3.0, np.float32)},
-        "next_episode_end": np.zeros((rows, 1), np.float32),
-    }
+    return parl.Transition(
+        inputs={"obs": obs},
+        next_inputs={"obs": obs + 1},
+        states={},
+        next_states={},
+        actions={"action": np.zeros((rows, 1), np.int64)},
+        rewards={"reward": np.full((rows, 1), 3.0, np.float32)},
+        next_episode_end=np.zeros((rows, 1), np.float32),
+    )
 
 
 def test_a_generator_learn_takes_one_optimizer_step_per_item() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 import parl
 
-from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, echo_batch
+from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, echo_batch, echo_sample
 
 AGENTS = 4
 GAMES = 5
@@ -60,19 +60,14 @@ def test_every_placement_makes_the_updates_its_ratio_earns(
     assert {len(batch) for batch in batches} == {4}  # one agent's sample per update, never two joined
 
 
-def sample(code: int, rows: int) -> dict:
-    """A replay sample: echo_batch without its segment lengths."""
-    return {k: v for k, v in echo_batch(code, rows=rows).items() if k != "sequence_lengths"}
-
-
 def test_the_wrapper_joins_segments_but_learns_each_replay_sample_alone(make_wrapper) -> None:
     algorithm = EchoAlgorithm()
     wrapper = make_wrapper(algorithm, min_batchsize=5, training_timeout=1.0)
-    requests = [(0, echo_batch(0, rows=3)), (1, sample(1, 4)), (2, echo_batch(2, rows=2)), (3, sample(3, 4))]
+    requests = [(0, echo_batch(0, rows=3)), (1, echo_sample(1, 4)), (2, echo_batch(2, rows=2)), (3, echo_sample(3, 4))]
     requests.append((4, echo_batch(4, rows=1)))
     costs: List[dict] = [{} for _ in requests]
 
-    def send(i: int, batch: dict) -> None:
+    def send(i: int, batch: parl.Transition) -> None:
         costs[i] = wrapper.communicator(i).learn(batch)
 
     threads = [threading.Thread(target=send, args=(i, batch)) for i, batch in requests]

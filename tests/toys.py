@@ -129,11 +129,11 @@ class EchoAlgorithm(parl.Algorithm):
         self._maybe_block_or_fail(obs, PREDICT_FAIL, PREDICT_BLOCK)
         return {"action": paddle.cast(inputs["obs"][:, :1], "int64")}, {}
 
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
-        obs = inputs["obs"].numpy()
+    def learn(self, batch):
+        obs = batch.inputs["obs"].numpy()
         self.learn_batches.append(obs)
         self._maybe_block_or_fail(obs, LEARN_FAIL, LEARN_BLOCK)
-        error = self.model.value(inputs) - rewards["reward"]
+        error = self.model.value(batch.inputs) - batch.rewards["reward"]
         return {"loss": (error * error).mean(), "rows": paddle.full([], float(len(obs)))}
 
 
@@ -151,20 +151,74 @@ def echo_obs(code: int, step: int, marker: float = 0.0) -> np.ndarray:
     return np.array([1000 * code + step, marker], dtype=np.float32)
 
 
-def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> Dict[str, object]:
-    """A training batch (fields of ComputationTask.learn) whose rows all come from ``code``: one
+def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
+    """A training batch (what ComputationTask.learn takes) whose rows all come from ``code``: one
     time-ordered segment, as an on-policy helper sends, so the wrapper may join it with others."""
     obs = np.stack([echo_obs(code, i, marker) for i in range(rows)])
-    return {
-        "inputs": {"obs": obs},
-        "next_inputs": {"obs": obs + np.float32(1)},
-        "states": {},
-        "next_states": {},
-        "actions": {"action": obs[:, :1].astype(np.int64)},
-        "rewards": {"reward": np.ones((rows, 1), np.float32)},
-        "next_episode_end": np.zeros((rows, 1), np.float32),
-        "sequence_lengths": np.array([rows], dtype=np.int64),
-    }
+    return parl.Transition(
+        inputs={"obs": obs},
+        actions={"action": obs[:, :1].astype(np.int64)},
+        rewards={"reward": np.ones((rows, 1), np.float32)},
+        next_inputs={"obs": obs + np.float32(1)},
+        next_episode_end=np.zeros((rows, 1), np.float32),
+        states={},
+        next_states={},
+        sequence_lengths=(rows,),
+    )
+
+
+def echo_sample(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
+    """A replay sample (learned as an update of its own): :func:`echo_batch` without its segment lengths."""
+    return echo_batch(code, rows=rows, marker=marker)._replace(sequence_lengths=None)
+
+
+def simple_batch(
+    obs: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    next_obs: np.ndarray,
+    ends: np.ndarray,
+    *,
+    states: Optional[Dict[str, np.ndarray]] = None,
+    next_states: Optional[Dict[str, np.ndarray]] = None,
+    sequence_lengths: Optional[Sequence[int]] = None,
+    bootstrap_steps: Optional[np.ndarray] = None,
+    weights: Optional[np.ndarray] = None,
+) -> parl.Transition:
+    """A numpy batch for models of one input ``obs``, one action ``action`` and one reward ``reward``;
+    ``.to_tensors()`` makes it what ``Algorithm.learn`` receives."""
+    return parl.Transition(
+        inputs={"obs": obs},
+        actions={"action": actions},
+        rewards={"reward": rewards},
+        next_inputs={"obs": next_obs},
+        next_episode_end=ends,
+        states=states or {},
+        next_states=next_states or {},
+        sequence_lengths=None if sequence_lengths is None else tuple(sequence_lengths),
+        bootstrap_steps=bootstrap_steps,
+        weights=weights,
+    )
+
+
+def columns_batch(
+    columns: Dict[str, np.ndarray],
+    *,
+    states: Optional[Dict[str, np.ndarray]] = None,
+    next_states: Optional[Dict[str, np.ndarray]] = None,
+    sequence_lengths: Optional[Sequence[int]] = None,
+) -> parl.Transition:
+    """:func:`simple_batch` of the columns ``obs``, ``action``, ``reward``, ``next_obs`` and ``end``."""
+    return simple_batch(
+        columns["obs"],
+        columns["action"],
+        columns["reward"],
+        columns["next_obs"],
+        columns["end"],
+        states=states,
+        next_states=next_states,
+        sequence_lengths=sequence_lengths,
+    )
 
 
 # -- environments and agents ----------------------------------------------------
@@ -249,7 +303,7 @@ class RecordingCommunicator:
         self.state_specs: List[Spec] = normalize_specs(model.get_state_specs(), "state")
         self.action_specs: List[Spec] = normalize_specs(model.get_action_specs(), "action")
         self.reward_specs: List[Spec] = normalize_specs(model.get_reward_specs(), "reward")
-        self.batches: List[Dict[str, object]] = []
+        self.batches: List[parl.Transition] = []
 
     def predict(self, inputs, states):
         raise AssertionError("not used")

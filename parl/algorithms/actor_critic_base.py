@@ -1,9 +1,9 @@
 """What PolicyGradient, A2C and PPO share: acting from an ActorCriticModel and advantages over segments.
 
 class MyPG(ActorCriticBase):
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
-        dist, value = self.model.sequence(inputs, states, info.sequence_lengths)
-        adv, returns = self.advantages(value, next_inputs, next_states, next_episode_end, rewards, info, lam=1.0)
+    def learn(self, batch):
+        dist, value = self.model.sequence(batch.inputs, batch.states, batch.sequence_lengths)
+        adv, returns = self.advantages(value, batch, lam=1.0)
         ...
 """
 
@@ -15,7 +15,7 @@ import paddle
 
 from parl.algorithms.returns import gae
 from parl.core.algorithm import Algorithm, TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.actor_critic import ActorCriticModel
 from parl.validation import check_range
@@ -51,28 +51,22 @@ class ActorCriticBase(Algorithm):
         return {"action": dist.mode() if deterministic else dist.sample()}, next_states
 
     def advantages(
-        self,
-        values: paddle.Tensor,
-        next_inputs: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        rewards: TensorDict,
-        info: BatchInfo,
-        lam: float,
+        self, values: paddle.Tensor, batch: Transition[paddle.Tensor], lam: float
     ) -> Tuple[paddle.Tensor, paddle.Tensor]:
-        """GAE(``lam``) advantages and value targets (advantage + value), both ``[B, 1]`` and without gradient.
+        """GAE(``lam``) advantages and value targets (advantage + value) of ``batch``'s segments, both
+        ``[B, 1]`` and without gradient; ``values`` are the model's ``V(inputs)`` of its rows.
 
         ``lam = 1`` gives A2C's n-step returns: rewards to the segment's end plus
         the discounted bootstrap value there.
         """
         with paddle.no_grad():
-            _, next_values, _ = self.model.step(next_inputs, next_states)
+            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
         adv = gae(
-            rewards["reward"].numpy(),
+            batch.rewards["reward"].numpy(),
             values.detach().numpy(),
             next_values.numpy(),
-            next_episode_end.numpy(),
-            info.sequence_lengths,
+            batch.next_episode_end.numpy(),
+            batch.sequence_lengths,
             self.gamma,
             lam,
         )

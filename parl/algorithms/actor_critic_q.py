@@ -1,15 +1,15 @@
 """What DDPG, TD3 and SAC share: Q critics with target copies, the bootstrapped target, the critic loss.
 
 class MyActorCritic(ActorCriticQ):
-    def learn(self, inputs, next_inputs, states, next_states, next_episode_end, actions, rewards, info):
-        obs, action = inputs["obs"], actions["action"]
+    def learn(self, batch):
+        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
         with paddle.no_grad():
-            next_action = self.target_model.actor.forward(next_inputs["obs"])
-            next_q = self.target_model.critic.value(next_inputs["obs"], next_action)       # [M, B, 1]
-            target = self.q_target(next_q.min(axis=0), rewards, next_episode_end, info)
-        critic_loss, td_error = self.critic_loss(self.model.critic.value(obs, action), target, info)
+            next_action = self.target_model.actor.forward(next_obs)
+            next_q = self.target_model.critic.value(next_obs, next_action)       # [M, B, 1]
+            target = self.q_target(next_q.min(axis=0), batch)
+        critic_loss, td_error = self.critic_loss(self.model.critic.value(obs, action), target, batch)
         q_pi = self.model.critic.value(obs, self.model.actor.forward(obs), frozen=True)
-        actor_loss = self.weighted_mean(-q_pi[0], info)
+        actor_loss = batch.weighted_mean(-q_pi[0])
         return {"loss": critic_loss + actor_loss, "td_error": td_error, ...}
 
 All parts of the model are trained by one optimizer on the summed losses.
@@ -26,8 +26,8 @@ from typing import Callable, Optional, Tuple, Type
 import paddle
 
 from parl.algorithms.target import TargetSync
-from parl.core.algorithm import Algorithm, TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.algorithm import Algorithm
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.continuous import ContinuousActorCritic
 from parl.validation import check_range
@@ -78,22 +78,16 @@ class ActorCriticQ(Algorithm):
         #: Optimizer updates completed (kept by :meth:`after_update`).
         self.completed_updates = 0
 
-    def q_target(
-        self,
-        next_value: paddle.Tensor,
-        rewards: TensorDict,
-        next_episode_end: paddle.Tensor,
-        info: BatchInfo,
-    ) -> paddle.Tensor:
-        """``r + gamma^k * (1 - next_episode_end) * next_value``, ``[B, 1]``.
+    def q_target(self, next_value: paddle.Tensor, batch: Transition[paddle.Tensor]) -> paddle.Tensor:
+        """``r + gamma^k * (1 - next_episode_end) * next_value`` of ``batch``'s rows, ``[B, 1]``.
 
-        ``k`` is the env steps each transition spans (``info.bootstrap_steps``);
+        ``k`` is the env steps each transition spans (``batch.discount``);
         ``next_episode_end`` is 1 only on termination, so truncated episodes bootstrap.
         """
-        return rewards["reward"] + info.discount(self.gamma) * (1.0 - next_episode_end) * next_value
+        return batch.rewards["reward"] + batch.discount(self.gamma) * (1.0 - batch.next_episode_end) * next_value
 
     def critic_loss(
-        self, q: paddle.Tensor, target: paddle.Tensor, info: BatchInfo
+        self, q: paddle.Tensor, target: paddle.Tensor, batch: Transition[paddle.Tensor]
     ) -> Tuple[paddle.Tensor, paddle.Tensor]:
         """The critics' summed squared errors against ``target`` (importance-weighted mean over rows),
         and each row's TD error ``target - mean_m Q_m`` ``[B, 1]`` (no gradient).
@@ -103,13 +97,8 @@ class ActorCriticQ(Algorithm):
             target: ``[B, 1]``, without gradient.
         """
         error = target - q
-        loss = self.weighted_mean((error * error).sum(axis=0), info)
+        loss = batch.weighted_mean((error * error).sum(axis=0))
         return loss, error.mean(axis=0).detach()
-
-    @staticmethod
-    def weighted_mean(per_row: paddle.Tensor, info: BatchInfo) -> paddle.Tensor:
-        """Mean of ``[B, 1]`` values, each row weighted by its importance weight (prioritized replay)."""
-        return per_row.mean() if info.uniform_weights else (per_row * info.weights).mean()
 
     def after_update(self, update_step: int) -> None:
         self.completed_updates = update_step

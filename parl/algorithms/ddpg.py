@@ -20,7 +20,7 @@ import paddle
 
 from parl.algorithms.actor_critic_q import ActorCriticQ
 from parl.core.algorithm import TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.continuous import DeterministicActorCritic
 
@@ -72,28 +72,18 @@ class DDPG(ActorCriticQ):
         """Whether this update includes the actor loss (always, for DDPG)."""
         return True
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Dict[str, paddle.Tensor]:
-        obs, action, next_obs = inputs["obs"], actions["action"], next_inputs["obs"]
+    def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
         with paddle.no_grad():
             next_q = self.target_model.critic.value(next_obs, self.next_actions(next_obs))
-            target = self.q_target(next_q.min(axis=0), rewards, next_episode_end, info)
+            target = self.q_target(next_q.min(axis=0), batch)
         q = self.model.critic.value(obs, action)
-        critic_loss, td_error = self.critic_loss(q, target, info)
+        critic_loss, td_error = self.critic_loss(q, target, batch)
         costs = {"critic_loss": critic_loss, "q_mean": q.mean().detach(), "td_error": td_error}
         loss = critic_loss
         if self.updates_actor():
             q_pi = self.model.critic.value(obs, self.model.actor.forward(obs), frozen=True)[0]
-            actor_loss = -self.weighted_mean(q_pi, info)
+            actor_loss = -batch.weighted_mean(q_pi)
             costs["actor_loss"] = actor_loss
             loss = loss + actor_loss
         costs["loss"] = loss

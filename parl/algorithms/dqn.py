@@ -23,7 +23,7 @@ import paddle.nn.functional as F
 
 from parl.algorithms.target import TargetSync
 from parl.core.algorithm import Algorithm, TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.validation import check_choice, check_range
 
@@ -67,18 +67,9 @@ class DQN(Algorithm):
         q = self.model.value(inputs)
         return {"action": paddle.argmax(q, axis=-1, keepdim=True)}, {}
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Dict[str, paddle.Tensor]:
-        batch_size = actions["action"].shape[0]
+    def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        inputs, next_inputs, action = batch.inputs, batch.next_inputs, batch.actions["action"]
+        batch_size = action.shape[0]
         if self.double_q:
             # One online pass over [inputs; next_inputs]: the second half only picks next actions.
             joined = {k: paddle.concat([inputs[k], next_inputs[k]]) for k in inputs}
@@ -86,19 +77,19 @@ class DQN(Algorithm):
             next_action = paddle.argmax(next_q_online.detach(), axis=-1, keepdim=True)
         else:
             q = self.model.value(inputs)
-        q_taken = paddle.take_along_axis(q, actions["action"], axis=1)
+        q_taken = paddle.take_along_axis(q, action, axis=1)
         self.targets.initialize()  # the online layers are built by now
         with paddle.no_grad():
             next_q_target = self.target_model.value(next_inputs)
             if not self.double_q:
                 next_action = paddle.argmax(next_q_target, axis=-1, keepdim=True)
             next_value = paddle.take_along_axis(next_q_target, next_action, axis=1)
-            target = rewards["reward"] + info.discount(self.gamma) * (1.0 - next_episode_end) * next_value
+            target = batch.rewards["reward"] + batch.discount(self.gamma) * (1.0 - batch.next_episode_end) * next_value
         if self.loss == "huber":
             per_row = F.smooth_l1_loss(q_taken, target, reduction="none")
         else:
             per_row = F.mse_loss(q_taken, target, reduction="none")
-        loss = per_row.mean() if info.uniform_weights else (per_row * info.weights).mean()
+        loss = batch.weighted_mean(per_row)
         return {"loss": loss, "q_mean": q_taken.mean().detach(), "td_error": (target - q_taken).detach()}
 
     def after_update(self, update_step: int) -> None:

@@ -27,8 +27,7 @@ from typing import Callable, Dict, Optional
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.core.algorithm import TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.validation import check_range
 
@@ -68,23 +67,13 @@ class PolicyGradient(ActorCriticBase):
         #: The GAE lambda of the advantages: 1 gives the returns of whole segments.
         self.lam = 1.0
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Dict[str, paddle.Tensor]:
-        dist, value = self.model.sequence(inputs, states, info.sequence_lengths)
-        adv, returns = self.advantages(value, next_inputs, next_states, next_episode_end, rewards, info, lam=self.lam)
+    def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        dist, value = self.model.sequence(batch.inputs, batch.states, batch.sequence_lengths)
+        adv, returns = self.advantages(value, batch, lam=self.lam)
         if self.normalize_advantages and adv.shape[0] > 1:
             centered = adv - adv.mean()
             adv = centered / (paddle.sqrt((centered * centered).mean()) + NORMALIZE_EPSILON)
-        policy_loss = -(dist.log_prob(actions["action"]) * adv).mean()
+        policy_loss = -(dist.log_prob(batch.actions["action"]) * adv).mean()
         value_loss = ((returns - value) ** 2).mean()
         entropy = dist.entropy().mean()
         loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy

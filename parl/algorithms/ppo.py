@@ -28,7 +28,7 @@ import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
 from parl.core.algorithm import TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.validation import check_choice, check_int, check_positive, check_range
 
@@ -88,25 +88,13 @@ class PPO(ActorCriticBase):
         )
         self.recurrent = bool(self.model.get_state_specs())
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Iterator[Dict[str, paddle.Tensor]]:
+    def learn(self, batch: Transition[paddle.Tensor]) -> Iterator[Dict[str, paddle.Tensor]]:
         """Yields the costs of each of the ``epochs * num_minibatches`` optimizer steps on this batch."""
-        lengths = info.sequence_lengths
+        inputs, states, actions, lengths = batch.inputs, batch.states, batch.actions, batch.sequence_lengths
         with paddle.no_grad():
             dist, values = self.model.sequence(inputs, states, lengths)
             old_log_probs = dist.log_prob(actions["action"])
-        advantages, returns = self.advantages(
-            values, next_inputs, next_states, next_episode_end, rewards, info, self.gae_lambda
-        )
+        advantages, returns = self.advantages(values, batch, self.gae_lambda)
         # With one minibatch per pass, normalizing per minibatch is normalizing the batch: done once.
         normalize_each = self.advantage_normalization == "minibatch" and self._minibatch_count(lengths) > 1
         if self.advantage_normalization != "none" and not normalize_each:

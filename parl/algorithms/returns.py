@@ -1,7 +1,7 @@
 """Returns and advantages over time-ordered segments (numpy; one pass per batch).
 
 A batch of on-policy rows is a run of consecutive segments (see
-:class:`~parl.core.batch.BatchInfo`): each segment is one agent's
+``sequence_lengths`` of :class:`~parl.core.batch.Transition`): each segment is one agent's
 steps in time order, and the last row of a segment bootstraps from its
 ``next_inputs``. An episode end only ever falls on a segment's last row.
 

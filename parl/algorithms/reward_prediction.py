@@ -34,7 +34,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl.core.algorithm import Algorithm, TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.validation import check_range
 
@@ -80,23 +80,13 @@ class RewardPrediction(Algorithm):
         reward, end_logit = self.model.outcomes(inputs)
         return {"reward": reward, "end_probability": F.sigmoid(end_logit)}, {}
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Dict[str, paddle.Tensor]:
-        reward, end_logit = self.model.outcomes(inputs)
-        taken = actions["action"].reshape([-1, 1])
+    def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        reward, end_logit = self.model.outcomes(batch.inputs)
+        taken = batch.actions["action"].reshape([-1, 1])
         predicted_reward = paddle.take_along_axis(reward, taken, axis=1)
         predicted_end = paddle.take_along_axis(end_logit, taken, axis=1)
-        ended = next_episode_end.reshape([-1, 1]).astype(predicted_end.dtype)
-        reward_loss = ((predicted_reward - rewards["reward"].reshape([-1, 1])) ** 2).mean()
+        ended = batch.next_episode_end.reshape([-1, 1]).astype(predicted_end.dtype)
+        reward_loss = ((predicted_reward - batch.rewards["reward"].reshape([-1, 1])) ** 2).mean()
         end_loss = F.binary_cross_entropy_with_logits(predicted_end, ended)
         loss = self.reward_coef * reward_loss + self.end_coef * end_loss
         return {

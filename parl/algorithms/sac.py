@@ -23,7 +23,7 @@ import paddle
 
 from parl.algorithms.actor_critic_q import ActorCriticQ
 from parl.core.algorithm import TensorDict
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.continuous import GaussianActorCritic, Temperature
 
@@ -87,18 +87,8 @@ class SAC(ActorCriticQ):
             return {"action": paddle.tanh(mean)}, {}
         return {"action": paddle.tanh(mean + paddle.exp(log_std) * paddle.randn(mean.shape))}, {}
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> Dict[str, paddle.Tensor]:
-        obs, action, next_obs = inputs["obs"], actions["action"], next_inputs["obs"]
+    def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
         policy_action, log_pi = self.model.actor.dist(obs).rsample()
         log_alpha = self.temperature.log_alpha()
         alpha = paddle.exp(log_alpha).detach()
@@ -107,11 +97,11 @@ class SAC(ActorCriticQ):
         with paddle.no_grad():
             next_action, next_log_pi = self.model.actor.dist(next_obs).rsample()
             next_q = self.target_model.critic.value(next_obs, next_action).min(axis=0)
-            target = self.q_target(next_q - alpha * next_log_pi, rewards, next_episode_end, info)
+            target = self.q_target(next_q - alpha * next_log_pi, batch)
         q = self.model.critic.value(obs, action)
-        critic_loss, td_error = self.critic_loss(q, target, info)
+        critic_loss, td_error = self.critic_loss(q, target, batch)
         q_pi = self.model.critic.value(obs, policy_action, frozen=True).min(axis=0)
-        actor_loss = self.weighted_mean(alpha * log_pi - q_pi, info)
+        actor_loss = batch.weighted_mean(alpha * log_pi - q_pi)
         loss = critic_loss + actor_loss
         costs = {
             "critic_loss": critic_loss,
@@ -122,7 +112,7 @@ class SAC(ActorCriticQ):
             "td_error": td_error,
         }
         if self.auto_alpha:
-            alpha_loss = -self.weighted_mean(log_alpha * (log_pi.detach() + self.target_entropy), info)
+            alpha_loss = -batch.weighted_mean(log_alpha * (log_pi.detach() + self.target_entropy))
             costs["alpha_loss"] = alpha_loss
             loss = loss + alpha_loss
         costs["loss"] = loss

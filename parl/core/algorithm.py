@@ -2,8 +2,7 @@
 
     algorithm = DQN(model_func, gamma=0.99)
     actions, next_states = algorithm.predict(inputs, states)            # tensors in, tensors out
-    costs = algorithm.learn(inputs, next_inputs, states, next_states,
-                            next_episode_end, actions, rewards, info)    # {"loss": ..., ...}
+    costs = algorithm.learn(batch)       # a Transition of tensors in, {"loss": ..., ...} out
 
 An Algorithm holds only math: it never touches queues, threads, environments
 or files. :class:`~parl.serving.computation_task.ComputationTask` converts
@@ -25,7 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import paddle
 
-from parl.core.batch import BatchInfo
+from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.layers.optimizer import Adam
 from parl.validation import check_positive
@@ -90,26 +89,22 @@ class Algorithm:
         """
         raise NotImplementedError
 
-    def learn(
-        self,
-        inputs: TensorDict,
-        next_inputs: TensorDict,
-        states: TensorDict,
-        next_states: TensorDict,
-        next_episode_end: paddle.Tensor,
-        actions: TensorDict,
-        rewards: TensorDict,
-        info: BatchInfo,
-    ) -> LearnResult:
+    def learn(self, batch: Transition[paddle.Tensor]) -> LearnResult:
         """Named costs of one batch; ``costs["loss"]`` is what the optimizer minimizes.
 
-        ``next_episode_end`` is 1.0 where the next input is terminal (the task
-        ended: no bootstrap) and 0.0 otherwise, including on truncation by a
-        time limit, where the next input must be bootstrapped from.
+        ``batch`` (:class:`~parl.core.batch.Transition`, of tensors) holds the
+        rows by field: ``batch.inputs``, ``batch.actions``, ``batch.rewards``,
+        ``batch.next_inputs``, ``batch.states`` and ``batch.next_states`` by spec
+        name, and ``batch.next_episode_end``, 1.0 where the next input is
+        terminal (the task ended: no bootstrap) and 0.0 otherwise, including on
+        truncation by a time limit, where the next input must be bootstrapped
+        from.
 
-        ``info`` tells how the rows relate (time-ordered segments), how many
-        env steps each transition spans (n-step replay) and the rows'
-        importance weights (prioritized replay); see :class:`BatchInfo`.
+        The batch also says how its rows relate: ``batch.sequence_lengths``
+        (time-ordered segments), ``batch.discount(gamma)`` (``gamma`` to the
+        power of the env steps each transition spans, for n-step replay) and
+        ``batch.weighted_mean(per_row)`` (the rows' importance weights, for
+        prioritized replay).
 
         Costs are scalars, except a per-row ``"td_error"`` of shape ``[B]`` or
         ``[B, 1]``, which prioritized replay uses as new priorities. A

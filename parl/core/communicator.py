@@ -36,6 +36,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from parl.core.batch import Transition
 from parl.core.specs import Spec
 
 ArrayDict = Dict[str, np.ndarray]
@@ -69,7 +70,7 @@ class Communicator(abc.ABC):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of its update
         (floats, and this batch's rows of a per-row ``td_error``).
 
@@ -79,7 +80,7 @@ class Communicator(abc.ABC):
         """
         raise NotImplementedError
 
-    def put_batch(self, batch: Mapping[str, object]) -> None:
+    def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Hand a training batch over and return, where the transport allows, before it is learned;
         :meth:`take_costs` gives its costs later. This default learns it now (blocking).
 

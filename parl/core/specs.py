@@ -137,10 +137,3 @@ def zeros(specs: Sequence[Spec], batch_size: int) -> Dict[str, np.ndarray]:
 def stack(samples: Sequence[Mapping[str, np.ndarray]], specs: Sequence[Spec]) -> Dict[str, np.ndarray]:
     """Pack per-sample dicts into one batch dict."""
     return {s.name: np.stack([sample[s.name] for sample in samples]) for s in specs}
-
-
-def concatenate(batches: Sequence[Mapping[str, np.ndarray]], names: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Join batch dicts along the batch axis."""
-    if len(batches) == 1:
-        return {n: batches[0][n] for n in names}
-    return {n: np.concatenate([b[n] for b in batches]) for n in names}

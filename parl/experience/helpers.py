@@ -17,6 +17,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Union
 import numpy as np
 
 from parl.core.agent_helper import AgentHelper
+from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.counters import read_counter
 from parl.experience.n_step import NStepAccumulator, copy_transition
@@ -34,7 +35,7 @@ class OnPolicyHelper(AgentHelper):
     The cache is also sent when an episode ends, so no step crosses episodes.
     Each transition carries its next input, which is the bootstrap input of
     the last one. The batch is marked as one time-ordered segment
-    (``BatchInfo.sequence_lengths``), so algorithms can compute returns and
+    (``Transition.sequence_lengths``), so algorithms can compute returns and
     unroll recurrent models over it even after the wrapper joins the segments
     of several agents.
     """
@@ -42,10 +43,10 @@ class OnPolicyHelper(AgentHelper):
     def __init__(self, *, sample_interval: int = 5) -> None:
         super().__init__()
         self.sample_interval = check_int("sample_interval", sample_interval, 1)
-        self._cache: List[Dict[str, object]] = []
+        self._cache: List[Transition[np.ndarray]] = []
         self._episode_over = False
 
-    def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
+    def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
         # Checked arrays may be the agent's own (no copy when the dtype already
         # fits); an agent that reuses an observation buffer in place would
         # otherwise change the cached steps.
@@ -56,10 +57,7 @@ class OnPolicyHelper(AgentHelper):
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
         cache, self._cache = self._cache, []
-        batch = _stack_transitions(cache)
-        # One time-ordered segment: the wrapper may join it with other agents' segments.
-        batch["sequence_lengths"] = np.array([len(cache)], dtype=np.int64)
-        return self.communicator.learn(batch)
+        return self.communicator.learn(_stack_segment(cache))
 
 
 class ExpReplayHelper(AgentHelper):
@@ -82,7 +80,7 @@ class ExpReplayHelper(AgentHelper):
       (:class:`~parl.experience.n_step.NStepAccumulator`): its reward is the
       discounted sum of the rewards on the way and the batch carries
       ``bootstrap_steps``, which algorithms turn into ``gamma ** steps`` with
-      ``info.discount(gamma)``. ``gamma`` here discounts those sums and must be
+      ``batch.discount(gamma)``. ``gamma`` here discounts those sums and must be
       the algorithm's own. The last ``store_data`` of an episode must say
       ``terminated`` or ``truncated``, or transitions would span two episodes.
     - ``prioritized=True``: transitions are drawn by priority
@@ -200,7 +198,7 @@ class ExpReplayHelper(AgentHelper):
         if self.buffer is not None:
             self.buffer.added = self._restored_added
 
-    def _store(self, transition: Dict[str, object], episode_over: bool) -> None:
+    def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
         if self._n_step is None:
             self.buffer.add(transition)
         else:
@@ -282,13 +280,7 @@ def _td_errors(costs: Mapping[str, object], rows: int) -> np.ndarray:
     return td_error
 
 
-def _stack_transitions(transitions: List[Dict[str, object]]) -> Dict[str, object]:
-    first = transitions[0]
-    batch: Dict[str, object] = {}
-    for field, value in first.items():
-        if field == "next_episode_end":
-            batch[field] = np.stack([t[field] for t in transitions])
-        else:
-            names = list(value)
-            batch[field] = {n: np.stack([t[field][n] for t in transitions]) for n in names}
-    return batch
+def _stack_segment(transitions: List[Transition[np.ndarray]]) -> Transition[np.ndarray]:
+    """One agent's consecutive transitions as a batch marked as one time-ordered segment, so the wrapper
+    may join it with other agents' segments."""
+    return join(transitions, np.stack, sequence_lengths=(len(transitions),))

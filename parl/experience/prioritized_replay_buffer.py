@@ -2,7 +2,7 @@
 
     buffer = PrioritizedReplayBuffer(10000, input_specs, state_specs, action_specs, reward_specs)
     buffer.add(transition)                          # enters with the largest priority seen so far
-    batch, slots = buffer.sample(64, rng)           # batch["weights"]: importance weights [64, 1]
+    batch, slots = buffer.sample(64, rng)           # batch.weights: importance weights [64, 1]
     costs = ...learn on batch...
     buffer.update_priorities(slots, costs["td_error"])
 
@@ -19,10 +19,11 @@ segments of the priority mass.
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
+from parl.core.batch import Transition
 from parl.core.specs import Spec
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
@@ -78,7 +79,7 @@ class PrioritizedReplayBuffer:
             return 1.0
         return self.beta_start + (1.0 - self.beta_start) * min(self.added / self.beta_steps, 1.0)
 
-    def add(self, transition: Mapping[str, object]) -> int:
+    def add(self, transition: Transition[np.ndarray]) -> int:
         """Store one transition (as :meth:`ReplayBuffer.add`) with the largest priority seen; returns its slot."""
         slot = self._storage.add(transition)
         self._tree.update(np.array([slot]), np.array([self._max_priority**self.alpha]))
@@ -89,7 +90,7 @@ class PrioritizedReplayBuffer:
         """``p^alpha`` of the transitions in ``slots`` (their unnormalized sampling weights)."""
         return self._tree.get(slots)
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Tuple[Dict[str, object], np.ndarray]:
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Tuple[Transition[np.ndarray], np.ndarray]:
         """``batch_size`` transitions drawn by priority, and their slots (for :meth:`update_priorities`).
 
         The batch carries ``weights`` (float32 ``[batch_size, 1]``): the importance weights at the
@@ -101,11 +102,10 @@ class PrioritizedReplayBuffer:
         if len(self._storage) == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         slots = self._tree.sample(batch_size, rng)
-        batch = self._storage.gather(slots)
         # (N P(i))^-beta / max_k (N P(k))^-beta = (p_i / p_min)^-beta: N and the total cancel.
         ratio = self._tree.get(slots) / self._tree.min
-        batch["weights"] = (ratio**-self.beta).astype(np.float32).reshape(-1, 1)
-        return batch, slots
+        weights = (ratio**-self.beta).astype(np.float32).reshape(-1, 1)
+        return self._storage.gather(slots)._replace(weights=weights), slots
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Give the transitions in ``slots`` the priorities ``|td_errors| + epsilon`` (one per slot).

@@ -88,7 +88,7 @@ class AgentRunner(abc.ABC):
         names of threads (or processes) still running at ``deadline``."""
         raise NotImplementedError
 
-    def wake(self) -> None:
+    def wake(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Look again at the wrappers now (called after ``Manager.resume`` and on stop); optional."""
 
 

@@ -17,6 +17,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Protocol, Tuple
 
 import numpy as np
 
+from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.specs import Spec, check_dict
 from parl.serving.computation_task import ComputationTask
@@ -70,14 +71,14 @@ class InProcessCommunicator(Communicator):
         self._timer.total = (requests + 1, seconds + perf_counter() - start)
         return result
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update
         (floats, and this batch's rows of a per-row ``td_error``)."""
         request = Request(self.agent_id, batch)
         self._wrapper.training_queue.put(request)
         return request.wait(self._wrapper.is_stopped)
 
-    def put_batch(self, batch: Mapping[str, object]) -> None:
+    def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Queue a training batch for the wrapper's training thread and return at once."""
         request = Request(self.agent_id, batch)
         self._wrapper.training_queue.put(request)

@@ -32,7 +32,7 @@ import paddle
 from paddle.base import core
 
 from parl.core.algorithm import Algorithm
-from parl.core.batch import make_batch_info
+from parl.core.batch import Transition, check_transition
 from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
 from parl.layers.layer_func import training_mode
@@ -46,9 +46,6 @@ Costs = Dict[str, Union[float, np.ndarray]]
 
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
-
-#: Fields of a training batch, each a dict of batched arrays except ``next_episode_end``.
-BATCH_FIELDS = ("inputs", "next_inputs", "states", "next_states", "actions", "rewards", "next_episode_end")
 
 _CHECKPOINT_VERSION = 1
 
@@ -207,42 +204,29 @@ class ComputationTask:
         return zeros(self.state_specs, batch_size)
 
     # -- training -----------------------------------------------------------
-    def learn(self, batch: Mapping[str, object]) -> Costs:
-        """Optimizer steps on ``batch`` (fields :data:`BATCH_FIELDS`, optionally the info fields of
-        :mod:`parl.core.batch`); returns the named costs.
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
+        """Optimizer steps on ``batch``, a :class:`~parl.core.batch.Transition` of numpy arrays; returns
+        the named costs.
 
-        Scalar costs come back as floats (averaged over the steps of an
-        algorithm that takes several); a per-row ``td_error`` as an array.
+        The inputs are normalized and the rewards transformed as the task's settings say, and the
+        batch reaches ``Algorithm.learn`` as tensors (:meth:`Transition.to_tensors`). Scalar costs
+        come back as floats (averaged over the steps of an algorithm that takes several); a per-row
+        ``td_error`` as an array.
+
+        Raises:
+            ValueError: ``batch`` is not a Transition, or its row structure does not fit its rows.
         """
-        inputs, next_inputs = batch["inputs"], batch["next_inputs"]
-        rewards = batch["rewards"]
+        check_transition(batch, f"task {self.name!r}: learn")
         if self.normalizer is not None:
             with self._weights_lock:  # statistics change under prediction batches
-                inputs, next_inputs = self.normalizer(inputs), self.normalizer(next_inputs)
+                batch = batch._replace(
+                    inputs=self.normalizer(batch.inputs), next_inputs=self.normalizer(batch.next_inputs)
+                )
         if not self.reward_transform.identity:
-            rewards = self.reward_transform(rewards)
-        episode_end = batch["next_episode_end"]
-        t = {
-            "inputs": inputs,
-            "next_inputs": next_inputs,
-            "states": batch["states"],
-            "next_states": batch["next_states"],
-            "actions": batch["actions"],
-            "rewards": rewards,
-        }
-        t = {field: {k: _tensor(v) for k, v in values.items()} for field, values in t.items()}
-        info = make_batch_info(batch, len(episode_end), _tensor)
+            batch = batch._replace(rewards=self.reward_transform(batch.rewards))
+        tensors = batch.to_tensors(_tensor)
         with self._learn_lock, training_mode(True):
-            result = self.algorithm.learn(
-                t["inputs"],
-                t["next_inputs"],
-                t["states"],
-                t["next_states"],
-                _tensor(episode_end),
-                t["actions"],
-                t["rewards"],
-                info,
-            )
+            result = self.algorithm.learn(tensors)
             if isinstance(result, Mapping):
                 return self._step(result)
             if not isinstance(result, Iterator):

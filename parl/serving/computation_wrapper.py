@@ -26,11 +26,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 import numpy as np
 
 from parl.affinity import pin_current_thread
-from parl.core.batch import INFO_FIELDS, default_info_arrays
+from parl.core.batch import Transition, check_transition, join
 from parl.core.errors import RemoteError
-from parl.core.specs import concatenate, stack
+from parl.core.specs import stack
 from parl.serving.communicator import InProcessCommunicator
-from parl.serving.computation_task import BATCH_FIELDS, ComputationTask
+from parl.serving.computation_task import ComputationTask
 from parl.serving.request_queue import POLL_INTERVAL, Request, RequestQueue
 from parl.serving.stats import WrapperStats
 from parl.validation import check_int, check_positive
@@ -204,8 +204,8 @@ class ComputationWrapper:
         stats.training_batches += 1
         stats.training_requests += len(requests)
         try:
-            batches = [r.payload for r in requests]
-            sizes = [len(b["next_episode_end"]) for b in batches]
+            batches = [check_transition(r.payload, f"agent {r.agent_id}'s training batch") for r in requests]
+            sizes = [b.batch_size for b in batches]
             costs = task.learn(_join_batches(batches))
             replies = _split_costs(costs, sizes)
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
@@ -217,31 +217,46 @@ class ComputationWrapper:
 
 
 def _update_groups(requests: List[Request]) -> List[List[Request]]:
-    """The updates to run for ``requests``: the time-ordered segments (batches carrying
-    ``sequence_lengths``, as on-policy helpers send) joined into one, every other batch (a replay
-    sample) an update of its own, so a replay helper's update-to-data ratio does not depend on
-    which agents' batches happen to arrive together."""
-    segments = [r for r in requests if "sequence_lengths" in r.payload]
-    samples = [[r] for r in requests if "sequence_lengths" not in r.payload]
+    """The updates to run for ``requests``: the time-ordered segments (batches whose
+    ``sequence_lengths`` is set, as on-policy helpers send) joined into one, every other batch (a
+    replay sample) an update of its own, so a replay helper's update-to-data ratio does not depend
+    on which agents' batches happen to arrive together. (A payload that is no Transition is an
+    update of its own, which fails for its sender alone.)"""
+    segments = [r for r in requests if _is_segment(r.payload)]
+    samples = [[r] for r in requests if not _is_segment(r.payload)]
     return samples + [segments] if segments else samples
 
 
-def _join_batches(batches: List[Dict[str, object]]) -> Dict[str, object]:
+def _is_segment(batch: object) -> bool:
+    return getattr(batch, "sequence_lengths", None) is not None
+
+
+def _join_batches(batches: List[Transition[np.ndarray]]) -> Transition[np.ndarray]:
+    """One batch of the rows of ``batches`` in order; a row-structure field that some batches leave
+    None takes its default on their rows (their own segments of one row, one env step, weight 1)."""
     if len(batches) == 1:
         return batches[0]
-    out: Dict[str, object] = {}
-    for field in BATCH_FIELDS:
-        parts = [b[field] for b in batches]
-        if field == "next_episode_end":
-            out[field] = np.concatenate(parts)
-        else:
-            out[field] = concatenate(parts, list(parts[0]))
-    for field in INFO_FIELDS:
-        if any(field in b for b in batches):
-            out[field] = np.concatenate(
-                [b[field] if field in b else default_info_arrays(len(b["next_episode_end"]))[field] for b in batches]
-            )
-    return out
+
+    def column(field: str, default: float) -> Optional[np.ndarray]:
+        parts = [getattr(b, field) for b in batches]
+        if all(p is None for p in parts):
+            return None
+        return np.concatenate(
+            [np.full((b.batch_size, 1), default, np.float32) if p is None else p for b, p in zip(batches, parts)]
+        )
+
+    lengths: Optional[Tuple[int, ...]] = None
+    if any(b.sequence_lengths is not None for b in batches):
+        lengths = ()
+        for b in batches:
+            lengths += (1,) * b.batch_size if b.sequence_lengths is None else tuple(b.sequence_lengths)
+    return join(
+        batches,
+        np.concatenate,
+        sequence_lengths=lengths,
+        bootstrap_steps=column("bootstrap_steps", 1.0),
+        weights=column("weights", 1.0),
+    )
 
 
 def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, object]]:

@@ -52,6 +52,7 @@ from greenlet import getcurrent
 
 from parl.affinity import pin_current_thread
 from parl.core.agent import Agent
+from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.specs import check_dict, fits, layout
@@ -170,7 +171,7 @@ class CooperativeCommunicator(InProcessCommunicator):
             return following._greenlet.switch(row)
         return self._hub.switch()
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
@@ -178,7 +179,7 @@ class CooperativeCommunicator(InProcessCommunicator):
         self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
         return self._hub.switch()  # parked until the scheduler resumes us with the training thread's reply
 
-    def put_batch(self, batch: Mapping[str, object]) -> None:
+    def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Queue a training batch for the wrapper's training thread and go on at once (no park)."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()

@@ -40,6 +40,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
 from parl.core.specs import Layout, Spec, check_dict, fits
@@ -275,7 +276,7 @@ class LearnRequest(Request):
 
     __slots__ = ("reply_fd",)
 
-    def __init__(self, agent_id: int, batch: Mapping[str, object], reply_fd: int) -> None:
+    def __init__(self, agent_id: int, batch: Transition[np.ndarray], reply_fd: int) -> None:
         super().__init__(agent_id, batch)
         self.reply_fd = reply_fd
 
@@ -358,12 +359,13 @@ class ShmCommunicator(Communicator):
             {name: view.copy() for name, view in slot.next_states.items()},
         )
 
-    def learn(self, batch: Mapping[str, object]) -> Dict[str, object]:
-        """Send a training batch (pickled); returns the costs of the update."""
+    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+        """Send a training batch (pickled: a Transition is a tuple of its fields); returns the costs of
+        the update."""
         if self._stopped.is_set():
             raise StoppedError("the worker is stopping")
         self._publish_counters()
-        self._send(("learn", self._slot.number, dict(batch)))
+        self._send(("learn", self._slot.number, batch))
         return self._wait(REPLY_COSTS)
 
     def _wait(self, expected: bytes) -> object:
