@@ -208,23 +208,3 @@ def test_linear_kernel_matches_matmul_then_add(rows: int, sizes: Any) -> None:
         for shape in ((rows, sizes[0]), sizes, sizes[1:])
     )
     np.testing.assert_array_equal(_C_ops.linear(x, w, b).numpy(), (paddle.matmul(x, w) + b).numpy())
-
-
-@pytest.mark.parametrize(
-    "array", [np.ones((1, 4), np.float32), np.arange(6).reshape(3, 2), np.zeros((2, 3, 3), np.uint8)[:, ::2]]
-)
-def test_task_tensors_are_what_paddles_constructor_makes(array: np.ndarray) -> None:
-    """ComputationTask skips paddle's Python wrapper around the Tensor constructor: same tensors."""
-    from paddle.base import core
-
-    from parl.serving.computation_task import _tensor
-
-    ours, theirs = _tensor(array), core.eager.Tensor(np.ascontiguousarray(array))
-    assert (ours.dtype, ours.shape, ours.stop_gradient, ours.persistable) == (
-        theirs.dtype,
-        theirs.shape,
-        theirs.stop_gradient,
-        theirs.persistable,
-    )
-    assert str(ours.place) == str(theirs.place)
-    np.testing.assert_array_equal(ours.numpy(), array)
