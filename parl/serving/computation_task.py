@@ -30,14 +30,14 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 import paddle
 
-from parl.core.algorithm import Algorithm
+from parl.core.algorithm import Algorithm, Predictor
 from parl.core.batch import make_batch_info
 from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
-from parl.layers.layer_func import training_mode
+from parl.layers.compiled import reads_mode
+from parl.layers.layer_func import LayersNotBuilt, training_mode
 from parl.layers.optimizer import Optimizer, grad_norm_value
 from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
-from parl.serving.fast_predict import LayersNotBuilt, Predictor, compile_predictor
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
@@ -101,10 +101,10 @@ class ComputationTask:
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
         self._learn_lock = threading.Lock()
-        #: Act through :mod:`parl.serving.fast_predict` where it knows the algorithm and model
-        #: (the same results as the plain path, bit for bit); False: always the plain path.
+        #: Act through the algorithm's compiled predictor (:meth:`Algorithm.compile_predict`) where it
+        #: has one (the same results as ``predict``, bit for bit); False: always through ``predict``.
         self.fast_predict = True
-        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this pair
+        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this algorithm
         self._input_tensors = ReusedTensors()  # the fast path's, refilled per call
         self._state_tensors = ReusedTensors()
 
@@ -180,10 +180,7 @@ class ComputationTask:
         if predictor is None:
             # The first predictions go the plain way, which builds the layers the predictor reads.
             result = self._predict_plain(inputs, states, deterministic)
-            try:
-                self._predictor = compile_predictor(self.algorithm) or False
-            except LayersNotBuilt:
-                pass
+            self._compile()
             return result
         with self._weights_lock:
             if self.normalizer is not None:
@@ -201,6 +198,20 @@ class ComputationTask:
             finally:
                 set_has_grad(grad_enabled)
             return {k: v.numpy() for k, v in actions.items()}, {k: v.numpy() for k, v in next_states.items()}
+
+    def _compile(self) -> None:
+        """Ask the algorithm for its compiled predictor: False where it has none; None (ask again after the
+        next prediction) while a layer it reads is not built."""
+        try:
+            predictor = self.algorithm.compile_predict()
+        except LayersNotBuilt:
+            return
+        if predictor is None:
+            self._predictor = False
+        elif reads_mode(layer for _, model in self._models() for _, layer in model.named_layers()):
+            self._predictor = _in_eval_mode(predictor)  # as the plain path runs (batch_norm reads it)
+        else:
+            self._predictor = predictor
 
     def initial_states(self, batch_size: int = 1) -> ArrayDict:
         """Zero recurrent states, shaped by the model's state specs."""
@@ -454,6 +465,18 @@ def _mean_costs(steps: List[Costs]) -> Costs:
         # Rows would get one value per step; priorities need one per row.
         raise ValueError("a per-row 'td_error' is only supported from a learn that takes one optimizer step")
     return {k: float(np.mean([s[k] for s in steps])) for k in steps[0] if not isinstance(steps[0][k], np.ndarray)}
+
+
+def _in_eval_mode(predictor: Predictor) -> Predictor:
+    """``predictor`` run in evaluation mode."""
+
+    def in_eval_mode(
+        inputs: Dict[str, paddle.Tensor], states: Dict[str, paddle.Tensor], deterministic: bool
+    ) -> Tuple[Dict[str, paddle.Tensor], Dict[str, paddle.Tensor]]:
+        with training_mode(False):
+            return predictor(inputs, states, deterministic)
+
+    return in_eval_mode
 
 
 def _to_numpy(tensors: Mapping[str, paddle.Tensor]) -> ArrayDict:
