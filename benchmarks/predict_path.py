@@ -1,13 +1,21 @@
 """Per-call cost of ComputationTask.predict: the plain path against the fast path.
 
-    taskset -c 1 python benchmarks/predict_path.py [--batches 1 8 32 128 256] [--normalize] [--repeats 7]
+The plain path calls ``Algorithm.predict`` on new tensors under ``paddle.no_grad()``; the fast path calls
+the algorithm's compiled predictor (``Algorithm.compile_predict``) on the task's refilled tensors
+(``parl/layers/tensors.py``).
 
-Rows: DQN over a 64-64 MLPQModel (CartPole sizes: 4 inputs, 2 actions) and PPO
-over a 64-64 MLPActorCritic (discrete, same sizes), sampled actions. For each
+    taskset -c 1 python benchmarks/predict_path.py [--batches 1 8 32 128 256] [--normalize] [--repeats 7]
+        [--tasks dqn ppo ppo-gaussian ppo-lstm sac] [--deterministic]
+
+Rows: by default DQN over a 64-64 MLPQModel (CartPole sizes: 4 inputs, 2
+actions) and PPO over a 64-64 MLPActorCritic (discrete, same sizes), sampled
+actions; ``--tasks`` adds PPO over a Gaussian MLPActorCritic (2 action
+dimensions) or a 64-unit LSTMActorCritic, and SAC over a 256-256
+GaussianActorCritic; ``--deterministic`` asks for greedy or mean actions. For each
 batch size the two paths alternate in ``--repeats`` rounds of a fixed number of
 calls; the table gives the median microseconds per call of each path, the
 share the fast path saves, and the fastest round of each (on a shared machine
-the minimum is the steadier figure). Both paths give the same actions
+the minimum is the steadier figure). Both paths give the same actions, bit for bit
 (tests/test_fast_predict.py). ``--train`` adds one DQN update (batch 64) and
 one PPO update (one 128-row batch, default epochs and minibatches).
 """
@@ -17,23 +25,30 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Sequence
 
 import numpy as np
 
 import parl
-from parl.algorithms import DQN, PPO
-from parl.models import MLPActorCritic, MLPQModel
+from parl.algorithms import DQN, PPO, SAC
+from parl.models import GaussianActorCritic, LSTMActorCritic, MLPActorCritic, MLPQModel
 
-OBS_DIM, NUM_ACTIONS = 4, 2
+OBS_DIM, NUM_ACTIONS, ACTION_DIM = 4, 2, 2
+
+#: --tasks name -> (row label, model class, model arguments, algorithm class).
+TASKS = {
+    "dqn": ("DQN MLPQModel", MLPQModel, dict(obs_dim=OBS_DIM, num_actions=NUM_ACTIONS), DQN),
+    "ppo": ("PPO MLPActorCritic", MLPActorCritic, dict(obs_dim=OBS_DIM, num_actions=NUM_ACTIONS), PPO),
+    "ppo-gaussian": ("PPO MLP Gaussian", MLPActorCritic, dict(obs_dim=OBS_DIM, action_dim=ACTION_DIM), PPO),
+    "ppo-lstm": ("PPO LSTMActorCritic", LSTMActorCritic, dict(obs_dim=OBS_DIM, num_actions=NUM_ACTIONS), PPO),
+    "sac": ("SAC GaussianAC", GaussianActorCritic, dict(obs_dim=OBS_DIM, action_dim=ACTION_DIM), SAC),
+}
 
 
 def make_task(kind: str, normalize: bool) -> parl.ComputationTask:
-    if kind == "DQN MLPQModel":
-        func = parl.create_algorithm_func(MLPQModel, dict(obs_dim=OBS_DIM, num_actions=NUM_ACTIONS), DQN, {})
-    else:
-        func = parl.create_algorithm_func(MLPActorCritic, dict(obs_dim=OBS_DIM, num_actions=NUM_ACTIONS), PPO, {})
-    return parl.ComputationTask(kind, func(), normalize_inputs=normalize)
+    label, model_class, model_args, algorithm_class = TASKS[kind]
+    func = parl.create_algorithm_func(model_class, model_args, algorithm_class, {})
+    return parl.ComputationTask(label, func(), normalize_inputs=normalize)
 
 
 def per_call_us(fn: Callable[[], object], seconds: float = 0.02) -> Callable[[], float]:
@@ -54,17 +69,23 @@ def per_call_us(fn: Callable[[], object], seconds: float = 0.02) -> Callable[[],
     return round_
 
 
-def predict_rows(batches: List[int], normalize: bool, repeats: int) -> None:
-    print(f"{'task':<18} {'batch':>5} {'plain us':>9} {'fast us':>8} {'saved':>6}   {'(min: plain':>11} {'fast)':>6}")
+def predict_rows(batches: List[int], normalize: bool, repeats: int, kinds: Sequence[str], deterministic: bool) -> None:
+    print(f"{'task':<19} {'batch':>5} {'plain us':>9} {'fast us':>8} {'saved':>6}   {'(min: plain':>11} {'fast)':>6}")
     rng = np.random.default_rng(0)
-    for kind in ("DQN MLPQModel", "PPO MLPActorCritic"):
+    for kind in kinds:
         task = make_task(kind, normalize)
+        label = task.name
         for batch in batches:
             inputs = {"obs": rng.standard_normal((batch, OBS_DIM)).astype(np.float32)}
+            states = task.initial_states(batch)
             timers = {}
             for fast in (False, True):
                 task.fast_predict = fast
-                timers[fast] = per_call_us(lambda task=task, inputs=inputs: task.predict(inputs, {}))
+                timers[fast] = per_call_us(
+                    lambda task=task, inputs=inputs, states=states: task.predict(
+                        inputs, states, deterministic=deterministic
+                    )
+                )
             samples: Dict[bool, List[float]] = {False: [], True: []}
             for _ in range(repeats):
                 for fast in (False, True):
@@ -72,7 +93,7 @@ def predict_rows(batches: List[int], normalize: bool, repeats: int) -> None:
                     samples[fast].append(timers[fast]())
             plain, fast_us = statistics.median(samples[False]), statistics.median(samples[True])
             print(
-                f"{kind:<18} {batch:>5} {plain:>9.1f} {fast_us:>8.1f} {1 - fast_us / plain:>6.0%}   "
+                f"{label:<19} {batch:>5} {plain:>9.1f} {fast_us:>8.1f} {1 - fast_us / plain:>6.0%}   "
                 f"{min(samples[False]):>11.1f} {min(samples[True]):>6.1f}",
                 flush=True,
             )
@@ -95,14 +116,14 @@ def train_rows(repeats: int) -> None:
         )
 
     print(f"{'learn call':<30} {'ms':>8} {'steps':>6} {'ms/step':>8}")
-    for kind, rows in (("DQN MLPQModel", 64), ("PPO MLPActorCritic", 128)):
+    for kind, rows in (("dqn", 64), ("ppo", 128)):
         task = make_task(kind, False)
-        data = batch(rows, kind.startswith("DQN"))
+        data = batch(rows, kind == "dqn")
         task.learn(data)
         timer = per_call_us(lambda task=task, data=data: task.learn(data), seconds=0.3)
         ms = statistics.median(timer() for _ in range(repeats)) / 1000
-        steps = 1 if kind.startswith("DQN") else task.algorithm.epochs * task.algorithm.num_minibatches
-        print(f"{kind + f' learn, batch {rows}':<30} {ms:>8.2f} {steps:>6} {ms / steps:>8.3f}", flush=True)
+        steps = 1 if kind == "dqn" else task.algorithm.epochs * task.algorithm.num_minibatches
+        print(f"{task.name + f' learn, batch {rows}':<30} {ms:>8.2f} {steps:>6} {ms / steps:>8.3f}", flush=True)
 
 
 def main(argv: List[str] = None) -> None:
@@ -111,8 +132,10 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--normalize", action="store_true", help="normalize inputs (running mean and std)")
     parser.add_argument("--repeats", type=int, default=15, help="rounds per path (each ~20 ms of calls)")
     parser.add_argument("--train", action="store_true", help="also time one DQN and one PPO update")
+    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=["dqn", "ppo"], help="rows to time")
+    parser.add_argument("--deterministic", action="store_true", help="greedy or mean actions instead of samples")
     args = parser.parse_args(argv)
-    predict_rows(args.batches, args.normalize, args.repeats)
+    predict_rows(args.batches, args.normalize, args.repeats, args.tasks, args.deterministic)
     if args.train:
         train_rows(args.repeats)
 

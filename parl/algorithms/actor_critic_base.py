@@ -14,10 +14,11 @@ from typing import Callable, Optional, Tuple
 import paddle
 
 from parl.algorithms.returns import gae
-from parl.core.algorithm import Algorithm, TensorDict
+from parl.core.algorithm import Algorithm, Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
-from parl.models.actor_critic import ActorCriticModel
+from parl.layers.compiled import stands_in_for
+from parl.models.actor_critic import ActorCriticModel, StepFn
 from parl.validation import check_range
 
 
@@ -47,8 +48,13 @@ class ActorCriticBase(Algorithm):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        dist, _, next_states = self.model.step(inputs, states)
-        return {"action": dist.mode() if deterministic else dist.sample()}, next_states
+        return _from_policy(self.model.step)(inputs, states, deterministic)
+
+    @stands_in_for(["predict"])
+    def compile_predict(self) -> Optional[Predictor]:
+        """The same actions over the model's ``compile_policy()`` (no value head); None where that is None."""
+        policy = self.model.compile_policy()
+        return None if policy is None else _from_policy(policy)
 
     def advantages(
         self, values: paddle.Tensor, batch: Transition[paddle.Tensor], lam: float
@@ -72,3 +78,14 @@ class ActorCriticBase(Algorithm):
         )
         adv_t = paddle.to_tensor(adv.reshape(-1, 1))
         return adv_t, adv_t + values.detach()
+
+
+def _from_policy(step: StepFn) -> Predictor:
+    """The actions of ``step``'s policy: its mode when deterministic, else a sample, with the next states
+    (``predict`` over ``model.step``, the compiled predictor over ``model.compile_policy()``)."""
+
+    def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
+        dist, _, next_states = step(inputs, states)
+        return {"action": dist.mode() if deterministic else dist.sample()}, next_states
+
+    return act

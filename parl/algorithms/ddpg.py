@@ -19,10 +19,11 @@ from typing import Callable, Dict, Optional, Tuple
 import paddle
 
 from parl.algorithms.actor_critic_q import ActorCriticQ
-from parl.core.algorithm import TensorDict
+from parl.core.algorithm import Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
-from parl.models.continuous import DeterministicActorCritic
+from parl.layers.compiled import stands_in_for
+from parl.models.continuous import ActionFn, DeterministicActorCritic
 
 
 class DDPG(ActorCriticQ):
@@ -62,7 +63,13 @@ class DDPG(ActorCriticQ):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        return {"action": self.model.actor.forward(inputs["obs"])}, {}
+        return _policy_action(self.model.actor.forward)(inputs, states, deterministic)
+
+    @stands_in_for(["predict"])
+    def compile_predict(self) -> Optional[Predictor]:
+        """The same actions over the actor's ``compile_forward()``; None where that is None."""
+        forward = self.model.actor.compile_forward()
+        return None if forward is None else _policy_action(forward)
 
     def next_actions(self, next_obs: paddle.Tensor) -> paddle.Tensor:
         """Actions of the target policy at the next observations (called without gradient)."""
@@ -88,3 +95,13 @@ class DDPG(ActorCriticQ):
             loss = loss + actor_loss
         costs["loss"] = loss
         return costs
+
+
+def _policy_action(forward: ActionFn) -> Predictor:
+    """DDPG's action: the deterministic actor's output, ``pi(s)`` (``predict`` over ``actor.forward``, the
+    compiled predictor over ``actor.compile_forward()``)."""
+
+    def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
+        return {"action": forward(inputs["obs"])}, {}
+
+    return act

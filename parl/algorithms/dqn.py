@@ -22,9 +22,10 @@ import paddle
 import paddle.nn.functional as F
 
 from parl.algorithms.target import TargetSync
-from parl.core.algorithm import Algorithm, TensorDict
+from parl.core.algorithm import Algorithm, Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
+from parl.layers.compiled import stands_in_for
 from parl.validation import check_choice, check_range
 
 
@@ -64,8 +65,15 @@ class DQN(Algorithm):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        q = self.model.value(inputs)
-        return {"action": paddle.argmax(q, axis=-1, keepdim=True)}, {}
+        return _greedy(self.model.value)(inputs, states, deterministic)
+
+    @stands_in_for(["predict"])
+    def compile_predict(self) -> Optional[Predictor]:
+        """The greedy action over the model's ``compile_value()``; None for a model without one (or
+        whose ``compile_value`` returns None)."""
+        compile_value = getattr(self.model, "compile_value", None)
+        value = compile_value() if compile_value is not None else None
+        return None if value is None else _greedy(value)
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         inputs, next_inputs, action = batch.inputs, batch.next_inputs, batch.actions["action"]
@@ -94,3 +102,13 @@ class DQN(Algorithm):
 
     def after_update(self, update_step: int) -> None:
         self.targets.after_update(update_step)
+
+
+def _greedy(value: Callable[[TensorDict], paddle.Tensor]) -> Predictor:
+    """DQN's action: the argmax of ``value``'s Q-values (``predict`` over ``model.value``, the compiled
+    predictor over ``model.compile_value()``)."""
+
+    def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
+        return {"action": paddle.argmax(value(inputs), axis=-1, keepdim=True)}, {}
+
+    return act

@@ -22,10 +22,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 import paddle
 
 from parl.algorithms.actor_critic_q import ActorCriticQ
-from parl.core.algorithm import TensorDict
+from parl.core.algorithm import Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
-from parl.models.continuous import GaussianActorCritic, Temperature
+from parl.layers.compiled import stands_in_for
+from parl.models.continuous import GaussianActorCritic, GaussianFn, Temperature
 
 
 class SAC(ActorCriticQ):
@@ -82,10 +83,13 @@ class SAC(ActorCriticQ):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        mean, log_std = self.model.actor.forward(inputs["obs"])
-        if deterministic:
-            return {"action": paddle.tanh(mean)}, {}
-        return {"action": paddle.tanh(mean + paddle.exp(log_std) * paddle.randn(mean.shape))}, {}
+        return _squashed_action(self.model.actor.forward)(inputs, states, deterministic)
+
+    @stands_in_for(["predict"])
+    def compile_predict(self) -> Optional[Predictor]:
+        """The same actions over the actor's ``compile_forward()``; None where that is None."""
+        forward = self.model.actor.compile_forward()
+        return None if forward is None else _squashed_action(forward)
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
@@ -117,3 +121,16 @@ class SAC(ActorCriticQ):
             loss = loss + alpha_loss
         costs["loss"] = loss
         return costs
+
+
+def _squashed_action(forward: GaussianFn) -> Predictor:
+    """SAC's action: ``tanh`` of a Gaussian sample, or of its mean when deterministic (``predict`` over
+    ``actor.forward``, the compiled predictor over ``actor.compile_forward()``)."""
+
+    def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
+        mean, log_std = forward(inputs["obs"])
+        if deterministic:
+            return {"action": paddle.tanh(mean)}, {}
+        return {"action": paddle.tanh(mean + paddle.exp(log_std) * paddle.randn(mean.shape))}, {}
+
+    return act

@@ -13,6 +13,9 @@ numpy to tensors, minimizes ``costs["loss"]`` with the optimizer from
 algorithms that take several steps on one batch (PPO's epochs and
 minibatches): the task runs one optimizer step per item it yields.
 
+An algorithm may also offer a faster way to act (:meth:`Algorithm.compile_predict`),
+which the task uses in place of ``predict`` once the layers are built.
+
 Hyperparameters are keyword arguments; an unknown one raises ValueError
 naming it, like a bad value does.
 """
@@ -32,6 +35,8 @@ from parl.validation import check_positive
 TensorDict = Dict[str, paddle.Tensor]
 #: What :meth:`Algorithm.learn` returns: one step's costs, or one item per optimizer step.
 LearnResult = Union[TensorDict, Iterator[TensorDict]]
+#: What :meth:`Algorithm.compile_predict` returns: ``(inputs, states, deterministic) -> (actions, next_states)``.
+Predictor = Callable[[TensorDict, TensorDict, bool], Tuple[TensorDict, TensorDict]]
 
 
 class Algorithm:
@@ -88,6 +93,43 @@ class Algorithm:
         (evaluation); algorithms whose policy is deterministic ignore it.
         """
         raise NotImplementedError
+
+    def compile_predict(self) -> Optional[Predictor]:
+        """A faster predictor giving what :meth:`predict` gives, bit for bit, or None (the default):
+        act through :meth:`predict`.
+
+        :class:`~parl.serving.computation_task.ComputationTask` asks for it after its first
+        prediction (which builds the layers) and then calls it, without gradient and under its
+        weights lock, in place of ``predict``::
+
+            predictor = algorithm.compile_predict()    # once
+            actions, next_states = predictor(inputs, states, deterministic)
+
+        An algorithm writes its action math once, as a function of the model's pieces, and gives
+        it the plain pieces in ``predict`` and the compiled ones here (the models' ``compile_*``
+        methods, built on :mod:`parl.layers.compiled`). DQN's, in short (parl/algorithms/dqn.py)::
+
+            def _greedy(value):                        # value: inputs -> Q
+                def act(inputs, states, deterministic):
+                    return {"action": paddle.argmax(value(inputs), axis=-1, keepdim=True)}, {}
+                return act
+
+            def predict(self, inputs, states, *, deterministic=False):
+                return _greedy(self.model.value)(inputs, states, deterministic)
+
+            @stands_in_for(["predict"])                # a subclass replacing predict gets None
+            def compile_predict(self):
+                value = self.model.compile_value()      # None: the model's value is not compiled
+                return None if value is None else _greedy(value)
+
+        Random draws must use the same calls in the same order as ``predict``, so that a seeded
+        run draws the same actions whichever way it acts.
+
+        Raises:
+            ~parl.layers.layer_func.LayersNotBuilt: a layer the predictor reads has no parameters yet;
+                the task asks again after its next prediction.
+        """
+        return None
 
     def learn(self, batch: Transition[paddle.Tensor]) -> LearnResult:
         """Named costs of one batch; ``costs["loss"]`` is what the optimizer minimizes.

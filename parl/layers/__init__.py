@@ -3,7 +3,7 @@
 from parl.layers.conv2d import Conv2D, conv2d
 from parl.layers.embedding import Embedding, embedding
 from parl.layers.fc import FC, fc
-from parl.layers.layer_func import LayerFunc, ParamSpec, is_training, training_mode, unique_name
+from parl.layers.layer_func import LayerFunc, LayersNotBuilt, ParamSpec, is_training, training_mode, unique_name
 from parl.layers.norm import BatchNorm, LayerNorm, batch_norm, layer_norm
 from parl.layers.recurrent import GRU, LSTM, gru, lstm
 
@@ -16,6 +16,7 @@ __all__ = [
     "Embedding",
     "LayerFunc",
     "LayerNorm",
+    "LayersNotBuilt",
     "ParamSpec",
     "batch_norm",
     "conv2d",

@@ -25,6 +25,8 @@ def _pair(name: str, value: IntOrPair, minimum: int) -> Tuple[int, int]:
 class Conv2D(LayerFunc):
     """``act(conv2d(x, w) + b)`` for ``x`` of shape [N, C, H, W]; C is inferred."""
 
+    same_in_both_modes = True
+
     def __init__(
         self,
         num_filters: int,

@@ -11,7 +11,7 @@ Every distribution works on batches: parameters are ``[B, ...]`` tensors and
 from __future__ import annotations
 
 import math
-from typing import Tuple
+from typing import Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -24,7 +24,18 @@ class Categorical:
 
     def __init__(self, logits: paddle.Tensor) -> None:
         self.logits = logits
-        self.log_probs = F.log_softmax(logits, axis=-1)
+        # Computed now, under the gradient mode the logits were made in. Logits without gradient (acting)
+        # wait for the first read: the same values whenever it comes, and the mode needs none.
+        self._log_probs: Optional[paddle.Tensor] = None
+        if not logits.stop_gradient:
+            _ = self.log_probs
+
+    @property
+    def log_probs(self) -> paddle.Tensor:
+        """``log softmax(logits)``, ``[B, N]``."""
+        if self._log_probs is None:
+            self._log_probs = F.log_softmax(self.logits, axis=-1)
+        return self._log_probs
 
     def sample(self) -> paddle.Tensor:
         """One action per row, drawn from paddle's global generator."""

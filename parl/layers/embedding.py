@@ -13,6 +13,8 @@ from parl.layers.layer_func import LayerFunc, ParamSpec
 class Embedding(LayerFunc):
     """Maps int64 ids of any shape to float32 rows of a [num_embeddings, embedding_dim] table."""
 
+    same_in_both_modes = True
+
     def __init__(self, num_embeddings: int, embedding_dim: int, name: Optional[str] = None) -> None:
         for arg, value in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -35,6 +35,8 @@ class EnsembleFC(LayerFunc):
         act: activation name (see :func:`~parl.layers.layer_func.activation`), or None.
     """
 
+    same_in_both_modes = True
+
     def __init__(self, size: int, members: int, act: Optional[str] = None, name: Optional[str] = None) -> None:
         for label, value in (("size", size), ("members", members)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

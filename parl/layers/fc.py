@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import paddle
 from paddle import _C_ops
@@ -12,6 +12,8 @@ from parl.layers.layer_func import LayerFunc, ParamSpec, activation
 
 class FC(LayerFunc):
     """``act(x @ w + b)`` over the last axis of ``x``."""
+
+    same_in_both_modes = True
 
     def __init__(
         self,
@@ -43,6 +45,26 @@ class FC(LayerFunc):
         if self.use_bias:
             out = _C_ops.add(out, self.params["b"])
         return self._act(out) if self._act is not None else out
+
+    def fast(self) -> Callable[[paddle.Tensor], paddle.Tensor]:
+        """``act(x @ w + b)`` as one ``_C_ops.linear`` call (matmul and bias add in one call, the same
+        values as :meth:`forward`: tests/test_fast_predict.py pins the kernels) without the per-call
+        Python of :meth:`forward`.
+
+        Raises:
+            LayersNotBuilt: the layer has no parameters yet.
+        """
+        self._check_built()
+        w, act = self.params["w"], self._act
+        linear, matmul = _C_ops.linear, _C_ops.matmul
+        if self.use_bias:
+            b = self.params["b"]
+            if act is None:
+                return lambda x: linear(x, w, b)
+            return lambda x: act(linear(x, w, b))
+        if act is None:
+            return lambda x: matmul(x, w, False, False)
+        return lambda x: act(matmul(x, w, False, False))
 
 
 def fc(

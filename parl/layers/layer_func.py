@@ -8,6 +8,9 @@ Parameters are created lazily on the first call, so a layer never needs its
 input size. A layer that has not been called yet can still receive values
 (:meth:`LayerFunc.set_arrays`), which is how a fresh clone or a restored
 model lines up with a trained one before it has seen any input.
+
+A built layer also gives a fast callable of itself (:meth:`LayerFunc.fast`) for
+compiled acting paths (:mod:`parl.layers.compiled`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import defaultdict
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence
 
 import numpy as np
 import paddle
@@ -28,6 +31,13 @@ def unique_name(prefix: str) -> str:
     """A process-wide unique layer name such as ``fc_0``, ``fc_1``."""
     with _name_lock:
         return f"{prefix}_{next(_name_counters[prefix])}"
+
+
+class LayersNotBuilt(Exception):
+    """A layer has no parameters yet, so it has no fast callable (:meth:`LayerFunc.fast`).
+
+    Compiled acting paths are made after the first plain call, which builds every layer it reaches.
+    """
 
 
 class ParamSpec:
@@ -76,6 +86,29 @@ class LayerFunc:
         return bool(self.params) or self._built_without_params
 
     _built_without_params = False
+
+    #: Whether :meth:`forward` computes the same in training and evaluation mode (it never reads
+    #: :func:`is_training`). Read from the layer's own class only (:func:`parl.layers.compiled.reads_mode`),
+    #: so a subclass that may read the mode is not taken for its parent: it declares it again or is not trusted.
+    same_in_both_modes: ClassVar[bool] = False
+
+    def fast(self) -> Callable[..., Any]:
+        """The layer's computation as a callable for acting, taking what :meth:`forward` takes.
+
+        The default is :meth:`forward` itself; layers with a cheaper form of the same computation
+        (the same values, bit for bit) return that instead, as :class:`~parl.layers.fc.FC` does. The
+        callable reads the parameters held now: values set later (``set_arrays``, weight copies) are
+        seen, since those write into the same tensors.
+
+        Raises:
+            LayersNotBuilt: the layer has no parameters yet.
+        """
+        self._check_built()
+        return self.forward
+
+    def _check_built(self) -> None:
+        if not self.built:
+            raise LayersNotBuilt(f"layer {self.name} has no parameters yet; call it once before compiling it")
 
     def __call__(self, x: paddle.Tensor) -> paddle.Tensor:
         if not self.built:

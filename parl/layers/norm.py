@@ -23,6 +23,8 @@ def _check_epsilon(epsilon: float) -> float:
 class LayerNorm(LayerFunc):
     """Normalizes the last axis to zero mean and unit variance, then ``* w + b``."""
 
+    same_in_both_modes = True
+
     def __init__(self, epsilon: float = 1e-5, name: Optional[str] = None) -> None:
         self.epsilon = _check_epsilon(epsilon)
         super().__init__("layer_norm", name)

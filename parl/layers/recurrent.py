@@ -77,6 +77,8 @@ class _RecurrentCell(LayerFunc):
 class LSTM(_RecurrentCell):
     """LSTM cell: ``c' = f*c + i*g``, ``h' = o*tanh(c')``; state is (h, c); forget bias starts at 1."""
 
+    same_in_both_modes = True
+
     num_gates = 4
 
     def __init__(self, hidden_size: int, name: Optional[str] = None) -> None:
@@ -114,6 +116,8 @@ class LSTM(_RecurrentCell):
 
 class GRU(_RecurrentCell):
     """GRU cell: ``n = tanh(x_n + r*(h@w_hn + b_hn))``, ``h' = (1-z)*n + z*h``; state is h."""
+
+    same_in_both_modes = True
 
     num_gates = 3
 

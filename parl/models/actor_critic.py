@@ -5,6 +5,7 @@ feedforward or recurrent:
 
     dist, value, next_states = model.step(inputs, states)        # one step per row (acting, bootstrap)
     dist, value = model.sequence(inputs, states, lengths)        # rows are time-ordered segments (learning)
+    policy = model.compile_policy()                              # step for acting, over fast layer callables
 
 ``dist`` is a :class:`~parl.layers.distributions.Categorical` (discrete
 actions, int64 ``[1]``) or a :class:`~parl.layers.distributions.DiagGaussian`
@@ -13,11 +14,16 @@ with mean and softplus sigma (continuous actions, float32 ``[action_dim]`` in
 A recurrent model declares its memory as state specs ``h`` and ``c``; in
 :meth:`ActorCriticModel.sequence` it restarts each segment from the state stored
 with the segment's first row and unrolls it step by step.
+
+A model here writes its features once (``_features``, over a
+:data:`~parl.layers.compiled.Bind`); :meth:`ActorCriticModel.step` runs them
+over the layers and :meth:`ActorCriticModel.compile_policy` over their fast
+callables.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import paddle
@@ -26,11 +32,16 @@ import paddle.nn.functional as F
 from parl import layers
 from parl.core.model import Model
 from parl.core.specs import SpecList
+from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.layers.distributions import Categorical, DiagGaussian
 from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
 Distribution = Union[Categorical, DiagGaussian]
+#: ``(inputs, states) -> (policy, value, next states)``; the value is None where it is not computed (acting).
+StepFn = Callable[[TensorDict, TensorDict], Tuple[Distribution, Optional[paddle.Tensor], TensorDict]]
+#: ``(inputs, states) -> (policy features, value features, next states)``; value features may be None.
+FeaturesFn = Callable[[TensorDict, TensorDict], Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]]
 
 #: Smallest standard deviation of a Gaussian head (keeps log-probabilities finite).
 MIN_STD = 1e-3
@@ -71,19 +82,55 @@ class ActorCriticModel(Model):
             return [("action", dict(shape=[1], dtype="int64"))]
         return [("action", dict(shape=[self.action_dim], dtype="float32"))]
 
-    def _heads(
-        self, policy_features: paddle.Tensor, value_features: paddle.Tensor
-    ) -> Tuple[Distribution, paddle.Tensor]:
-        if self.discrete:
-            dist: Distribution = Categorical(self.logits(policy_features))
-        else:
-            std = F.softplus(self.sigma(policy_features)) + MIN_STD
-            dist = DiagGaussian(self.mean(policy_features), std)
-        return dist, self.critic(value_features)
-
     def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
         """Policy, value and next states for one step of every row."""
-        raise NotImplementedError
+        return self._step(plain, acting=False)(inputs, states)
+
+    @stands_in_for(["step"])
+    def compile_policy(self) -> Optional[StepFn]:
+        """:meth:`step` for acting, over the layers' fast callables: the same policy and next states; the
+        value is not computed (None), nor a Gaussian's standard deviation unless a sample needs it.
+
+        None on a subclass that overrides ``step``.
+
+        Raises:
+            LayersNotBuilt: before the first call of :meth:`step`.
+        """
+        return self._step(fast, acting=True)
+
+    def _features(self, bind: Bind, value: bool) -> FeaturesFn:
+        """The features of the policy and (when ``value``) of the value head, and the next states."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step and sequence, or _features")
+
+    def _step(self, bind: Bind, acting: bool) -> StepFn:
+        features, policy = self._features(bind, not acting), self._policy(bind, acting)
+        critic = None if acting else bind(self.critic)
+
+        def step(inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, Optional[paddle.Tensor], TensorDict]:
+            policy_features, value_features, next_states = features(inputs, states)
+            dist = policy(policy_features)
+            return dist, (None if critic is None else critic(value_features)), next_states
+
+        return step
+
+    def _policy(self, bind: Bind, acting: bool) -> Callable[[paddle.Tensor], Distribution]:
+        """Features -> the policy. ``acting``: a Gaussian computes its standard deviation when first read."""
+        if self.discrete:
+            logits = bind(self.logits)
+            return lambda h: Categorical(logits(h))
+        mean, sigma = bind(self.mean), bind(self.sigma)
+
+        def std(h: paddle.Tensor) -> paddle.Tensor:
+            return F.softplus(sigma(h)) + MIN_STD
+
+        if acting:
+            return lambda h: _ActingGaussian(mean(h), std, h)
+
+        def gaussian(h: paddle.Tensor) -> DiagGaussian:
+            sd = std(h)  # before the mean: the order the layers were first built in fixes a seed's weights
+            return DiagGaussian(mean(h), sd)
+
+        return gaussian
 
     def sequence(
         self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
@@ -112,25 +159,30 @@ class MLPActorCritic(ActorCriticModel):
         self.actor_hidden = [layers.fc(check_int("hidden_sizes", h, 1), act="tanh") for h in hidden_sizes]
         self.critic_hidden = [] if self.shared else [layers.fc(h, act="tanh") for h in hidden_sizes]
 
-    def _features(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
-        h = obs
-        for layer in self.actor_hidden:
-            h = layer(h)
+    def _features(self, bind: Bind, value: bool) -> FeaturesFn:
+        actor = chain(bind, self.actor_hidden)
         if self.shared:
-            return h, h
-        v = obs
-        for layer in self.critic_hidden:
-            v = layer(v)
-        return h, v
 
-    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
-        dist, value = self._heads(*self._features(inputs["obs"]))
-        return dist, value, {}
+            def shared(inputs: TensorDict, states: TensorDict) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
+                h = actor(inputs["obs"])
+                return h, h, {}
+
+            return shared
+        critic = chain(bind, self.critic_hidden) if value else None
+
+        def separate(
+            inputs: TensorDict, states: TensorDict
+        ) -> Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]:
+            obs = inputs["obs"]
+            return actor(obs), (None if critic is None else critic(obs)), {}
+
+        return separate
 
     def sequence(
         self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
     ) -> Tuple[Distribution, paddle.Tensor]:
-        return self._heads(*self._features(inputs["obs"]))
+        dist, value, _ = self._step(plain, acting=False)(inputs, states)
+        return dist, value
 
 
 class LSTMActorCritic(ActorCriticModel):
@@ -154,10 +206,14 @@ class LSTMActorCritic(ActorCriticModel):
             ("c", dict(shape=[self.hidden_size], dtype="float32")),
         ]
 
-    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
-        out, (h, c) = self.cell(self.embed(inputs["obs"]), (states["h"], states["c"]))
-        dist, value = self._heads(out, out)
-        return dist, value, {"h": h, "c": c}
+    def _features(self, bind: Bind, value: bool) -> FeaturesFn:
+        embed, cell = bind(self.embed), bind(self.cell)
+
+        def features(inputs: TensorDict, states: TensorDict) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
+            out, (h, c) = cell(embed(inputs["obs"]), (states["h"], states["c"]))
+            return out, out, {"h": h, "c": c}
+
+        return features
 
     def sequence(
         self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
@@ -174,7 +230,27 @@ class LSTMActorCritic(ActorCriticModel):
             outputs.append(out)
         flat = paddle.stack(outputs, axis=1).reshape([num * longest, -1])
         out = paddle.gather(flat, positions)  # back to row order
-        return self._heads(out, out)
+        return self._policy(plain, acting=False)(out), self.critic(out)
+
+
+class _ActingGaussian(DiagGaussian):
+    """``DiagGaussian(mean, std_of(features))`` whose standard deviation is computed when first read:
+    a deterministic action (the mean) needs none. For acting only, where nothing is differentiated and
+    the weights cannot change between the two reads (the task holds its weights lock)."""
+
+    def __init__(
+        self, mean: paddle.Tensor, std_of: Callable[[paddle.Tensor], paddle.Tensor], features: paddle.Tensor
+    ) -> None:
+        self.mean = mean
+        self._std_of, self._features = std_of, features
+        self._std: Optional[paddle.Tensor] = None
+
+    @property
+    def std(self) -> paddle.Tensor:  # type: ignore[override]
+        """The standard deviation, computed on the first read."""
+        if self._std is None:
+            self._std = self._std_of(self._features)
+        return self._std
 
 
 def _segment_layout(sequence_lengths: Sequence[int]) -> Tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor, int]:

@@ -7,6 +7,7 @@ environment's bounds). Each holds an ``actor`` and a ``critic``:
     action = model.actor.forward(obs)                      # DeterministicActor: tanh output, [B, D]
     mean, log_std = model.actor.forward(obs)               # GaussianActor: pre-squash Gaussian, [B, D] each
     dist = model.actor.dist(obs)                           # ... as a TanhGaussian
+    forward = model.actor.compile_forward()                # forward over fast layer callables, for acting
     q = model.critic.value(obs, action)                    # QCritic: [members, B, 1], one row per critic
     q = model.critic.value(obs, action, frozen=True)       # same values; no gradient reaches the critic
 
@@ -22,13 +23,15 @@ weight snapshots taken while training starts are always complete.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple, Type, Union
+from typing import Callable, Optional, Sequence, Tuple, Type, Union
 
 import paddle
+from paddle import _C_ops
 
 from parl import layers
 from parl.core.model import Model
 from parl.core.specs import SpecList
+from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.layers.distributions import TanhGaussian
 from parl.layers.ensemble_fc import EnsembleFC
 from parl.layers.layer_func import LayerFunc, ParamSpec
@@ -36,6 +39,11 @@ from parl.validation import check_int, check_positive
 
 #: Bounds of a GaussianActor's log standard deviation (as Stable-Baselines3's SAC).
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+#: ``obs -> action`` of a DeterministicActor.
+ActionFn = Callable[[paddle.Tensor], paddle.Tensor]
+#: ``obs -> (mean, log_std)`` of a GaussianActor.
+GaussianFn = Callable[[paddle.Tensor], Tuple[paddle.Tensor, paddle.Tensor]]
 
 
 def _hidden(sizes: Sequence[int]) -> list:
@@ -77,10 +85,15 @@ class DeterministicActor(Model):
 
     def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
         """The action, ``[B, action_dim]``."""
-        h = obs
-        for layer in self.hidden:
-            h = layer(h)
-        return self.out(h)
+        return self._forward(plain)(obs)
+
+    @stands_in_for(["forward"])
+    def compile_forward(self) -> Optional[ActionFn]:
+        """:meth:`forward` over the layers' fast callables (None on a subclass that overrides ``forward``)."""
+        return self._forward(fast)
+
+    def _forward(self, bind: Bind) -> ActionFn:
+        return chain(bind, [*self.hidden, self.out])
 
 
 class GaussianActor(Model):
@@ -98,11 +111,23 @@ class GaussianActor(Model):
 
     def forward(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
         """``(mean, log_std)``, each ``[B, action_dim]``."""
-        h = obs
-        for layer in self.hidden:
-            h = layer(h)
-        mean, log_std = paddle.split(self.out(h), 2, axis=-1)
-        return mean, paddle.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)
+        return self._forward(plain)(obs)
+
+    @stands_in_for(["forward"])
+    def compile_forward(self) -> Optional[GaussianFn]:
+        """:meth:`forward` over the layers' fast callables (None on a subclass that overrides ``forward``)."""
+        return self._forward(fast)
+
+    def _forward(self, bind: Bind) -> GaussianFn:
+        body = chain(bind, [*self.hidden, self.out])
+
+        def forward(obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+            out = body(obs)
+            # paddle.split(out, 2, axis=-1) and paddle.clip run these kernels after a few us of Python.
+            mean, log_std = _C_ops.split_with_num(out, 2, out.ndim - 1)
+            return mean, _C_ops.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)
+
+        return forward
 
     def dist(self, obs: paddle.Tensor) -> TanhGaussian:
         """The policy at ``obs``: samples and log-probabilities in action space (-1, 1)."""
@@ -166,6 +191,8 @@ class GaussianActorCritic(ContinuousActorCritic):
 
 class _Scalar(LayerFunc):
     """One trainable float, built at once (it reads no input)."""
+
+    same_in_both_modes = True
 
     def __init__(self, initial: float) -> None:
         super().__init__("scalar")

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import paddle
 
 from parl import layers
 from parl.core.model import Model
 from parl.core.specs import SpecList
+from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.validation import check_int
+
+TensorDict = Dict[str, paddle.Tensor]
+#: ``inputs -> Q``, ``[B, num_actions]``.
+ValueFn = Callable[[TensorDict], paddle.Tensor]
 
 
 class MLPQModel(Model):
@@ -39,11 +44,31 @@ class MLPQModel(Model):
     def get_action_specs(self) -> SpecList:
         return [("action", dict(shape=[1], dtype="int64"))]
 
-    def value(self, inputs: Dict[str, paddle.Tensor]) -> paddle.Tensor:
-        h = inputs["obs"]
-        for layer in self.hidden:
-            h = layer(h)
+    def value(self, inputs: TensorDict) -> paddle.Tensor:
+        """Q-values of every action, ``[B, num_actions]``."""
+        return self._value(plain)(inputs)
+
+    @stands_in_for(["value"])
+    def compile_value(self) -> Optional[ValueFn]:
+        """:meth:`value` over the layers' fast callables (None on a subclass that overrides ``value``).
+
+        Raises:
+            LayersNotBuilt: before the first call of :meth:`value`.
+        """
+        return self._value(fast)
+
+    def _value(self, bind: Bind) -> ValueFn:
         if not self.dueling:
-            return self.q(h)
-        advantage = self.advantage(h)
-        return self.state_value(h) + advantage - advantage.mean(axis=-1, keepdim=True)
+            return _on_obs(chain(bind, [*self.hidden, self.q]))
+        trunk, advantage_head, state_value = chain(bind, self.hidden), bind(self.advantage), bind(self.state_value)
+
+        def dueling(inputs: TensorDict) -> paddle.Tensor:
+            h = trunk(inputs["obs"])
+            advantage = advantage_head(h)
+            return state_value(h) + advantage - advantage.mean(axis=-1, keepdim=True)
+
+        return dueling
+
+
+def _on_obs(body: Callable[[paddle.Tensor], paddle.Tensor]) -> ValueFn:
+    return lambda inputs: body(inputs["obs"])

@@ -29,15 +29,15 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Uni
 
 import numpy as np
 import paddle
-from paddle.base import core
 
-from parl.core.algorithm import Algorithm
+from parl.core.algorithm import Algorithm, Predictor
 from parl.core.batch import Transition, check_transition
 from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
-from parl.layers.layer_func import training_mode
+from parl.layers.compiled import reads_mode
+from parl.layers.layer_func import LayersNotBuilt, training_mode
 from parl.layers.optimizer import Optimizer, grad_norm_value
-from parl.serving.fast_predict import LayersNotBuilt, Predictor, compile_predictor
+from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
@@ -98,12 +98,12 @@ class ComputationTask:
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
         self._learn_lock = threading.Lock()
-        #: Act through :mod:`parl.serving.fast_predict` where it knows the algorithm and model
-        #: (the same results as the plain path, bit for bit); False: always the plain path.
+        #: Act through the algorithm's compiled predictor (:meth:`Algorithm.compile_predict`) where it
+        #: has one (the same results as ``predict``, bit for bit); False: always through ``predict``.
         self.fast_predict = True
-        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this pair
-        self._input_tensors: Dict[str, Tuple[paddle.Tensor, object]] = {}  # the fast path's, refilled per call
-        self._state_tensors: Dict[str, Tuple[paddle.Tensor, object]] = {}
+        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this algorithm
+        self._input_tensors = ReusedTensors()  # the fast path's, refilled per call
+        self._state_tensors = ReusedTensors()
 
     def _make_normalizer(
         self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
@@ -157,13 +157,13 @@ class ComputationTask:
     def _predict_plain(
         self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
     ) -> Tuple[ArrayDict, ArrayDict]:
-        st_t = {k: _tensor(v) for k, v in states.items()}
+        st_t = {k: tensor(v) for k, v in states.items()}
         with self._weights_lock, paddle.no_grad(), training_mode(False):
             if self.normalizer is not None:
                 if not deterministic:
                     self.normalizer.update(inputs)
                 inputs = self.normalizer(inputs)
-            in_t = {k: _tensor(v) for k, v in inputs.items()}
+            in_t = {k: tensor(v) for k, v in inputs.items()}
             if deterministic:
                 actions, next_states = self.algorithm.predict(in_t, st_t, deterministic=True)
             else:
@@ -177,27 +177,38 @@ class ComputationTask:
         if predictor is None:
             # The first predictions go the plain way, which builds the layers the predictor reads.
             result = self._predict_plain(inputs, states, deterministic)
-            try:
-                self._predictor = compile_predictor(self.algorithm) or False
-            except LayersNotBuilt:
-                pass
+            self._compile()
             return result
         with self._weights_lock:
             if self.normalizer is not None:
                 if not deterministic:
                     self.normalizer.update(inputs)
                 inputs = self.normalizer(inputs)
-            # Refilling this task's input tensors costs ~1 us where a new tensor costs ~17 us; they are
-            # only used under the lock, and read out (copied) before it is released.
-            in_t = _fill(self._input_tensors, inputs)
-            st_t = _fill(self._state_tensors, states)
-            grad_enabled = _has_grad()
-            _set_has_grad(False)  # paddle.no_grad without its Python: the flag is per thread
+            # The task's own tensors, refilled: only used under the lock, and read out (copied) before
+            # it is released.
+            in_t = self._input_tensors.fill(inputs)
+            st_t = self._state_tensors.fill(states)
+            grad_enabled = has_grad()
+            set_has_grad(False)  # paddle.no_grad without its Python: the flag is per thread
             try:
                 actions, next_states = predictor(in_t, st_t, deterministic)
             finally:
-                _set_has_grad(grad_enabled)
+                set_has_grad(grad_enabled)
             return {k: v.numpy() for k, v in actions.items()}, {k: v.numpy() for k, v in next_states.items()}
+
+    def _compile(self) -> None:
+        """Ask the algorithm for its compiled predictor: False where it has none; None (ask again after the
+        next prediction) while a layer it reads is not built."""
+        try:
+            predictor = self.algorithm.compile_predict()
+        except LayersNotBuilt:
+            return
+        if predictor is None:
+            self._predictor = False
+        elif reads_mode(layer for _, model in self._models() for _, layer in model.named_layers()):
+            self._predictor = _in_eval_mode(predictor)  # as the plain path runs (batch_norm reads it)
+        else:
+            self._predictor = predictor
 
     def initial_states(self, batch_size: int = 1) -> ArrayDict:
         """Zero recurrent states, shaped by the model's state specs."""
@@ -224,7 +235,7 @@ class ComputationTask:
                 )
         if not self.reward_transform.identity:
             batch = batch._replace(rewards=self.reward_transform(batch.rewards))
-        tensors = batch.to_tensors(_tensor)
+        tensors = batch.to_tensors(tensor)
         with self._learn_lock, training_mode(True):
             result = self.algorithm.learn(tensors)
             if isinstance(result, Mapping):
@@ -440,39 +451,16 @@ def _mean_costs(steps: List[Costs]) -> Costs:
     return {k: float(np.mean([s[k] for s in steps])) for k in steps[0] if not isinstance(steps[0][k], np.ndarray)}
 
 
-def _tensor(array: np.ndarray) -> paddle.Tensor:
-    # The eager Tensor constructor costs about half of paddle.to_tensor per call; paddle wraps it in
-    # a Python __init__ (for its newer call forms) that costs as much again, skipped here.
-    tensor = _Tensor.__new__(_Tensor)
-    _tensor_init(tensor, np.ascontiguousarray(array))
-    return tensor
+def _in_eval_mode(predictor: Predictor) -> Predictor:
+    """``predictor`` run in evaluation mode."""
 
+    def in_eval_mode(
+        inputs: Dict[str, paddle.Tensor], states: Dict[str, paddle.Tensor], deterministic: bool
+    ) -> Tuple[Dict[str, paddle.Tensor], Dict[str, paddle.Tensor]]:
+        with training_mode(False):
+            return predictor(inputs, states, deterministic)
 
-_Tensor = core.eager.Tensor
-#: The C constructor paddle's ``Tensor.__init__`` wraps (the wrapper passes a numpy array through to it).
-_tensor_init = getattr(_Tensor.__init__, "__globals__", {}).get("original_init", _Tensor.__init__)
-
-
-_has_grad, _set_has_grad = core._has_grad, core._set_has_grad
-
-
-def _fill(
-    tensors: Dict[str, Tuple[paddle.Tensor, object]], arrays: Mapping[str, np.ndarray]
-) -> Dict[str, paddle.Tensor]:
-    """``arrays`` as tensors, copied into ``tensors`` (name -> tensor and its place, made on first use)
-    rather than into new tensors; each keeps its array's shape and dtype, as :func:`_tensor` does."""
-    out = {}
-    for name, array in arrays.items():
-        held = tensors.get(name)
-        if held is None:
-            tensor = _tensor(array)
-            # DenseTensor.set wants the place typed (CPUPlace, CUDAPlace), as this gives it.
-            tensors[name] = (tensor, paddle.framework._current_expected_place())
-        else:
-            tensor, place = held
-            tensor.get_tensor().set(np.ascontiguousarray(array), place)
-        out[name] = tensor
-    return out
+    return in_eval_mode
 
 
 def _to_numpy(tensors: Mapping[str, paddle.Tensor]) -> ArrayDict:
