@@ -10,7 +10,8 @@ Two threads per wrapper:
                       replay sample as an update of its own, task.learn, return the costs to
                       every sender (a per-row ``td_error`` split back by sender)
 
-An exception in the task reaches every agent whose request was in the failed
+An exception in the task (or a prediction answering another number of rows
+than its batch holds) reaches every agent whose request was in the failed
 batch, with the original traceback; the loop keeps serving later requests.
 
 Both loops keep cumulative counters in :class:`WrapperStats`; a metrics
@@ -21,7 +22,7 @@ differences between two snapshots, so nothing is ever reset under a writer.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, List, Mapping, Optional, Set
 
 import numpy as np
 
@@ -143,6 +144,7 @@ class ComputationWrapper:
                 inputs = stack([r.payload[0] for r in requests], task.input_specs)
                 states = stack([r.payload[1] for r in requests], task.state_specs)
                 actions, next_states = task.predict(inputs, states)
+                check_rows(actions, next_states, n)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
                 _fail(requests, f"prediction in task {task.name!r}", exc)
                 continue
@@ -226,6 +228,17 @@ def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, o
     bounds = np.cumsum(sizes)[:-1]
     pieces = {k: np.split(costs[k], bounds) for k in per_row}
     return [{**costs, **{k: pieces[k][i] for k in per_row}} for i in range(len(sizes))]
+
+
+def check_rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> None:
+    """Check that a prediction answered one row per request of its batch of ``n``.
+
+    Raises:
+        ValueError: naming the output and its number of rows.
+    """
+    for name, values in (*actions.items(), *next_states.items()):
+        if len(values) != n:
+            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
 
 
 def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:

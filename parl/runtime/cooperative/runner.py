@@ -57,7 +57,7 @@ from parl.core.errors import RemoteError, StoppedError
 from parl.core.specs import check_dict
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.communicator import InProcessCommunicator
-from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.computation_wrapper import ComputationWrapper, check_rows
 from parl.serving.request_queue import POLL_INTERVAL, Request
 
 logger = logging.getLogger("parl")
@@ -447,9 +447,7 @@ def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarra
     Raises:
         ValueError: the task answered another number of rows than ``n``.
     """
-    for name, values in (*actions.items(), *next_states.items()):
-        if len(values) != n:
-            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
+    check_rows(actions, next_states, n)
     if len(actions) == 1 and not next_states:
         ((name, values),) = actions.items()
         return [({name: row}, {}) for row in values]
