@@ -1,4 +1,5 @@
-"""Fixtures shared by the tests: wrappers and managers that are always stopped, and a thread-leak check."""
+"""Fixtures shared by the tests: wrappers and managers that are always stopped, a thread-leak check,
+and the placement cases every placement-contract test runs over."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 import parl
 
-from toys import EchoAlgorithm, echo_algorithm_func, parl_threads
+from toys import EchoAlgorithm, PlacementCase, Robots, echo_algorithm_func, open_gates, parl_threads, placement_cases
 
 
 @pytest.fixture(autouse=True)
@@ -20,11 +21,6 @@ def no_parl_threads_left():
         thread.join(5.0)
     alive = [t.name for t in leftover if t.is_alive()]
     assert not alive, f"threads still running after the test: {alive}"
-
-
-def _open_gates(task: parl.ComputationTask) -> None:
-    if isinstance(task.algorithm, EchoAlgorithm):
-        task.algorithm.gate.set()
 
 
 @pytest.fixture
@@ -44,7 +40,7 @@ def make_wrapper():
 
     yield make
     for wrapper in wrappers:
-        _open_gates(wrapper.task)
+        open_gates(wrapper.task)
         wrapper.stop()
 
 
@@ -61,5 +57,33 @@ def make_manager():
     yield make
     for manager in managers:
         for task in manager.tasks.values():
-            _open_gates(task)
+            open_gates(task)
         manager.stop()
+
+
+# -- placement cases (tests/toys.py) ----------------------------------------------------------
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes ``placement_case`` (or ``robot``) runs once per placement case."""
+    if "placement_case" in metafunc.fixturenames:
+        cases = placement_cases()
+        metafunc.parametrize("placement_case", cases, ids=[case.id for case in cases], indirect=True)
+
+
+@pytest.fixture
+def placement_case(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> PlacementCase:
+    """The placement case of this test run, prepared."""
+    case: PlacementCase = request.param
+    case.prepare(monkeypatch)
+    return case
+
+
+@pytest.fixture
+def robot(placement_case: PlacementCase):
+    """``robot(tasks=("T",), **task_settings)``: a Manager of echo tasks in the placement case's
+    placement; every Manager is stopped after the test, which must leave no thread or process behind."""
+    robots = Robots(placement_case)
+    yield robots
+    robots.close()
+    assert robots.leftovers() == []

@@ -1,7 +1,8 @@
 """The C extension parl.runtime.cooperative._cooperative: each piece against its Python twin in cooperative.py.
 
-The Manager-level behaviours run on both paths in tests/test_cooperative.py; here each function is
-checked on its own: what it answers, what it leaves to the Python path (None), and what it refuses.
+The Manager-level behaviours run on both paths in tests/test_placement_contract.py and
+tests/test_cooperative.py; here each function is checked on its own: what it answers, what it leaves
+to the Python path (None), and what it refuses.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 import parl
 from parl.core.errors import RemoteError
 
-from toys import LEARN_BLOCK, LEARN_FAIL, WAIT, CountEnv, EchoAlgorithm, ToyModel, echo_sample, specs
+from toys import LEARN_BLOCK, LEARN_FAIL, WAIT, CountEnv, EchoAlgorithm, ToyModel, replay_sample, specs
 
 
 class HandOverAgent(parl.Agent):
@@ -28,11 +28,11 @@ class HandOverAgent(parl.Agent):
 
     def run_one_episode(self) -> Dict[str, float]:
         comm = self.helpers["T"].communicator
-        comm.put_batch(echo_sample(0, rows=2, marker=LEARN_BLOCK))
+        comm.put_batch(replay_sample(0, rows=2, marker=LEARN_BLOCK))
         if not self.algorithm.entered.wait(WAIT):  # the training thread is inside the first update
             raise AssertionError("the first batch never reached the algorithm")
-        comm.put_batch(echo_sample(0, rows=3, marker=LEARN_FAIL))
-        comm.put_batch(echo_sample(0, rows=4))
+        comm.put_batch(replay_sample(0, rows=3, marker=LEARN_FAIL))
+        comm.put_batch(replay_sample(0, rows=4))
         self.seen["in_flight"] = comm.batches_in_flight()
         self.seen["early"] = comm.take_costs(wait=False)
         self.algorithm.gate.set()
@@ -78,8 +78,8 @@ def test_the_default_hand_over_learns_at_once() -> None:
             return {"rows": float(self.learned[-1])}
 
     comm = Blocking()
-    comm.put_batch(echo_sample(0, rows=2))
-    comm.put_batch(echo_sample(0, rows=3))
+    comm.put_batch(replay_sample(0, rows=2))
+    comm.put_batch(replay_sample(0, rows=3))
     assert comm.learned == [2, 3] and comm.batches_in_flight() == 2
     assert comm.take_costs(wait=False) == [{"rows": 2.0}, {"rows": 3.0}]
     assert comm.batches_in_flight() == 0 and comm.take_costs(wait=True) == []

@@ -8,9 +8,8 @@ import paddle
 import pytest
 
 import parl
-from parl.core.errors import RemoteError
 
-from toys import WAIT, EchoAlgorithm, ToyModel, echo_obs
+from toys import EchoAlgorithm, ToyModel, echo_obs
 
 
 class ShortAnswer(EchoAlgorithm):
@@ -40,22 +39,6 @@ def test_an_answer_with_another_number_of_rows_is_refused() -> None:
     obs = np.stack([echo_obs(c, 0) for c in (1, 2)])
     with pytest.raises(ValueError, match="the task answered 1 rows of 'action' for a batch of 2"):
         wrapper.predict_batch(2, {"obs": obs}, {})
-
-
-def test_a_short_answer_fails_every_sender_instead_of_leaving_one_waiting() -> None:
-    """In threads placement a task that answered too few rows used to leave the last senders of the
-    batch waiting for ever; now each of them gets a RemoteError naming the problem."""
-    wrapper = wrapper_of(ShortAnswer(ToyModel))
-    wrapper.start()
-    try:
-        comm = wrapper.communicator(0)
-        with pytest.raises(RemoteError, match="prediction in task 'T'") as caught:
-            comm.predict({"obs": echo_obs(7, 0)})
-        assert isinstance(caught.value.original, ValueError)
-        assert "rows of 'action'" in str(caught.value.original)
-    finally:
-        wrapper.stop(timeout=WAIT)
-    assert not wrapper.alive
 
 
 def test_each_sender_gets_its_own_error_instance() -> None:

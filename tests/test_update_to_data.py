@@ -11,7 +11,7 @@ import pytest
 
 import parl
 
-from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, echo_batch, echo_sample
+from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, Robots, echo_batch, replay_sample
 
 AGENTS = 4
 GAMES = 5
@@ -29,30 +29,26 @@ def expected_updates(updates_per_step: float) -> int:
 @pytest.mark.parametrize(
     "updates_per_step, max_in_flight", [(0.25, 0), (0.5, 0), (1.0, 0), (1.5, 0), (0.5, 2), (1.5, 3)]
 )
-@pytest.mark.parametrize("placement", ["threads", "cooperative", "processes"])
 def test_every_placement_makes_the_updates_its_ratio_earns(
-    placement: str, updates_per_step: float, max_in_flight: int
+    robot: Robots, updates_per_step: float, max_in_flight: int
 ) -> None:
     # Every agent's batches may arrive at once (max_training_batchsize None joins up to 256 of them),
-    # and thread timing decides which do; the count of updates must not depend on it.
-    settings = parl.TaskSettings(lambda: EchoAlgorithm(), min_batchsize=2, training_timeout=0.005)
-    workers = 2 if placement == "processes" else None
-    manager = parl.Manager({"T": settings}, placement=placement, workers=workers, thread_placement="os")
-    try:
-        for code in range(AGENTS):
-            helper = parl.ExpReplayHelper(
-                capacity=100,
-                batch_size=4,
-                warmup_steps=WARMUP,
-                updates_per_step=updates_per_step,
-                seed=code,
-                max_in_flight=max_in_flight,
-            )
-            manager.add_agent(EchoAgent(CountEnv(code, length=EPISODE_STEPS), num_games=GAMES), {"T": helper})
-        manager.start()
-        episodes = manager.join(timeout=WAIT * 4)
-    finally:
-        manager.stop()
+    # and thread timing decides which do; the count of updates must not depend on it, nor on batches
+    # being handed over without waiting. The test runs in every placement case of the placement
+    # contract (tests/conftest.py).
+    manager = robot(min_batchsize=2, training_timeout=0.005)
+    for code in range(AGENTS):
+        helper = parl.ExpReplayHelper(
+            capacity=100,
+            batch_size=4,
+            warmup_steps=WARMUP,
+            updates_per_step=updates_per_step,
+            seed=code,
+            max_in_flight=max_in_flight,
+        )
+        manager.add_agent(EchoAgent(CountEnv(code, length=EPISODE_STEPS), num_games=GAMES), {"T": helper})
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 4)
     assert manager.errors == []
     assert sum(e["steps"] for e in episodes) == AGENTS * GAMES * EPISODE_STEPS
     batches = manager.tasks["T"].algorithm.learn_batches
@@ -63,7 +59,12 @@ def test_every_placement_makes_the_updates_its_ratio_earns(
 def test_the_wrapper_joins_segments_but_learns_each_replay_sample_alone(make_wrapper) -> None:
     algorithm = EchoAlgorithm()
     wrapper = make_wrapper(algorithm, min_batchsize=5, training_timeout=1.0)
-    requests = [(0, echo_batch(0, rows=3)), (1, echo_sample(1, 4)), (2, echo_batch(2, rows=2)), (3, echo_sample(3, 4))]
+    requests = [
+        (0, echo_batch(0, rows=3)),
+        (1, replay_sample(1, 4)),
+        (2, echo_batch(2, rows=2)),
+        (3, replay_sample(3, 4)),
+    ]
     requests.append((4, echo_batch(4, rows=1)))
     costs: List[dict] = [{} for _ in requests]
 

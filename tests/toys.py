@@ -10,15 +10,21 @@ sender of any row of a batch is ``obs[0] // 1000``.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import paddle
+import pytest
 
 import parl
 from parl import layers
 from parl.core.specs import Spec, normalize_specs
+from parl.runtime import registry
 from parl.serving.request_queue import RequestQueue
 
 # Markers carried in obs[1].
@@ -167,11 +173,6 @@ def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition
     )
 
 
-def echo_sample(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
-    """A replay sample (learned as an update of its own): :func:`echo_batch` without its segment lengths."""
-    return echo_batch(code, rows=rows, marker=marker)._replace(sequence_lengths=None)
-
-
 def simple_batch(
     obs: np.ndarray,
     actions: np.ndarray,
@@ -271,6 +272,7 @@ class EchoAgent(parl.Agent):
         self.corrupt = corrupt
         self.replies = 0
         self.mismatches = 0
+        self.learned = 0  # learn() calls whose update's costs came back
 
     def run_one_episode(self) -> Dict[str, float]:
         helper = self.helpers["T"]
@@ -286,7 +288,8 @@ class EchoAgent(parl.Agent):
                 self.mismatches += 1
             next_obs, reward, terminated, truncated, _ = self.env.step(int(actions["action"][0]))
             helper.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
-            helper.learn()
+            if helper.learn() is not None:
+                self.learned += 1
             obs, total, steps, done = next_obs, total + reward, steps + 1, terminated or truncated
         return {"reward": total, "steps": steps}
 
@@ -336,3 +339,323 @@ def parl_threads() -> List[threading.Thread]:
 
 def specs(*entries: Tuple[str, Sequence[int], str]) -> List[Spec]:
     return [Spec(name, shape, dtype) for name, shape, dtype in entries]
+
+
+# -- agents and environments whose records tell what happened, wherever they ran ----------------
+
+
+class ReportingEchoAgent(EchoAgent):
+    """An EchoAgent whose episode records also carry what only the agent sees, so they reach the
+    test from any placement (a worker process too): ``pid``, and ``replies``, ``mismatches`` and
+    ``learned`` counted since the agent started."""
+
+    def __init__(
+        self,
+        env: CountEnv,
+        *,
+        num_games: Optional[int] = None,
+        seed: Optional[int] = None,
+        corrupt: Optional[Callable[[dict, int], dict]] = None,
+    ) -> None:
+        super().__init__(env, num_games=num_games, corrupt=corrupt)
+        self.seed = seed
+
+    def run_one_episode(self) -> Dict[str, float]:
+        result = super().run_one_episode()
+        counts = {"replies": self.replies, "mismatches": self.mismatches, "learned": self.learned}
+        return {**result, "pid": os.getpid(), **counts}
+
+
+class OnceMarkedEnv(CountEnv):
+    """A CountEnv whose observations carry ``marker`` in episode ``marked_episode`` only."""
+
+    def __init__(self, code: int, length: int = 5, marker: float = 0.0, marked_episode: int = 0) -> None:
+        super().__init__(code, length=length, marker=marker)
+        self.marked_episode = marked_episode
+
+    def reset(self, seed: Optional[int] = None):
+        obs, info = super().reset(seed)
+        return self._mark(obs), info
+
+    def step(self, action: int):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return self._mark(obs), reward, terminated, truncated, info
+
+    def _mark(self, obs: np.ndarray) -> np.ndarray:
+        if self.episode != self.marked_episode:
+            obs[1] = 0.0
+        return obs
+
+
+class SeededCountEnv(CountEnv):
+    """A CountEnv whose episode lengths (2 to 7 steps) and rewards (a draw plus ``action % 3``)
+    come from a generator seeded at reset, so a seeded agent plays the same episodes anywhere."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self._rng = np.random.default_rng()
+
+    def reset(self, seed: Optional[int] = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.length = int(self._rng.integers(2, 8))
+        return super().reset(seed)
+
+    def step(self, action: int):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float(self._rng.random()) + action % 3, terminated, truncated, info
+
+
+class TwoTaskAgent(parl.Agent):
+    """Hierarchical style: every step asks task "goal", then task "follow" with the goal's answer
+    (``obs[0] + 500_000``), and each task learns from its own data; the records count replies that
+    were not the sender's own echo (``mismatches``)."""
+
+    def __init__(self, env: CountEnv, *, num_games: int) -> None:
+        super().__init__(env, num_games=num_games)
+        self.mismatches = 0
+
+    def run_one_episode(self) -> Dict[str, float]:
+        goal, follow = self.helpers["goal"], self.helpers["follow"]
+        obs, _ = self.reset_env()
+        done, steps = False, 0
+        while not done:
+            goal_actions, _ = goal.predict({"obs": obs})
+            follow_obs = np.array([obs[0] + 500_000, 0.0], np.float32)
+            follow_actions, _ = follow.predict({"obs": follow_obs})
+            if int(goal_actions["action"][0]) != int(obs[0]) or int(follow_actions["action"][0]) != int(follow_obs[0]):
+                self.mismatches += 1
+            next_obs, reward, terminated, truncated, _ = self.env.step(0)
+            goal.store_data({"obs": obs}, goal_actions, reward, {"obs": next_obs}, terminated, truncated)
+            follow.store_data({"obs": follow_obs}, follow_actions, reward, {"obs": follow_obs}, terminated, truncated)
+            goal.learn()
+            follow.learn()
+            obs, steps, done = next_obs, steps + 1, terminated or truncated
+        return {"reward": float(steps), "steps": steps, "mismatches": self.mismatches}
+
+
+def replay_sample(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
+    """A replay sample from ``code``: :func:`echo_batch` without its segment lengths, so the wrapper
+    learns it as an update of its own, never joined with other batches."""
+    return echo_batch(code, rows=rows, marker=marker)._replace(sequence_lengths=None)
+
+
+# -- watching a robot from the test ------------------------------------------------------------
+
+
+class Sender(threading.Thread):
+    """Calls ``fn`` in a thread and records the result or exception; ``done`` is set when it returns."""
+
+    def __init__(self, fn: Callable[[], object], name: str) -> None:
+        super().__init__(name=f"sender-{name}", daemon=True)
+        self.fn, self.result, self.error, self.done = fn, None, None, threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class Arrivals:
+    """A count shared by every process of a robot: agents call :meth:`arrive` (in a forked worker
+    process too, when made before the fork), the test waits for a number of arrivals."""
+
+    def __init__(self) -> None:
+        self._semaphore = multiprocessing.get_context("fork").Semaphore(0)
+
+    def arrive(self) -> None:
+        """Count one arrival."""
+        self._semaphore.release()
+
+    def wait(self, count: int, timeout: float = WAIT) -> bool:
+        """Whether ``count`` more arrivals came within ``timeout`` seconds (each is counted once)."""
+        deadline = time.monotonic() + timeout
+        return all(self._semaphore.acquire(timeout=max(0.0, deadline - time.monotonic())) for _ in range(count))
+
+
+def announcing(arrivals: Arrivals, change: Optional[Callable[[dict, int], dict]] = None) -> Callable[[dict, int], dict]:
+    """An EchoAgent ``corrupt`` hook that counts each prediction on ``arrivals`` as it is sent, and
+    alters its inputs with ``change(inputs, episode)`` when given."""
+
+    def hook(inputs: dict, episode: int) -> dict:
+        arrivals.arrive()
+        return change(inputs, episode) if change is not None else inputs
+
+    return hook
+
+
+class QueueWatch:
+    """Records every request put on and taken from one RequestQueue (from the wrapper's loop or any
+    transport's), by shadowing the queue's methods with instance attributes."""
+
+    def __init__(self, queue: RequestQueue) -> None:
+        self.puts: List[object] = []
+        self.takes: List[object] = []
+        self._cond = threading.Condition()
+        put, take = queue.put, queue.take
+
+        def recording_put(request) -> None:
+            put(request)
+            with self._cond:
+                self.puts.append(request)
+                self._cond.notify_all()
+
+        def recording_take(*args, **kwargs) -> list:
+            batch = take(*args, **kwargs)
+            with self._cond:
+                self.takes.extend(batch)
+                self._cond.notify_all()
+            return batch
+
+        queue.put = recording_put
+        queue.take = recording_take
+
+    def wait(self, condition: Callable[["QueueWatch"], bool], timeout: float = WAIT) -> bool:
+        """Whether ``condition(self)`` came true within ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: condition(self), timeout)
+
+    def senders_put(self) -> Set[int]:
+        """Agent ids of the requests put so far."""
+        return {request.agent_id for request in self.puts}
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = WAIT) -> bool:
+    """Whether ``condition()`` came true within ``timeout`` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def stays(read: Callable[[], object], seconds: float) -> bool:
+    """Whether ``read()`` gives the same value for ``seconds`` (polled; False at the first change)."""
+    first = read()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if read() != first:
+            return False
+        time.sleep(0.01)
+    return read() == first
+
+
+def settles(read: Callable[[], object], quiet: float, timeout: float = WAIT) -> bool:
+    """Whether ``read()`` stops changing, staying the same for ``quiet`` seconds, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if stays(read, quiet):
+            return True
+    return False
+
+
+def child_pids() -> Set[int]:
+    """Pids of this process's running children (a zombie, dead but not yet reaped, is not running)."""
+    me, out = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.add(int(entry))
+    return out
+
+
+# -- placement cases: every registered placement, for the placement contract ------------------------
+
+#: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
+TEST_OPTIONS: Dict[str, Dict[str, object]] = {"processes": {"workers": 2}}
+
+
+def _unprepared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to set up."""
+
+
+def _python_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cooperative runners made from now on run the Python twins of the C extension's pieces."""
+    from parl.runtime.cooperative import runner
+
+    monkeypatch.setattr(runner, "EXTENSION", None)
+
+
+#: Variants of a placement that keep the contract too, as (case suffix, setup): the cooperative
+#: runner's Python twins, which stand in for its C extension where that was not built.
+VARIANTS: Dict[str, Sequence[Tuple[str, Callable[[pytest.MonkeyPatch], None]]]] = {
+    "cooperative": [("python", _python_twins)],
+}
+
+
+@dataclass(frozen=True)
+class PlacementCase:
+    """One way of running a robot in the placement contract.
+
+    Attributes:
+        id: the test id (the placement's name, with a variant's suffix).
+        placement: the registry entry.
+        options: its Manager options for the tests (TEST_OPTIONS).
+        prepare: called with pytest's monkeypatch before the test makes its Managers.
+    """
+
+    id: str
+    placement: str
+    options: Mapping[str, object] = field(default_factory=dict)
+    prepare: Callable[[pytest.MonkeyPatch], None] = _unprepared
+
+
+def placement_cases() -> List[PlacementCase]:
+    """A case for every entry of :mod:`parl.runtime.registry`, in registration order, each followed
+    by its VARIANTS."""
+    cases = []
+    for name in registry.names():
+        options = dict(TEST_OPTIONS.get(name, {}))
+        cases.append(PlacementCase(name, name, options))
+        cases.extend(
+            PlacementCase(f"{name}-{suffix}", name, options, prepare) for suffix, prepare in VARIANTS.get(name, ())
+        )
+    return cases
+
+
+def open_gates(task: parl.ComputationTask) -> None:
+    """Let every computation held by ``task``'s echo algorithm go on (for teardown)."""
+    if isinstance(task.algorithm, EchoAlgorithm):
+        task.algorithm.gate.set()
+
+
+class Robots:
+    """Makes Managers of echo tasks in one placement case and tells what they left running."""
+
+    def __init__(self, case: PlacementCase) -> None:
+        self.case = case
+        self.managers: List[parl.Manager] = []
+        self._children_before = child_pids()
+
+    def __call__(self, tasks: Sequence[str] = ("T",), **settings: object) -> parl.Manager:
+        """A Manager with one echo task per name of ``tasks``, each with TaskSettings ``settings``."""
+        manager = parl.Manager(
+            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
+            placement=self.case.placement,
+            thread_placement="os",
+            **self.case.options,
+        )
+        self.managers.append(manager)
+        return manager
+
+    def leftovers(self) -> List[str]:
+        """The parl threads still running and the child processes started since this object was made."""
+        children = sorted(child_pids() - self._children_before)
+        return [t.name for t in parl_threads()] + [f"child process {pid}" for pid in children]
+
+    def close(self) -> None:
+        """Stop every Manager made (their algorithms' gates opened first)."""
+        for manager in self.managers:
+            for task in manager.tasks.values():
+                open_gates(task)
+            manager.stop()

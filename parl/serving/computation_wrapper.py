@@ -10,7 +10,8 @@ Two threads per wrapper:
                       replay sample as an update of its own, task.learn, return the costs to
                       every sender (a per-row ``td_error`` split back by sender)
 
-An exception in the task reaches every agent whose request was in the failed
+An exception in the task (or a prediction answering another number of rows
+than its batch holds) reaches every agent whose request was in the failed
 batch, with the original traceback; the loop keeps serving later requests.
 
 Both loops keep cumulative counters in :class:`WrapperStats`; a metrics
@@ -144,9 +145,7 @@ class ComputationWrapper:
         if n > stats.max_prediction_batch:
             stats.max_prediction_batch = n
         actions, next_states = self.task.predict(inputs, states)
-        for name, values in (*actions.items(), *next_states.items()):
-            if len(values) != n:
-                raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
+        check_rows(actions, next_states, n)
         return actions, next_states
 
     def prediction_error(self, original: BaseException) -> RemoteError:
@@ -267,6 +266,17 @@ def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, o
     bounds = np.cumsum(sizes)[:-1]
     pieces = {k: np.split(costs[k], bounds) for k in per_row}
     return [{**costs, **{k: pieces[k][i] for k in per_row}} for i in range(len(sizes))]
+
+
+def check_rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> None:
+    """Check that a prediction answered one row per request of its batch of ``n``.
+
+    Raises:
+        ValueError: naming the output and its number of rows.
+    """
+    for name, values in (*actions.items(), *next_states.items()):
+        if len(values) != n:
+            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
 
 
 def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:

@@ -58,7 +58,7 @@ from parl.core.errors import StoppedError
 from parl.core.specs import check_dict, fits, layout
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.communicator import InProcessCommunicator
-from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.computation_wrapper import ComputationWrapper, check_rows
 from parl.serving.request_queue import POLL_INTERVAL, Request
 
 logger = logging.getLogger("parl")
@@ -492,9 +492,7 @@ def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarra
             ``ComputationWrapper.predict_batch``; checked again here as the extension's ``hand_out``,
             this function's twin, must before it writes any row).
     """
-    for name, values in (*actions.items(), *next_states.items()):
-        if len(values) != n:
-            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
+    check_rows(actions, next_states, n)
     if len(actions) == 1 and not next_states:
         ((name, values),) = actions.items()
         return [({name: row}, {}) for row in values]
