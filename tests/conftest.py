@@ -46,11 +46,21 @@ def make_wrapper():
 
 @pytest.fixture
 def make_manager():
-    """``make_manager(**task_settings)``: a Manager with one echo task "T", stopped after the test."""
+    """``make_manager(tasks=("T",), placement="threads", workers=None, restart_workers=False,
+    **task_settings)``: a Manager of echo tasks, stopped after the test (gates opened first), which
+    must then not be running."""
     managers: List[parl.Manager] = []
 
-    def make(**settings) -> parl.Manager:
-        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func(), **settings)}, thread_placement="os")
+    def make(
+        tasks=("T",), placement: str = "threads", workers=None, restart_workers: bool = False, **settings
+    ) -> parl.Manager:
+        manager = parl.Manager(
+            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
+            placement=placement,
+            workers=workers,
+            restart_workers=restart_workers,
+            thread_placement="os",
+        )
         managers.append(manager)
         return manager
 
@@ -59,6 +69,7 @@ def make_manager():
         for task in manager.tasks.values():
             open_gates(task)
         manager.stop()
+        assert not manager.running()
 
 
 # -- placement cases (tests/toys.py) ----------------------------------------------------------

@@ -47,25 +47,10 @@ def hot_path(request, monkeypatch) -> str:
 
 
 @pytest.fixture
-def make_cooperative(hot_path):
+def make_cooperative(hot_path, make_manager):
     """``make_cooperative(tasks=("T",), **task_settings)``: a cooperative Manager of echo tasks,
-    stopped after the test (gates opened first), on the ``hot_path`` of the parameter."""
-    managers: List[parl.Manager] = []
-
-    def make(tasks=("T",), **settings) -> parl.Manager:
-        manager = parl.Manager(
-            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
-            placement="cooperative",
-            thread_placement="os",
-        )
-        managers.append(manager)
-        return manager
-
-    yield make
-    for manager in managers:
-        for task in manager.tasks.values():
-            task.algorithm.gate.set()
-        manager.stop()
+    stopped after the test, on the ``hot_path`` of the parameter."""
+    return lambda tasks=("T",), **settings: make_manager(tasks, placement="cooperative", **settings)
 
 
 # -- batches -----------------------------------------------------------------------

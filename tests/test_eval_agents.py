@@ -55,6 +55,17 @@ def test_eval_helpers_store_and_learn_nothing() -> None:
     assert task.update_steps == 0
 
 
+def test_eval_helpers_check_what_they_are_given_and_their_transport_never_learns() -> None:
+    helper = EvalHelper(make_task("RL", 2))
+    with pytest.raises(ValueError, match="input 'obs': expected shape"):
+        helper.predict({"obs": np.zeros(3, np.float32)})
+    with pytest.raises(ValueError, match="next input 'obs'"):
+        obs = {"obs": np.zeros(4, np.float32)}
+        helper.store_data(obs, {"action": np.array([1])}, 1.0, {"obs": np.zeros(5, np.float32)}, False, False)
+    with pytest.raises(RuntimeError, match="does not learn"):
+        helper.communicator.learn(None)
+
+
 def test_a_first_episode_below_the_bar_is_the_only_one_played() -> None:
     task = make_task("RL", 3)
     first = evaluate(task, cartpole, 1, seed=70)[0]

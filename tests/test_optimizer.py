@@ -21,20 +21,23 @@ def _loss(p, i):
     return ((p * p) * (i + 1) + p).sum()
 
 
+def _same_updates(ours, mine, reference, theirs) -> None:
+    """Six steps of ``ours`` on ``mine`` and of paddle's ``reference`` on ``theirs``: equal after each."""
+    for i in range(6):
+        for optimizer, param in ((ours, mine), (reference, theirs)):
+            _loss(param, i).backward()
+            optimizer.step()
+            optimizer.clear_grad()
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("grad_clip", [None, 0.5])
 def test_same_updates_as_paddle_adam(grad_clip):
     mine, theirs = _pair(0)
     ours = Adam([mine], learning_rate=0.01, grad_clip=grad_clip)
     clip = paddle.nn.ClipGradByGlobalNorm(grad_clip) if grad_clip else None
     reference = paddle.optimizer.Adam(learning_rate=0.01, parameters=[theirs], grad_clip=clip)
-    for i in range(6):
-        _loss(mine, i).backward()
-        ours.step()
-        ours.clear_grad()
-        _loss(theirs, i).backward()
-        reference.step()
-        reference.clear_grad()
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    _same_updates(ours, mine, reference, theirs)
 
 
 @pytest.mark.parametrize(
@@ -105,14 +108,7 @@ def test_same_updates_as_paddle_rmsprop(grad_clip, momentum, centered):
         grad_clip=clip,
     )
     start = mine.numpy().copy()
-    for i in range(6):
-        _loss(mine, i).backward()
-        ours.step()
-        ours.clear_grad()
-        _loss(theirs, i).backward()
-        reference.step()
-        reference.clear_grad()
-        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    _same_updates(ours, mine, reference, theirs)
     assert not np.allclose(mine.numpy(), start)  # the updates did move the parameters
 
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from typing import Dict, List, Set
+from typing import Dict, Set
 
 import gymnasium
 import pytest
@@ -46,28 +46,12 @@ class CountGymEnv(CountEnv):
 
 
 @pytest.fixture
-def make_manager():
+def make_manager(make_manager):
     """``make_manager(workers=2, restart_workers=False, **task_settings)``: an echo task "T" with
     agents in worker processes; stopped after the test, with every worker process checked gone."""
-    managers: List[parl.Manager] = []
-
-    def make(workers: int = 2, restart_workers: bool = False, **settings) -> parl.Manager:
-        manager = parl.Manager(
-            {"T": parl.TaskSettings(echo_algorithm_func(), **settings)},
-            placement="processes",
-            workers=workers,
-            restart_workers=restart_workers,
-            thread_placement="os",
-        )
-        managers.append(manager)
-        return manager
-
-    yield make
-    for manager in managers:
-        for task in manager.tasks.values():
-            task.algorithm.gate.set()
-        manager.stop()
-        assert not manager.running()
+    return lambda workers=2, restart_workers=False, **settings: make_manager(
+        placement="processes", workers=workers, restart_workers=restart_workers, **settings
+    )
 
 
 def alive(pid: int) -> bool:

@@ -12,52 +12,31 @@ the learners' weights, so evaluation never feeds or slows the training batches.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from parl.core.agent import Agent
-from parl.core.agent_helper import AgentHelper, Rewards
-from parl.core.specs import check_dict, zeros
+from parl.core.agent_helper import AgentHelper
+from parl.core.batch import Transition
 from parl.serving.computation_task import ComputationTask
+from parl.serving.direct import DirectCommunicator
 from parl.validation import check_int
 
 ArrayDict = Dict[str, np.ndarray]
 
 
 class EvalHelper(AgentHelper):
-    """A helper for evaluation: deterministic predictions from ``task``; stores and learns nothing."""
+    """A helper for evaluation: deterministic predictions from ``task``, called in the agent's own
+    thread (:class:`~parl.serving.direct.DirectCommunicator`); it checks what is stored, keeps none
+    of it, and never learns."""
 
     def __init__(self, task: ComputationTask) -> None:
         super().__init__()
         self.task = task
-        self._what = f"task {task.name!r}"
+        self.bind(DirectCommunicator(task, deterministic=True))
 
-    def predict(
-        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
-    ) -> Tuple[ArrayDict, ArrayDict]:
-        """The greedy or mean action for one sample (no batch axis), and the next states."""
-        inputs = check_dict(self.task.input_specs, inputs, f"{self._what} input")
-        states = check_dict(self.task.state_specs, states if states is not None else {}, f"{self._what} state")
-        actions, next_states = self.task.predict(
-            {k: v[None] for k, v in inputs.items()}, {k: v[None] for k, v in states.items()}, deterministic=True
-        )
-        return {k: v[0] for k, v in actions.items()}, {k: v[0] for k, v in next_states.items()}
-
-    def initial_states(self) -> ArrayDict:
-        return {k: v[0] for k, v in zeros(self.task.state_specs, 1).items()}
-
-    def store_data(
-        self,
-        inputs: Mapping[str, object],
-        actions: Mapping[str, object],
-        rewards: Rewards,
-        next_inputs: Mapping[str, object],
-        terminated: bool,
-        truncated: bool,
-        states: Optional[Mapping[str, object]] = None,
-        next_states: Optional[Mapping[str, object]] = None,
-    ) -> None:
+    def _store(self, transition: Transition, episode_over: bool) -> None:
         """Evaluation keeps no experience."""
 
     def learn(self) -> None:
