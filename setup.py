@@ -46,6 +46,7 @@ setup(
         "tensorboardX>=2.6",
         "matplotlib>=3.7",
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
+        "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/progress.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

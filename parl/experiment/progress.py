@@ -1,45 +1,45 @@
-"""A console progress bar for training runs.
+"""A console progress bar for training runs, drawn by tqdm.
 
     bar = ProgressBar(200_000)
     while training:
         bar.update(env_steps, recent_return, extra="eval 312.4")
     bar.close()
 
-On a terminal it is one line redrawn in place::
+On a terminal tqdm redraws one line in place::
 
-    [########............]  41%  82,000/200,000  1,530 steps/s  return 212.3  left 1m17s  eval 312.4
+     41%|████      | 82000/200000 [00:53<01:17, 1530.00 steps/s, return 212.3  eval 312.4]
 
 Elsewhere (a log file, CI) the same text is printed as a plain line at most
-every :data:`PLAIN_INTERVAL` seconds, so logs stay short.
+every :data:`PLAIN_INTERVAL` seconds: tqdm itself would write every redraw
+into the file as carriage returns on one ever-growing line, which logs and CI
+viewers show as one unreadable line.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
-from collections import deque
-from typing import Callable, Deque, Optional, TextIO, Tuple
+from typing import Callable, Optional, TextIO
+
+from tqdm import tqdm
 
 from parl.validation import check_int, check_range
 
 #: Seconds between lines when the stream is not a terminal.
 PLAIN_INTERVAL = 10.0
-#: Steps per second are measured over about this many recent seconds.
-RATE_WINDOW = 30.0
-#: Characters inside the bar's brackets.
-BAR_WIDTH = 20
+UNIT = " steps"
 
 
 class ProgressBar:
-    """Shows env steps against a budget, the step rate, the recent mean return and the time left.
+    """Shows env steps against a budget, the step rate, the time left, the recent mean return and
+    ``extra`` text.
 
     Args:
         total_steps: the env step budget (100%).
-        stream: where to draw; a terminal (``isatty()``) gets a line redrawn with ``\\r``.
+        stream: where to draw; a terminal (``isatty()``) gets tqdm's line redrawn in place.
         min_interval: least seconds between redraws on a terminal.
-        clock: seconds on a monotonic clock (tests pass a fake).
+        clock: seconds on a monotonic clock, for the plain lines off a terminal (tests pass a fake).
     """
 
     def __init__(
@@ -54,106 +54,55 @@ class ProgressBar:
         self.stream = stream
         self.tty = _is_tty(stream)
         interval = check_range("min_interval", min_interval, 0.0, math.inf)
-        self.interval = interval if self.tty else max(interval, PLAIN_INTERVAL)
         self._clock = clock
-        self._samples: Deque[Tuple[float, int]] = deque()  # (time, steps) at each draw, for the rate
-        self._last_draw: Optional[float] = None
-        self._pending: Optional[Tuple[int, Optional[float], str]] = None  # the last update not yet drawn
-        self._width = 0  # length of the line on screen, to blank what a shorter line leaves
+        self._start = clock()
+        self._last_line: Optional[float] = None
+        self._pending: Optional[str] = None  # off a terminal: the last update's line, not yet printed
         self._closed = False
+        self._bar = (
+            tqdm(total=self.total_steps, file=stream, mininterval=interval, unit=UNIT, dynamic_ncols=True)
+            if self.tty
+            else None
+        )
 
     def update(self, steps: int, recent_return: Optional[float], extra: str = "") -> None:
         """Report ``steps`` env steps so far and the recent mean training return (None or NaN: none yet);
-        ``extra`` is appended to the line. Draws at most every ``min_interval`` seconds (or
-        :data:`PLAIN_INTERVAL` off a terminal), and always on reaching the budget."""
+        ``extra`` is appended. Drawn at most every ``min_interval`` seconds (or :data:`PLAIN_INTERVAL`
+        off a terminal), and always on reaching the budget."""
         if self._closed:
             return
-        self._pending = (steps, recent_return, extra)
+        postfix = _postfix(recent_return, extra)
+        if self._bar is not None:
+            self._bar.set_postfix_str(postfix, refresh=False)
+            self._bar.update(steps - self._bar.n)
+            if steps >= self.total_steps:
+                self._bar.refresh()
+            return
         now = self._clock()
-        due = self._last_draw is None or now - self._last_draw >= self.interval
-        if due or (steps >= self.total_steps and not self._drawn_at_total()):
-            self._draw(now)
+        self._pending = tqdm.format_meter(steps, self.total_steps, now - self._start, unit=UNIT, postfix=postfix)
+        if self._last_line is None or now - self._last_line >= PLAIN_INTERVAL or steps >= self.total_steps:
+            self._print(now)
 
     def close(self) -> None:
         """Draw the last update if it is not on screen yet and end the line; later calls do nothing."""
         if self._closed:
             return
         self._closed = True
-        if self._pending is not None:
-            self._draw(self._clock())
-        if self.tty and self._width:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.close()
+        elif self._pending is not None:
+            self._print(self._clock())
 
-    def line(self, steps: int, recent_return: Optional[float], extra: str, rate: Optional[float]) -> str:
-        """The text of one report (without ``\\r`` or newline)."""
-        fraction = min(max(steps / self.total_steps, 0.0), 1.0)
-        filled = int(round(fraction * BAR_WIDTH))
-        parts = [
-            f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}]",
-            f"{100 * fraction:.0f}%",
-            f"{steps:,}/{self.total_steps:,}",
-            f"{rate:,.0f} steps/s" if rate is not None else "-- steps/s",
-            f"return {recent_return:.1f}" if _is_number(recent_return) else "return --",
-        ]
-        left = max(self.total_steps - steps, 0)
-        if left == 0:
-            parts.append("left 0s")
-        elif rate is not None and rate > 0:
-            parts.append(f"left {format_duration(left / rate)}")
-        else:
-            parts.append("left --")
-        if extra:
-            parts.append(extra)
-        return "  ".join(parts)
-
-    # -- drawing ------------------------------------------------------------
-    def _draw(self, now: float) -> None:
-        steps, recent_return, extra = self._pending
-        self._pending = None
-        self._last_draw = now
-        self._samples.append((now, steps))
-        while len(self._samples) > 2 and self._samples[1][0] <= now - RATE_WINDOW:
-            self._samples.popleft()
-        text = self.line(steps, recent_return, extra, self._rate())
-        if self.tty:
-            columns = _columns(self.stream)
-            if columns is not None:
-                text = text[: max(columns - 1, 20)]  # a wrapped line could not be redrawn in place
-            self.stream.write("\r" + text + " " * max(self._width - len(text), 0))
-            self._width = len(text)
-        else:
-            self.stream.write(text + "\n")
+    def _print(self, now: float) -> None:
+        self.stream.write(self._pending.strip() + "\n")
         self.stream.flush()
-
-    def _rate(self) -> Optional[float]:
-        (start, first), (end, last) = self._samples[0], self._samples[-1]
-        return (last - first) / (end - start) if end > start else None
-
-    def _drawn_at_total(self) -> bool:
-        return bool(self._samples) and self._samples[-1][1] >= self.total_steps
+        self._pending = None
+        self._last_line = now
 
 
-def format_duration(seconds: float) -> str:
-    """``"45s"``, ``"2m31s"``, ``"1h02m"``: a short human duration."""
-    seconds = int(round(max(seconds, 0.0)))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def _is_number(value: Optional[float]) -> bool:
-    return value is not None and math.isfinite(value)
-
-
-def _columns(stream: TextIO) -> Optional[int]:
-    """Width of the terminal ``stream`` writes to; None when it cannot be told."""
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError and a ValueError
-        return None
+def _postfix(recent_return: Optional[float], extra: str) -> str:
+    text = f"return {recent_return:.1f}" if recent_return is not None and math.isfinite(recent_return) else "return --"
+    return f"{text}  {extra}" if extra else text
 
 
 def _is_tty(stream: TextIO) -> bool:
