@@ -47,6 +47,7 @@ setup(
         "matplotlib>=3.7",
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
         "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/progress.py)
+        "safetensors>=0.4",  # exported policies: arrays in a format that cannot run code (parl/experiment/export.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

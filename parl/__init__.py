@@ -32,6 +32,16 @@ from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer  #
 from parl.experience.replay_buffer import ReplayBuffer  # noqa: E402
 from parl.runtime.manager import Manager, TaskSettings  # noqa: E402
 from parl.seeding import seed_everything  # noqa: E402
+
+
+def load_policy(directory: str) -> "Policy":  # noqa: F821 - parl.experiment.export.Policy, imported on call
+    """A policy ``parl export`` wrote: ``policy.predict({"obs": obs_batch})`` gives its deterministic
+    actions with no Manager, threads or environment (see :mod:`parl.experiment.export`)."""
+    from parl.experiment.export import load_policy as _load_policy  # keeps import parl free of safetensors
+
+    return _load_policy(directory)
+
+
 from parl.serving.computation_task import ComputationTask  # noqa: E402
 from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
 
@@ -57,5 +67,6 @@ __all__ = [
     "create_algorithm_func",
     "layers",
     "seed_everything",
+    "load_policy",
     "set_num_threads",
 ]

@@ -2,6 +2,7 @@
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
     parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
+    parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
 ``python -m parl`` is the same. Config errors print one line naming the key and
@@ -15,7 +16,11 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from parl.experiment.config import RobotConfig
+    from parl.serving.computation_task import ComputationTask
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -24,7 +29,7 @@ EXIT_USAGE = 2
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``parl``."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,export,plot}")
 
     train = commands.add_parser("train", help="train the robot of a config")
     train.add_argument("config", help="a YAML robot config")
@@ -43,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
     evaluate.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
 
+    export = commands.add_parser("export", help="write a run's trained policy to a directory of its own")
+    export.add_argument("run", metavar="RUN_DIR", help="a run's log dir (it holds config.yaml and checkpoints/)")
+    export.add_argument("-o", "--out", required=True, metavar="DIR", help="the directory to write the policy to")
+    export.add_argument("--checkpoint", default=None, help="a checkpoint of the run (default: its latest)")
+
     plot = commands.add_parser("plot", help="draw learning curves of runs to a PNG")
     plot.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
     plot.add_argument("-o", "--output", default="curves.png", help="the PNG to write (default curves.png)")
@@ -59,6 +69,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _train(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "export":
+            return _export(args)
         return _plot(args)
     except ConfigError as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
@@ -111,11 +123,23 @@ def resolve_checkpoint(path: str) -> str:
     raise FileNotFoundError(f"no checkpoint in {path}")
 
 
+def load_trained_tasks(
+    config: "RobotConfig", checkpoint: str
+) -> Tuple[Dict[str, "ComputationTask"], Dict[str, object]]:
+    """The config's tasks with the weights of ``checkpoint`` (a directory :func:`resolve_checkpoint`
+    gave), and the checkpoint's counters."""
+    from parl.experiment.build import task_settings
+    from parl.experiment.checkpoints import CheckpointManager
+
+    tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
+    counters = CheckpointManager(os.path.dirname(os.path.abspath(checkpoint))).load(checkpoint, tasks)
+    return tasks, counters
+
+
 def _eval(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from parl.experiment.build import make_agent, task_settings
-    from parl.experiment.checkpoints import CheckpointManager
+    from parl.experiment.build import make_agent
     from parl.experiment.config import load_config
     from parl.experiment.evaluation import evaluate_agents
     from parl.validation import check_int
@@ -123,8 +147,7 @@ def _eval(args: argparse.Namespace) -> int:
     episodes = check_int("--episodes", args.episodes, 1)
     config = load_config(args.config, args.override)
     checkpoint = resolve_checkpoint(args.checkpoint)
-    tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
-    counters = CheckpointManager(os.path.dirname(os.path.abspath(checkpoint))).load(checkpoint, tasks)
+    tasks, counters = load_trained_tasks(config, checkpoint)
     returns: List[float] = evaluate_agents(
         lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
     )
@@ -139,6 +162,21 @@ def _eval(args: argparse.Namespace) -> int:
         "returns": returns,
     }
     print(json.dumps(summary))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from parl.experiment.config import load_config
+    from parl.experiment.export import export_policy
+
+    config_path = os.path.join(args.run, "config.yaml")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{args.run} is not a run directory: it has no config.yaml")
+    config = load_config(config_path)
+    checkpoint = resolve_checkpoint(args.checkpoint or args.run)
+    tasks, _ = load_trained_tasks(config, checkpoint)
+    export_policy(config, tasks, args.out)
+    print(json.dumps({"checkpoint": checkpoint, "policy": os.path.abspath(args.out)}))
     return 0
 
 
