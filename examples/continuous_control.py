@@ -1,5 +1,5 @@
 """What the Pendulum examples share: the environment, the settings every replay-based
-actor-critic needs, the exploring agents, and the training run.
+actor-critic needs, and the training run. The exploring agents are parl's (parl/utils/exploration.py):
 
     examples/ddpg_pendulum.py, examples/td3_pendulum.py   GaussianNoiseAgent (noise is the agent's choice)
     examples/sac_pendulum.py                              RandomStartAgent (the policy samples its own noise)
@@ -11,7 +11,7 @@ and ``make_algorithm_func``; :func:`train` does the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Tuple, Type
+from typing import Any, Callable, Dict, Type
 
 import gymnasium as gym
 import numpy as np
@@ -45,38 +45,6 @@ class ReplaySettings:
     updates_per_step: float = 1.0  # updates per env step (the update-to-data ratio), as SAC and TD3
     max_in_flight: int = 0  # batches an agent hands over without waiting (docs/replay.md); 0: it waits
     check_interval: int = 200  # env steps between greedy checks (one Pendulum episode)
-
-
-class RandomStartAgent(GymAgent):
-    """Acts uniformly at random in [-1, 1] for its first ``random_steps`` steps, then by the policy;
-    always by the policy when evaluating (``training`` False)."""
-
-    def __init__(self, env: gym.Env, *, random_steps: int, seed: int) -> None:
-        super().__init__(env, seed=seed)
-        self.random_steps = random_steps
-        self.rng = np.random.default_rng(seed)
-        self.action_shape = env.action_space.shape
-
-    def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
-        if self.training and self.total_steps < self.random_steps:
-            return {"action": self.rng.uniform(-1.0, 1.0, self.action_shape).astype(np.float32)}, {}
-        return super().act(inputs, states)
-
-
-class GaussianNoiseAgent(RandomStartAgent):
-    """After the random start, adds N(0, ``noise_std``^2) to the policy's action and clips to [-1, 1]
-    (the exploration of Fujimoto et al., 2018); no noise when evaluating."""
-
-    def __init__(self, env: gym.Env, *, noise_std: float, random_steps: int, seed: int) -> None:
-        super().__init__(env, random_steps=random_steps, seed=seed)
-        self.noise_std = noise_std
-
-    def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
-        if not self.training or self.total_steps < self.random_steps:
-            return super().act(inputs, states)
-        actions, next_states = GymAgent.act(self, inputs, states)
-        noisy = actions["action"] + self.rng.normal(0.0, self.noise_std, self.action_shape)
-        return {"action": np.clip(noisy, -1.0, 1.0).astype(np.float32)}, next_states
 
 
 def make_env() -> gym.Env:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 import continuous_control
-from continuous_control import ACTION_DIM, OBS_DIM, GaussianNoiseAgent, ReplaySettings, make_env
+from continuous_control import ACTION_DIM, OBS_DIM, ReplaySettings, make_env
 
 import parl
 from parl.algorithms.ddpg import DDPG
 from parl.models.continuous import DeterministicActorCritic
+from parl.utils import GaussianNoiseAgent
 
 
 @dataclass

@@ -28,7 +28,7 @@ from tensorboardX import SummaryWriter
 import parl
 from parl.algorithms import DQN
 from parl.models.atari_q_model import AtariQModel
-from parl.utils import LinearSchedule, train_until
+from parl.utils import EpsilonGreedyAgent, LinearSchedule, train_until
 from parl.utils.cli import example_parser
 from parl.validation import check_int
 
@@ -260,8 +260,8 @@ class TrainingLog:
             self.writer.add_scalar(tag, value, self.env_steps)
 
 
-class AtariAgent(dqn_cartpole.EpsilonGreedyAgent):
-    """dqn_cartpole's epsilon-greedy agent on uint8 frames, reporting every env step, update and
+class AtariAgent(EpsilonGreedyAgent):
+    """parl's epsilon-greedy agent on uint8 frames, reporting every env step, update and
     episode to a :class:`TrainingLog`."""
 
     def __init__(self, env: gym.Env, *, epsilon: LinearSchedule, seed: int, log: TrainingLog) -> None:

@@ -10,17 +10,15 @@ progress, then prints a greedy 50-episode evaluation on fresh seeds.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 import gymnasium as gym
-import numpy as np
 
 import parl
 from parl.algorithms import DQN
 from parl.models import MLPQModel
-from parl.utils import GymAgent, LinearSchedule, train_agents
+from parl.utils import EpsilonGreedyAgent, LinearSchedule, train_agents
 from parl.utils.cli import example_parser, run_example
 
 ENV_ID = "CartPole-v1"
@@ -56,21 +54,6 @@ class Settings:
     beta_start: float = 0.4  # the paper's
     beta_steps: int = 5_000  # per agent: about the agent steps of a run, as the paper anneals over all of training
     n_step: int = 1  # env steps per replayed transition
-
-
-class EpsilonGreedyAgent(GymAgent):
-    """Acts randomly with probability epsilon (decaying over this agent's steps), greedily otherwise
-    and always when evaluating (``training`` False)."""
-
-    def __init__(self, env: gym.Env, *, epsilon: LinearSchedule, seed: int) -> None:
-        super().__init__(env, seed=seed)
-        self.epsilon = epsilon
-        self.rng = random.Random(seed)
-
-    def act(self, inputs: Dict[str, np.ndarray], states: Dict[str, np.ndarray]):
-        if self.training and self.rng.random() < self.epsilon(self.total_steps):
-            return {"action": np.array([self.env.action_space.sample()], dtype=np.int64)}, {}
-        return super().act(inputs, states)
 
 
 def make_env() -> gym.Env:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 import continuous_control
-from continuous_control import ACTION_DIM, OBS_DIM, RandomStartAgent, ReplaySettings, make_env
+from continuous_control import ACTION_DIM, OBS_DIM, ReplaySettings, make_env
 
 import parl
 from parl.algorithms.sac import SAC
 from parl.models.continuous import GaussianActorCritic
+from parl.utils import RandomStartAgent
 
 
 @dataclass

@@ -152,14 +152,27 @@ MALFORMED = {
         "tasks.RL.algorithm.value_clip: expected a number or null, got 'big'",
     ),
     "missing model option": (
-        {"tasks.RL.model.obs_dim": DELETE},
-        "tasks.RL.model.obs_dim: missing, required by parl.models.MLPActorCritic",
+        {"tasks.RL.model": {"class": "parl.models.MLPQModel"}, "env.id": "Pendulum-v1"},
+        "tasks.RL.model.num_actions: missing, required by parl.models.MLPQModel, and env Pendulum-v1 declares "
+        "none (its action space is Box(-2.0, 2.0, (1,), float32))",
+    ),
+    "model obs_dim not the env's": (
+        {"tasks.RL.model.obs_dim": 5},
+        "tasks.RL.model.obs_dim: 5 does not match env CartPole-v1's observation shape [4]",
+    ),
+    "model num_actions not the env's": (
+        {"tasks.RL.model.num_actions": 3},
+        "tasks.RL.model.num_actions: 3 does not match env CartPole-v1's action space Discrete(2)",
+    ),
+    "continuous model on discrete actions": (
+        {"tasks.RL.model.num_actions": DELETE, "tasks.RL.model.action_dim": 2},
+        "tasks.RL.model.action_dim: 2 does not match env CartPole-v1's action space Discrete(2)",
     ),
     "model check": ({"tasks.RL.model.obs_dim": 0}, "tasks.RL.model.obs_dim: expected an integer >= 1, got 0"),
     "model error": (
-        {"tasks.RL.model.num_actions": DELETE},
+        {"tasks.RL.model.action_dim": 1},
         "tasks.RL.model: give exactly one of num_actions (discrete) and action_dim (continuous), "
-        "got num_actions=None, action_dim=None",
+        "got num_actions=2, action_dim=1",
     ),
     "helper check": (
         {"tasks.RL.helper.sample_interval": 0},
@@ -421,6 +434,25 @@ def test_task_settings_build_a_fresh_algorithm_each_time(tmp_path: Path) -> None
     assert first.gamma == 0.99 and first.epochs == 1
     with pytest.raises(ValueError, match=r"no task 'Goal'; tasks are \['RL'\]"):
         task_settings(config, "Goal")
+
+
+def test_model_sizes_default_to_the_env_spaces(tmp_path: Path) -> None:
+    data = changed({"tasks.RL.model.obs_dim": DELETE, "tasks.RL.model.num_actions": DELETE, "env.id": "Acrobot-v1"})
+    config = load_config(write(tmp_path, data))
+    assert config.tasks["RL"].model_sizes == {"obs_dim": 6, "num_actions": 3}
+    assert "obs_dim" not in config.to_dict()["tasks"]["RL"]["model"]  # the dumped config stays env-neutral
+    model = task_settings(config, "RL").algorithm_func().model
+    assert (model.obs_dim, model.num_actions) == (6, 3)
+
+
+def test_stated_model_sizes_are_kept(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, VALID))  # obs_dim and num_actions stated, equal to CartPole's
+    assert config.tasks["RL"].model_sizes == {}
+    pendulum = changed(
+        {"env.id": "Pendulum-v1", "tasks.RL.model.obs_dim": DELETE, "tasks.RL.model.num_actions": DELETE}
+    )
+    sizes = load_config(write(tmp_path, pendulum)).tasks["RL"].model_sizes
+    assert sizes == {"obs_dim": 3, "action_dim": 1}  # an actor-critic takes the Box's size as action_dim
 
 
 def test_build_manager_gives_a_robot_that_plays(tmp_path: Path) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from learning import load_example
 
 import parl
 from parl.algorithms import A2C
 from parl.experiment.evaluation import EvalHelper, copy_weights, evaluate_agents
 from parl.models import MLPActorCritic
-from parl.utils import GymAgent, LinearSchedule
+from parl.utils import EpsilonGreedyAgent, GymAgent, LinearSchedule
 from parl.utils.evaluation import evaluate
 
 
@@ -34,11 +33,10 @@ def test_evaluation_agents_return_what_the_deterministic_policy_returns() -> Non
 
 
 def test_exploring_agents_act_greedily_when_not_training() -> None:
-    dqn_cartpole = load_example("dqn_cartpole")
     task = make_task("RL", 1)
 
     def always_random(seed: int) -> GymAgent:
-        return dqn_cartpole.EpsilonGreedyAgent(cartpole(), epsilon=LinearSchedule(1.0, 1.0, 1), seed=seed)
+        return EpsilonGreedyAgent(cartpole(), epsilon=LinearSchedule(1.0, 1.0, 1), seed=seed)
 
     returns = evaluate_agents(always_random, {"RL": task}, episodes=4, seed=50)
     assert returns == evaluate(task, cartpole, 4, seed=50)

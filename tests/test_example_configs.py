@@ -49,7 +49,7 @@ MIRRORS: Dict[str, Tuple[str, Dict[str, Any]]] = {
 
 #: Where an example's agent is a subclass that only adds what ``parl train`` does itself: config name ->
 #: (the example's agent class, its attributes the config's agent has not). dqn_atari's AtariAgent is
-#: dqn_cartpole's EpsilonGreedyAgent reporting to its own TensorBoard log, which the trainer's metrics replace.
+#: parl.utils.EpsilonGreedyAgent reporting to its own TensorBoard log, which the trainer's metrics replace.
 AGENT_STAND_INS: Dict[str, Tuple[str, Tuple[str, ...]]] = {"dqn_atari": ("AtariAgent", ("log",))}
 
 #: Attributes left out of :func:`describe`: compared on their own (env), set by the Manager when an

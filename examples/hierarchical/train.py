@@ -26,12 +26,10 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-# This folder (four_rooms, hierarchical_agent) and examples/ (dqn_cartpole) are importable, as the configs'
-# python_path makes them.
+# This folder (four_rooms, hierarchical_agent) is importable, as the configs' python_path makes it.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+sys.path[:0] = [p for p in (HERE,) if p not in sys.path]
 
-from dqn_cartpole import EpsilonGreedyAgent  # noqa: E402
 from four_rooms import MOVES, FourRooms  # noqa: E402
 from hierarchical_agent import HierarchicalAgent  # noqa: E402
 
@@ -39,7 +37,7 @@ import parl  # noqa: E402
 from parl.algorithms import A2C, DQN  # noqa: E402
 from parl.experiment.evaluation import copy_weights, evaluate_agents  # noqa: E402
 from parl.models import MLPActorCritic, MLPQModel  # noqa: E402
-from parl.utils import LinearSchedule  # noqa: E402
+from parl.utils import EpsilonGreedyAgent, LinearSchedule  # noqa: E402
 
 #: Observation entries that locate the robot (row and column): the subgoals' space.
 GOAL_DIMS = 2

@@ -180,6 +180,7 @@ def resolve_spec(
     base: Optional[type] = None,
     filled: Sequence[str] = (),
     reserved: Optional[Mapping[str, str]] = None,
+    supplied: Sequence[str] = (),
 ) -> ClassSpec:
     """The checked ClassSpec of the mapping ``data`` found at ``key_path``.
 
@@ -189,6 +190,8 @@ def resolve_spec(
             algorithm's ``model_func``, an agent's ``env``); a config cannot give them.
         reserved: keywords the builder passes, each with why (an agent's ``seed``);
             the class must accept them and a config cannot give them.
+        supplied: keywords the builder may fill when the config gives none (a model's sizes,
+            from the environment's spaces); a required one the config leaves out is not an error here.
     """
     if not isinstance(data, Mapping) or CLASS_KEY not in data:
         raise ConfigError(f"{key_path}: expected a mapping with a {CLASS_KEY!r} key, got {data!r}")
@@ -202,7 +205,9 @@ def resolve_spec(
     if not callable(cls):
         raise ConfigError(f"{key_path}.{CLASS_KEY}: expected a class or function, got {import_path!r}")
     kwargs = {k: v for k, v in data.items() if k != CLASS_KEY}
-    converted, accepted = check_arguments(cls, import_path, kwargs, key_path, filled=filled, reserved=reserved)
+    converted, accepted = check_arguments(
+        cls, import_path, kwargs, key_path, filled=filled, reserved=reserved, supplied=supplied
+    )
     return ClassSpec(key_path, import_path, cls, converted, accepted)
 
 
@@ -215,10 +220,11 @@ def check_arguments(
     filled: Sequence[str] = (),
     reserved: Optional[Mapping[str, str]] = None,
     class_path: Optional[str] = None,
+    supplied: Sequence[str] = (),
 ) -> Tuple[Dict[str, Any], Optional[FrozenSet[str]]]:
     """``kwargs`` checked against ``target``'s signature and type hints, and the keywords it accepts.
 
-    ``filled`` and ``reserved`` are as in :func:`resolve_spec`; problems with the class itself are
+    ``filled``, ``reserved`` and ``supplied`` are as in :func:`resolve_spec`; problems with the class itself are
     reported at ``class_path`` (default ``<key_path>.class``).
 
     Returns:
@@ -258,7 +264,7 @@ def check_arguments(
                 f"{', '.join(options) or 'none'})"
             )
     for p in keywords:
-        if p.default is p.empty and p.name not in kwargs and p.name not in reserved:
+        if p.default is p.empty and p.name not in kwargs and p.name not in reserved and p.name not in supplied:
             raise ConfigError(f"{key_path}.{p.name}: missing, required by {import_path}")
     converted = {k: resolve_value(v, hints.get(k, Any), f"{key_path}.{k}") for k, v in kwargs.items()}
     return converted, None if any_keyword else accepted

@@ -20,6 +20,7 @@ docs/configs.md describes every key.
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 import sys
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -45,6 +46,14 @@ from parl.experiment.class_spec import (
 )
 from parl.runtime import registry
 from parl.serving.shared_parts import share_parts
+from parl.utils.spaces import (
+    ACTION_SIZE_KEYS,
+    OBSERVATION_SIZE_KEYS,
+    action_sizes,
+    describe_space,
+    observation_sizes,
+    spec_mismatch,
+)
 from parl.validation import ParameterError, check_choice, check_int, check_positive
 
 __all__ = [
@@ -126,9 +135,11 @@ class TaskConfig:
     """``tasks.<name>``: one ComputationTask, and the helper each agent uses for it.
 
     Attributes:
-        model: built with no positional argument.
+        model: built with no positional argument, given ``model_sizes`` too.
         algorithm: built as ``cls(model_func, **kwargs)``.
         helper: one per agent; given ``seed=<agent seed>`` when it takes ``seed`` and the config does not.
+        model_sizes: the sizes the model takes from the environment's spaces (``obs_dim``,
+            ``num_actions``, ...) that the config does not state (not a config key).
     """
 
     model: ClassSpec
@@ -136,11 +147,16 @@ class TaskConfig:
     helper: ClassSpec
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     transforms: TransformsConfig = field(default_factory=TransformsConfig)
+    model_sizes: Dict[str, int] = field(default_factory=dict)
+
+    def build_model(self) -> parl.Model:
+        """A fresh model: the config's options and the sizes from the environment."""
+        return self.model.build(extra=self.model_sizes)
 
     def algorithm_func(self) -> Callable[[], parl.Algorithm]:
         """A zero-argument callable building the algorithm, over a fresh model on every call."""
-        model, algorithm = self.model, self.algorithm
-        return lambda: algorithm.build(args=(model.build,))
+        algorithm = self.algorithm
+        return lambda: algorithm.build(args=(self.build_model,))
 
     def to_dict(self) -> Dict[str, Any]:
         """The task as plain YAML data."""
@@ -330,37 +346,46 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
         if directory not in sys.path:
             sys.path.insert(0, directory)
     name = _value("name", data.get("name", Path(source).stem), _check_name)
+    seed = _value("seed", data.get("seed", 0), lambda n, v: check_int(n, v, 0))
+    agents = _value("agents", data.get("agents", 1), lambda n, v: check_int(n, v, 1))
+    log_dir = _value("log_dir", data.get("log_dir", f"runs/{name}"), _check_string)
+    thread_placement = _value(
+        "thread_placement",
+        data.get("thread_placement", "one_core"),
+        lambda n, v: check_choice(n, v, affinity.PLACEMENTS),
+    )
+    placement = _value(
+        "placement", data.get("placement", "threads"), lambda n, v: check_choice(n, v, tuple(registry.names()))
+    )
+    workers = _value("workers", data.get("workers"), _optional(_integer(1)))
+    env = _parse_env(data["env"])
+    agent = resolve_spec(
+        data.get("agent", {"class": DEFAULT_AGENT}),
+        "agent",
+        base=parl.Agent,
+        filled=("env",),
+        reserved={"seed": _AGENT_SEED},
+    )
+    spaces = _EnvSpaces.of(env)
     config = RobotConfig(
         name=name,
-        seed=_value("seed", data.get("seed", 0), lambda n, v: check_int(n, v, 0)),
-        agents=_value("agents", data.get("agents", 1), lambda n, v: check_int(n, v, 1)),
-        log_dir=_value("log_dir", data.get("log_dir", f"runs/{name}"), _check_string),
+        seed=seed,
+        agents=agents,
+        log_dir=log_dir,
         python_path=python_path,
-        thread_placement=_value(
-            "thread_placement",
-            data.get("thread_placement", "one_core"),
-            lambda n, v: check_choice(n, v, affinity.PLACEMENTS),
-        ),
-        placement=_value(
-            "placement", data.get("placement", "threads"), lambda n, v: check_choice(n, v, tuple(registry.names()))
-        ),
-        workers=_value("workers", data.get("workers"), _optional(_integer(1))),
-        env=_parse_env(data["env"]),
-        agent=resolve_spec(
-            data.get("agent", {"class": DEFAULT_AGENT}),
-            "agent",
-            base=parl.Agent,
-            filled=("env",),
-            reserved={"seed": _AGENT_SEED},
-        ),
-        tasks=_parse_tasks(data["tasks"]),
+        thread_placement=thread_placement,
+        placement=placement,
+        workers=workers,
+        env=env,
+        agent=agent,
+        tasks=_parse_tasks(data["tasks"], spaces),
         shared=_parse_shared(data.get("shared")),
         train=_section(data["train"], "train", TrainConfig, _TRAIN_CHECKS),
         evaluation=_section(data.get("evaluation"), "evaluation", EvaluationConfig, _EVALUATION_CHECKS),
         checkpoint=_section(data.get("checkpoint"), "checkpoint", CheckpointConfig, _CHECKPOINT_CHECKS),
         source=source,
     )
-    _check_by_building(config)
+    _check_by_building(config, spaces)
     return config
 
 
@@ -648,7 +673,104 @@ def _parse_env(data: Any) -> EnvConfig:
     return EnvConfig(factory=factory, kwargs=checked)
 
 
-def _parse_tasks(data: Any) -> Dict[str, TaskConfig]:
+@dataclass
+class _EnvSpaces:
+    """The spaces of the config's environment (made once, closed at once) and the model sizes they declare."""
+
+    name: str
+    observation_space: Any
+    action_space: Any
+    sizes: Dict[str, int]
+    unavailable: Dict[str, str]  # size keyword -> why the environment gives none
+
+    @classmethod
+    def of(cls, env: EnvConfig) -> "_EnvSpaces":
+        instance = _make_env_checked(env)
+        try:
+            observation_space, action_space = instance.observation_space, instance.action_space
+        finally:
+            close = getattr(instance, "close", None)
+            if callable(close):
+                close()
+        sizes: Dict[str, int] = {}
+        unavailable: Dict[str, str] = {}
+        for keys, function, space in (
+            (OBSERVATION_SIZE_KEYS, observation_sizes, observation_space),
+            (ACTION_SIZE_KEYS, action_sizes, action_space),
+        ):
+            try:
+                sizes.update(function(space))
+            except ValueError as exc:
+                unavailable.update(dict.fromkeys(keys, str(exc)))
+        for keys, space, word in (
+            (OBSERVATION_SIZE_KEYS, observation_space, "observation"),
+            (ACTION_SIZE_KEYS, action_space, "action"),
+        ):
+            for key in keys:
+                if key not in sizes and key not in unavailable:
+                    unavailable[key] = f"its {word} space is {describe_space(space)}"
+        name = env.id if env.id is not None else env.factory
+        return cls(f"env {name}", observation_space, action_space, sizes, unavailable)
+
+    def model_sizes(self, spec: ClassSpec) -> Dict[str, int]:
+        """The sizes ``spec``'s class takes that its config leaves out; a size group the config
+        states any of (``num_actions`` or ``action_dim``) is left to the config.
+
+        Raises:
+            ConfigError: the class requires a size the environment does not declare.
+        """
+        required = _required_keywords(spec.cls)
+        out = {}
+        for group in (OBSERVATION_SIZE_KEYS, ACTION_SIZE_KEYS):
+            if spec.accepted is None or any(key in spec.kwargs for key in group):
+                continue
+            for key in group:
+                if key not in spec.accepted:
+                    continue
+                if key in self.sizes:
+                    out[key] = self.sizes[key]
+                elif key in required:
+                    raise ConfigError(
+                        f"{spec.key_path}.{key}: missing, required by {spec.import_path}, and {self.name} "
+                        f"declares none ({self.unavailable[key]})"
+                    )
+        return out
+
+    def check_model(self, model: parl.Model, spec: ClassSpec, sizes: Mapping[str, int]) -> None:
+        """Raise a ConfigError naming the config key when ``model``'s ``obs`` or ``action`` spec
+        does not fit the spaces."""
+        try:
+            mismatch = spec_mismatch(model, self.observation_space, self.action_space)
+        except Exception as exc:  # noqa: BLE001 - a model whose specs cannot be read is reported on one line
+            raise ConfigError(f"{spec.key_path}: {one_line(exc)}") from exc
+        if mismatch is None:
+            return
+        keys = OBSERVATION_SIZE_KEYS if mismatch.part == "observation" else ACTION_SIZE_KEYS
+        stated = {**spec.kwargs, **sizes}
+        for key in keys:
+            if key in stated and (key not in self.sizes or stated[key] != self.sizes[key]):
+                where = "" if key in spec.kwargs else " (from the environment)"
+                raise ConfigError(
+                    f"{spec.key_path}.{key}: {stated[key]!r}{where} does not match {self.name}'s {mismatch.env_side}"
+                )
+        raise ConfigError(
+            f"{spec.key_path}: its {mismatch.model_side} does not match {self.name}'s {mismatch.env_side}"
+        )
+
+
+def _required_keywords(cls: Callable[..., Any]) -> frozenset:
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in params if p.kind in kinds and p.default is p.empty)
+
+
+_SIZE_KEYS = OBSERVATION_SIZE_KEYS + ACTION_SIZE_KEYS
+
+
+def _parse_tasks(data: Any, spaces: _EnvSpaces) -> Dict[str, TaskConfig]:
     mapping = _mapping(data, "tasks")
     if not mapping:
         raise ConfigError("tasks: expected at least one task, got none")
@@ -669,12 +791,14 @@ def _parse_tasks(data: Any) -> Dict[str, TaskConfig]:
                 f"{path}.batching.min_batchsize: expected at most the batches joined per update ({joined}), "
                 f"got {batching.min_batchsize}"
             )
+        model = resolve_spec(task["model"], f"{path}.model", base=parl.Model, supplied=_SIZE_KEYS)
         tasks[name] = TaskConfig(
-            model=resolve_spec(task["model"], f"{path}.model", base=parl.Model),
+            model=model,
             algorithm=resolve_spec(task["algorithm"], f"{path}.algorithm", base=parl.Algorithm, filled=("model_func",)),
             helper=resolve_spec(task["helper"], f"{path}.helper", base=parl.AgentHelper),
             batching=batching,
             transforms=_section(task.get("transforms"), f"{path}.transforms", TransformsConfig, _TRANSFORMS_CHECKS),
+            model_sizes=spaces.model_sizes(model),
         )
     return tasks
 
@@ -696,11 +820,21 @@ def _parse_shared(data: Any) -> Dict[str, Dict[str, str]]:
 # -- checks by building -----------------------------------------------------
 
 
-def _check_by_building(config: RobotConfig) -> None:
-    """Build once what the classes check themselves; nothing built is kept."""
+def _check_by_building(config: RobotConfig, spaces: _EnvSpaces) -> None:
+    """Build once what the classes check themselves, and check the first model of the task a
+    GymAgent plays against the environment's spaces; nothing built is kept."""
     built = {}
+    played = _played_task(config.agent)
     for name, task in config.tasks.items():
-        algorithm = build_checked(task.algorithm, args=(lambda task=task: build_checked(task.model),))
+        models: List[parl.Model] = []
+
+        def model_func(task: TaskConfig = task, models: List[parl.Model] = models) -> parl.Model:
+            models.append(build_checked(task.model, extra=task.model_sizes))
+            return models[-1]
+
+        algorithm = build_checked(task.algorithm, args=(model_func,))
+        if models and name == played:
+            spaces.check_model(models[0], task.model, task.model_sizes)
         try:
             built[name] = parl.ComputationTask(name, algorithm, **asdict(task.transforms))
         except Exception as exc:  # noqa: BLE001 - reported on one line
@@ -711,20 +845,32 @@ def _check_by_building(config: RobotConfig) -> None:
     except ValueError as exc:
         raise ConfigError(one_line(exc)) from exc
     build_value(config.agent.kwargs, checked=True)
-    _check_env(config.env)
 
 
-def _check_env(env: EnvConfig) -> None:
+def _played_task(agent: ClassSpec) -> Optional[str]:
+    """The task a :class:`~parl.utils.GymAgent` feeds observations to and takes env actions from
+    (its ``task`` option); None for other agents, whose tasks may see anything."""
+    from parl.utils.gym_agent import GymAgent
+
+    if not (isinstance(agent.cls, type) and issubclass(agent.cls, GymAgent)):
+        return None
+    if "task" in agent.kwargs:
+        return agent.kwargs["task"]
+    parameter = inspect.signature(agent.cls).parameters.get("task")
+    if parameter is None or parameter.default is parameter.empty:
+        return None
+    return parameter.default
+
+
+def _make_env_checked(env: EnvConfig) -> Any:
+    """One environment, its failures as ConfigErrors."""
     import gymnasium
 
     try:
-        instance = env._make(checked=True)
+        return env._make(checked=True)
     except ConfigError:
         raise
     except (gymnasium.error.UnregisteredEnv, gymnasium.error.DeprecatedEnv) as exc:
         raise ConfigError(f"env.id: {one_line(exc)}") from exc
     except Exception as exc:  # noqa: BLE001 - any failure to make the environment is reported on one line
         raise ConfigError(f"env: {one_line(exc)}") from exc
-    close = getattr(instance, "close", None)
-    if callable(close):
-        close()
