@@ -175,7 +175,18 @@ def _export(args: argparse.Namespace) -> int:
     config = load_config(config_path)
     checkpoint = resolve_checkpoint(args.checkpoint or args.run)
     tasks, _ = load_trained_tasks(config, checkpoint)
-    export_policy(config, tasks, args.out)
+    sections = {
+        name: {
+            "model": {**task.model.to_dict(), **task.model_sizes},  # with the sizes the env gave
+            "algorithm": task.algorithm.to_dict(),
+            "transforms": {
+                "normalize_inputs": task.transforms.normalize_inputs,
+                "input_clip": task.transforms.input_clip,
+            },
+        }
+        for name, task in config.tasks.items()
+    }
+    export_policy(tasks, sections, args.out, about={"name": config.name, "env": config.env.to_dict()})
     print(json.dumps({"checkpoint": checkpoint, "policy": os.path.abspath(args.out)}))
     return 0
 

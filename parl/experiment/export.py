@@ -28,7 +28,6 @@ from safetensors.numpy import load_file, save_file
 from parl.core.algorithm import Algorithm
 from parl.core.model import Model
 from parl.experiment.class_spec import resolve_spec
-from parl.experiment.config import RobotConfig
 from parl.serving.computation_task import ComputationTask
 
 POLICY_FILE = "policy.json"
@@ -41,29 +40,39 @@ class PolicyError(ValueError):
     """An exported policy that cannot be read: named file, and what is wrong with it."""
 
 
-def export_policy(config: RobotConfig, tasks: Mapping[str, ComputationTask], directory: str) -> str:
-    """Write ``tasks`` (built from ``config`` and holding trained weights) as a policy in ``directory``
-    (made if missing); returns the directory."""
+def export_policy(
+    tasks: Mapping[str, ComputationTask],
+    sections: Mapping[str, Mapping[str, object]],
+    directory: str,
+    about: Optional[Mapping[str, object]] = None,
+) -> str:
+    """Write ``tasks`` (holding trained weights) as a policy in ``directory`` (made if missing); returns
+    the directory.
+
+    Args:
+        tasks: task name -> task.
+        sections: task name -> ``{"model": ..., "algorithm": ..., "transforms": ...}`` as plain config
+            data: the model and algorithm class specs (``{"class": "parl.models.MLPQModel", ...}``, every
+            size given) and the task's ``normalize_inputs`` and ``input_clip``.
+        about: anything else to record in ``policy.json`` (the run's name and environment, say).
+    """
     os.makedirs(directory, exist_ok=True)
     entries = {}
     for name, task in tasks.items():
         arrays, index = _flatten(task.algorithm_weights())
         save_file(arrays, os.path.join(directory, f"{name}.safetensors"))
-        section = config.tasks[name]
+        section = sections[name]
         entries[name] = {
-            "model": section.model.to_dict(),
-            "algorithm": section.algorithm.to_dict(),
-            "transforms": {
-                "normalize_inputs": section.transforms.normalize_inputs,
-                "input_clip": section.transforms.input_clip,
-            },
+            "model": dict(section["model"]),
+            "algorithm": dict(section["algorithm"]),
+            "transforms": dict(section["transforms"]),
             "weights": index,
             "specs": {
                 kind: [[s.name, list(s.shape), s.dtype.name] for s in getattr(task, f"{kind}_specs")]
                 for kind in ("input", "state", "action")
             },
         }
-    meta = {"format": FORMAT_VERSION, "name": config.name, "env": config.env.to_dict(), "tasks": entries}
+    meta = {"format": FORMAT_VERSION, **dict(about or {}), "tasks": entries}
     with open(os.path.join(directory, POLICY_FILE), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2, default=_plain)
     return directory
