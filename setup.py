@@ -45,6 +45,7 @@ setup(
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
         "matplotlib>=3.7",
+        "safetensors>=0.4",  # checkpoint arrays (parl/serving/checkpoint_format.py)
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
