@@ -197,6 +197,8 @@ class CheckpointManager:
             parts = [f"has no task {n!r}" for n in missing] + [f"has task {n!r}, which the robot lacks" for n in extra]
             raise CheckpointError(f"checkpoint {path} {' and '.join(parts)} (robot tasks: {sorted(tasks)})")
         files = robot.get("files")
+        if not isinstance(files, dict) and _is_legacy(path):
+            raise CheckpointError(_legacy_message(path))
         if not isinstance(files, dict):
             raise CheckpointError(f"{os.path.join(path, ROBOT_FILE)} has no file checksums")
         # Every task file is read and verified before any task changes.

@@ -4,9 +4,13 @@
     parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
-``python -m parl`` is the same. Config errors print one line naming the key and
-exit with status 2; an agent's error exits with status 1; a run stopped by
-SIGINT or SIGTERM writes its final checkpoint and exits with status 0.
+``python -m parl`` is the same. Config errors, and a log or checkpoint directory
+that cannot be written (checked at start), print one line and exit with status 2;
+an agent's error, a checkpoint that is refused (damaged, of the old pickle format,
+of other tasks) and a final checkpoint that cannot be written print one line and
+exit with status 1; a run stopped by SIGINT or SIGTERM writes its final
+checkpoint and exits with status 0. A periodic checkpoint that cannot be written
+is reported in one line and training goes on.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from parl.serving.computation_task import ComputationTask
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -52,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one ``parl`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
+    from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.config import ConfigError
 
     try:
@@ -60,9 +68,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "eval":
             return _eval(args)
         return _plot(args)
-    except ConfigError as exc:
+    except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except CheckpointWriteError as exc:
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except (FileNotFoundError, ValueError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -87,8 +98,11 @@ def _train(args: argparse.Namespace) -> int:
         f"{result['train_seconds']:.1f} s; updates {result['updates']}"
     )
     print(f"last evaluation mean return: {result['last_eval']:.1f}")
-    print(f"checkpoint: {result['checkpoint']}")
     print(f"log dir: {config.log_dir}")
+    if result["checkpoint"] is None:
+        print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"checkpoint: {result['checkpoint']}")
     return 0
 
 
@@ -111,20 +125,40 @@ def resolve_checkpoint(path: str) -> str:
     raise FileNotFoundError(f"no checkpoint in {path}")
 
 
+def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str, Dict[str, object]]:
+    """Restore ``tasks`` from the checkpoint ``path`` means (as :func:`resolve_checkpoint`);
+    return its directory and counters. A checkpoint directory named itself is loaded or refused;
+    in a checkpoints directory or a run's log dir, damaged checkpoints are skipped (one line each
+    on stderr) for the newest intact one.
+
+    Raises:
+        FileNotFoundError: no checkpoint there.
+        CheckpointError: the checkpoint (or every one there) is refused.
+    """
+    from parl.experiment.checkpoints import ROBOT_FILE, CheckpointManager
+
+    if os.path.isfile(os.path.join(path, ROBOT_FILE)):
+        return path, CheckpointManager(os.path.dirname(os.path.abspath(path))).load(path, tasks)
+    for directory in (os.path.join(path, "checkpoints"), path):
+        if os.path.isdir(directory):
+            found = CheckpointManager(directory).load_latest(tasks)
+            if found is not None:
+                return found
+    raise FileNotFoundError(f"no checkpoint in {path}")
+
+
 def _eval(args: argparse.Namespace) -> int:
     import numpy as np
 
     from parl.experiment.build import make_agent, task_settings
-    from parl.experiment.checkpoints import CheckpointManager
     from parl.experiment.config import load_config
     from parl.experiment.evaluation import evaluate_agents
     from parl.validation import check_int
 
     episodes = check_int("--episodes", args.episodes, 1)
     config = load_config(args.config, args.override)
-    checkpoint = resolve_checkpoint(args.checkpoint)
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
-    counters = CheckpointManager(os.path.dirname(os.path.abspath(checkpoint))).load(checkpoint, tasks)
+    checkpoint, counters = load_checkpoint(args.checkpoint, tasks)
     returns: List[float] = evaluate_agents(
         lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
     )
