@@ -164,7 +164,8 @@ def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[s
         raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if raw.startswith(_PICKLE_MAGIC):
         raise CheckpointError(
-            f"{path} is a pickle file (the checkpoint format before version {FORMAT_VERSION}), which parl no "
+            f"{path} is not a parl checkpoint this version reads: a pickle file (the format before version "
+            f"{FORMAT_VERSION}), which parl no "
             "longer reads because unpickling can run code; retrain, or convert it as docs/checkpoints.md describes"
         )
     try:
