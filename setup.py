@@ -45,9 +45,9 @@ setup(
         "pyyaml>=6.0",
         "tensorboardX>=2.6",
         "matplotlib>=3.7",
+        "safetensors>=0.4",  # checkpoints and exported policies: arrays that cannot run code on load
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
         "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/progress.py)
-        "safetensors>=0.4",  # exported policies: arrays in a format that cannot run code (parl/experiment/export.py)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

@@ -240,3 +240,37 @@ def test_every_exported_algorithm_is_under_contract() -> None:
     exported = {cls for cls in exported if isinstance(cls, type) and issubclass(cls, parl.Algorithm)}
     covered = {case.algorithm_class for case in CASES}
     assert exported <= covered, sorted(cls.__name__ for cls in exported - covered)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_restored_algorithm_continues_exactly_as_the_original(case: Case, tmp_path, request) -> None:
+    if case.algorithm_class.__name__ == "PPO":
+        # Measured: equal costs, but weights one float32 ulp apart after the further updates; the
+        # cause is not found yet. Strict, so a fix shows up as a failure here.
+        request.node.add_marker(pytest.mark.xfail(reason="PPO weights 1 ulp apart after resume", strict=True))
+    task = _make_task(case)
+    rng = np.random.default_rng(4)
+    for _ in range(3):  # an odd count: TD3's next update then depends on its policy-delay counter
+        task.learn(_batch(task, case, rng))
+    path = str(tmp_path / "task.json")
+    task.save(path)
+    restored = _make_task(case, seed=99)
+    restored.load(path)
+    assert restored.algorithm.state() == task.algorithm.state()
+    assert restored.update_steps == task.update_steps
+    for step in range(3):
+        batch = _batch(task, case, rng)
+        paddle.seed(100 + step)
+        expected = task.learn(batch)
+        paddle.seed(100 + step)
+        got = restored.learn(batch)
+        assert sorted(got) == sorted(expected)
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=f"update {step}: {name}")
+    expected_weights, got_weights = task.algorithm_weights(), restored.algorithm_weights()
+    for model in expected_weights:
+        for key, value in expected_weights[model].items():
+            if isinstance(value, dict):
+                continue  # normalizer statistics: compared through the costs above
+            np.testing.assert_array_equal(got_weights[model][key], value, err_msg=f"{model}/{key}")
+    assert restored.algorithm.state() == task.algorithm.state()

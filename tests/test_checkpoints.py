@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -121,7 +122,7 @@ def test_two_tasks_and_the_counters_come_back_exactly(tmp_path) -> None:
     manager = CheckpointManager(str(tmp_path / "ckpts"))
     path = manager.save(tasks, COUNTERS, step=1234)
     assert path == str(tmp_path / "ckpts" / "ckpt-0000001234")
-    assert entries(path) == ["RL.ckpt", "aux.ckpt", "robot.json"]
+    assert entries(path) == ["RL.json", "RL.safetensors", "aux.json", "aux.safetensors", "robot.json"]
     assert (tmp_path / "ckpts" / "latest").read_text().strip() == "ckpt-0000001234"
     assert manager.latest() == path
 
@@ -149,7 +150,13 @@ def test_a_loaded_checkpoint_is_still_readable_by_hand(tmp_path) -> None:
     manager = CheckpointManager(str(tmp_path))
     path = manager.save(trained_tasks(("RL",)), {"env_steps": 5}, step=5)
     robot = json.loads((tmp_path / "ckpt-0000000005" / "robot.json").read_text())
+    files = robot.pop("files")
     assert robot == {"step": 5, "tasks": ["RL"], "counters": {"env_steps": 5}}
+    for name in ("RL.json", "RL.safetensors"):
+        digest = hashlib.sha256((tmp_path / "ckpt-0000000005" / name).read_bytes()).hexdigest()
+        assert files[name] == digest
+    task_meta = json.loads((tmp_path / "ckpt-0000000005" / "RL.json").read_text())
+    assert task_meta["format"] == "parl-task-checkpoint" and task_meta["algorithm"] == "A2C"
     assert manager.load(path, make_tasks(("RL",))) == {"env_steps": 5}
 
 
@@ -213,7 +220,7 @@ def make_garbage(directory) -> None:
     (directory / ".del-ckpt-0000000001-xyz" / "ckpt-0000000001").mkdir(parents=True)
     (directory / ".tmp-latest-q1w2").write_text("ckpt-0000000900\n")
     (directory / "ckpt-0000000800").mkdir()
-    (directory / "ckpt-0000000800" / "RL.ckpt").write_bytes(b"half")
+    (directory / "ckpt-0000000800" / "RL.json").write_bytes(b"half")
 
 
 def test_leftovers_are_ignored_and_the_next_save_clears_them(tmp_path) -> None:
@@ -238,7 +245,7 @@ def test_a_broken_latest_falls_back_to_the_newest_complete_checkpoint(tmp_path, 
     manager = CheckpointManager(str(tmp_path), keep=3)
     save_steps(manager, tasks, [100, 200])
     (tmp_path / "ckpt-0000000250").mkdir()  # incomplete: no robot file
-    (tmp_path / "ckpt-0000000250" / "RL.ckpt").write_bytes(b"")
+    (tmp_path / "ckpt-0000000250" / "RL.json").write_bytes(b"")
     (tmp_path / "latest").write_text(pointer + "\n")
     if pointer == "ckpt-0000000100":
         (tmp_path / "ckpt-0000000100" / "robot.json").write_text('{"step": 1')  # torn
@@ -249,7 +256,7 @@ def test_a_robot_file_whose_task_file_is_missing_is_incomplete(tmp_path) -> None
     tasks = make_tasks(("RL", "aux"))
     manager = CheckpointManager(str(tmp_path), keep=3)
     save_steps(manager, tasks, [1, 2])
-    (tmp_path / "ckpt-0000000002" / "aux.ckpt").unlink()
+    (tmp_path / "ckpt-0000000002" / "aux.safetensors").unlink()
     assert manager.latest() == str(tmp_path / "ckpt-0000000001")
 
 

@@ -214,3 +214,11 @@ def test_sigkill_during_checkpoint_writes_never_breaks_resume(tmp_path) -> None:
     assert steps_seen == sorted(steps_seen) and steps_seen[-1] > steps_seen[0]
     tasks = {"RL": task_settings(load_config(str(config)), "RL").make_task("RL")}
     assert checkpoints.load(checkpoints.latest(), tasks)["env_steps"] == steps_seen[-1]
+
+
+def test_an_unwritable_log_dir_is_one_line_and_exit_status_2(tmp_path, capsys) -> None:
+    (tmp_path / "a_file").write_text("")
+    config = write_config(tmp_path, {"log_dir": str(tmp_path / "a_file" / "run")})
+    assert main(["train", str(config), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "not writable" in err and "a_file" in err and err.count("\n") == 1, err

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import parl
-from parl.experiment.cli import load_trained_tasks, main, resolve_checkpoint
+from parl.experiment.cli import load_trained_tasks, main
 from parl.experiment.config import load_config
 from parl.experiment.export import POLICY_FILE, PolicyError
 
@@ -35,7 +35,7 @@ def test_an_exported_policy_acts_as_the_trained_tasks_do(tmp_path: Path, config:
     assert printed["policy"] == os.path.abspath(out)
 
     policy = parl.load_policy(out)
-    tasks, _ = load_trained_tasks(load_config(os.path.join(run, "config.yaml")), resolve_checkpoint(run))
+    tasks, _, _ = load_trained_tasks(load_config(os.path.join(run, "config.yaml")), run)
     ((name, trained),) = tasks.items()
     spec = trained.input_specs[0]
     obs = np.random.default_rng(0).standard_normal((16,) + spec.shape).astype(spec.dtype)

@@ -21,8 +21,9 @@ exactly that of the critic loss.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple, Type
+from typing import Callable, Dict, Mapping, Optional, Tuple, Type
 
+import numpy as np
 import paddle
 
 from parl.algorithms.target import TargetSync
@@ -103,3 +104,21 @@ class ActorCriticQ(Algorithm):
     def after_update(self, update_step: int) -> None:
         self.completed_updates = update_step
         self.targets.after_update(update_step)
+
+    def state(self) -> Dict[str, object]:
+        """``completed_updates``: the counter TD3's policy delay reads."""
+        return {"completed_updates": self.completed_updates}
+
+    def set_state(self, state: Mapping[str, object]) -> None:
+        """Restore :meth:`state` output.
+
+        Raises:
+            ValueError: an unknown entry, or ``completed_updates`` not a non-negative int.
+        """
+        unknown = sorted(set(state) - {"completed_updates"})
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown state entries {unknown}; it keeps ['completed_updates']")
+        value = state.get("completed_updates", 0)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{type(self).__name__}: completed_updates must be an int >= 0, got {value!r}")
+        self.completed_updates = int(value)

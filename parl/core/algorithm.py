@@ -158,6 +158,25 @@ class Algorithm:
     def after_update(self, update_step: int) -> None:
         """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""
 
+    def state(self) -> Dict[str, object]:
+        """State the algorithm keeps besides its models' weights (counters, schedules), saved in
+        checkpoints: a dict of JSON scalars (int, float, bool, str, None) and numpy arrays.
+
+        The default is empty. An algorithm that counts something itself (TD3's policy delay
+        counter) returns it here and takes it back in :meth:`set_state`, so a resumed run continues
+        where the saved one stopped.
+        """
+        return {}
+
+    def set_state(self, state: Mapping[str, object]) -> None:
+        """Restore :meth:`state` output (of this class); the default takes only an empty dict.
+
+        Raises:
+            ValueError: ``state`` holds entries this algorithm does not keep, or bad values.
+        """
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state, got entries {sorted(state)}")
+
 
 def _keyword_names(cls: type) -> set:
     names = _KEYWORDS.get(cls)

@@ -4,11 +4,14 @@
     checkpoints.save(manager.tasks, {"env_steps": 20000, ...}, step=20000)   # .../ckpt-0000020000
     path = checkpoints.latest()              # None before the first save
     counters = checkpoints.load(path, manager.tasks)
+    found = checkpoints.load_latest(manager.tasks)   # (path, counters) of the newest intact one, or None
 
 Layout of ``directory``::
 
-    ckpt-0000020000/<task>.ckpt     ComputationTask.save, one file per task
-    ckpt-0000020000/robot.json      {"step", "tasks", "counters"}: written last, marks the checkpoint complete
+    ckpt-0000020000/<task>.json         ComputationTask.save: metadata, manifest and checksums
+    ckpt-0000020000/<task>.safetensors  ComputationTask.save: the task's arrays
+    ckpt-0000020000/robot.json          {"step", "tasks", "counters", "files"}: written last, marks
+                                        the checkpoint complete; "files" holds the SHA-256 of each task file
     latest                          text: the name of the newest checkpoint directory
 
 A checkpoint is written into a hidden ``.tmp-ckpt-...`` directory, every file
@@ -19,33 +22,53 @@ moment leaves every ``ckpt-*`` directory complete, and :meth:`latest` finds
 the last checkpoint that was completely written. Old checkpoints are renamed
 to ``.del-...`` before they are deleted; the next save clears what a killed
 process left behind. One process writes a directory at a time.
+
+Reading verifies every file (:mod:`parl.serving.checkpoint_format`) before any
+task changes; :meth:`CheckpointManager.load_latest` skips damaged checkpoints,
+reporting each in one line, and loads the newest intact one. A save that cannot
+write (a full disk, a read-only directory) raises :class:`CheckpointWriteError`
+and leaves the older checkpoints as they were.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
-from parl.serving.computation_task import ComputationTask
+from parl.serving.checkpoint_format import ARRAYS_SUFFIX, CheckpointError
+from parl.serving.computation_task import ComputationTask, TaskCheckpoint
 from parl.validation import check_int
 
 #: The file that marks a checkpoint complete, and holds its counters.
 ROBOT_FILE = "robot.json"
 #: The file naming the newest checkpoint directory.
 LATEST_FILE = "latest"
-#: The file name of a task's checkpoint, from the task's name.
-TASK_FILE = "{task}.ckpt"
+#: The file name of a task's checkpoint metadata, from the task's name (its arrays: ``{task}.safetensors``).
+TASK_FILE = "{task}.json"
+#: The task file of the pickle format before, refused when found.
+LEGACY_TASK_FILE = "{task}.ckpt"
 
 _CHECKPOINT_DIR = re.compile(r"ckpt-(\d{10,})")
 _TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _TMP_PREFIX = ".tmp-"
 _DEL_PREFIX = ".del-"
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint that could not be written (a full disk, a read-only directory); the message is
+    one line, and the older checkpoints are left as they were."""
+
+
+class NotWritableError(OSError):
+    """A log or checkpoint directory that cannot be written; the message is one line naming it."""
 
 
 class CheckpointManager:
@@ -70,6 +93,8 @@ class CheckpointManager:
         Raises:
             ValueError: a task name cannot be a file name, or the counters are not JSON (nothing
                 is written then).
+            CheckpointWriteError: a file could not be written (a full disk, a read-only
+                directory); the older checkpoints are left as they were.
         """
         step = check_int("step", step, 0)
         for name in tasks:
@@ -79,59 +104,153 @@ class CheckpointManager:
             robot = json.dumps({"step": step, "tasks": sorted(tasks), "counters": dict(counters)}, indent=1)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"checkpoint counters must be JSON (numbers, strings, lists, dicts): {exc}") from None
-        os.makedirs(self.directory, exist_ok=True)
-        self._remove_leftovers()
         name = f"ckpt-{step:010d}"
-        staging = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{name}-", dir=self.directory)
         try:
+            os.makedirs(self.directory, exist_ok=True)
+            self._remove_leftovers()
+            staging = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{name}-", dir=self.directory)
+        except OSError as exc:
+            raise CheckpointWriteError(f"checkpoint {name} not written in {self.directory}: {_reason(exc)}") from None
+        try:
+            files = {}
             for task_name, task in tasks.items():
                 task.save(os.path.join(staging, TASK_FILE.format(task=task_name)))
+                for file_name in _task_files(task_name):
+                    files[file_name] = _file_sha256(os.path.join(staging, file_name))
+            robot = json.dumps({**json.loads(robot), "files": files}, indent=1)
             _write_synced(os.path.join(staging, ROBOT_FILE), robot)
             _fsync_dir(staging)
             self._move_into_place(staging, name)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise CheckpointWriteError(f"checkpoint {name} not written in {self.directory}: {_reason(exc)}") from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        self._write_latest(name)
-        self._remove_old(name, step)
+        try:
+            self._write_latest(name)
+            self._remove_old(name, step)
+        except OSError as exc:
+            # The checkpoint itself is complete and in place; latest() finds it by its step.
+            raise CheckpointWriteError(
+                f"checkpoint {name} written, but {LATEST_FILE} or old checkpoints not updated: {_reason(exc)}"
+            ) from None
         return os.path.join(self.directory, name)
 
     def latest(self) -> Optional[str]:
         """The directory ``latest`` names when it is complete, else the complete checkpoint of the
-        highest step; None when there is none."""
-        try:
-            with open(os.path.join(self.directory, LATEST_FILE)) as f:
-                named = f.read().strip()
-        except OSError:
-            named = ""
-        if _CHECKPOINT_DIR.fullmatch(named) and _is_complete(os.path.join(self.directory, named)):
-            return os.path.join(self.directory, named)
-        for _, name in self._checkpoints():
-            path = os.path.join(self.directory, name)
-            if _is_complete(path):
-                return path
+        highest step; None when there is none. (Only the files' presence is checked here; see
+        :meth:`load_latest` for a checkpoint that is also intact.)"""
+        candidates = self._candidates()
+        return candidates[0] if candidates else None
+
+    def load_latest(
+        self, tasks: Mapping[str, ComputationTask], report: Optional[Callable[[str], None]] = None
+    ) -> Optional[Tuple[str, Dict[str, object]]]:
+        """Restore every task from the newest intact checkpoint; return its directory and counters,
+        or None when there is no checkpoint at all.
+
+        A checkpoint that fails verification is skipped: ``report`` (default: a line on stderr)
+        gets one line naming it and why, and the next older one is tried. A ``latest`` file that
+        names no complete checkpoint is reported the same way.
+
+        Raises:
+            CheckpointError: there are checkpoints, but none of them is intact and fits ``tasks``
+                (the message names the newest and why it was refused).
+        """
+        report = report or _report_stderr
+        named, problem = self._named_latest()
+        if problem is not None:
+            report(f"parl: {os.path.join(self.directory, LATEST_FILE)} ignored: {problem}")
+        first_error: Optional[CheckpointError] = None
+        for path in self._candidates():
+            try:
+                return path, self.load(path, tasks)
+            except CheckpointError as exc:
+                first_error = first_error or exc
+                report(f"parl: skipped checkpoint {path}: {exc}")
+        if first_error is not None:
+            raise CheckpointError(f"no intact checkpoint in {self.directory}; the newest: {first_error}")
+        legacy = self._legacy_checkpoints()
+        if legacy:
+            raise CheckpointError(_legacy_message(legacy[0]))
         return None
 
     def load(self, path: str, tasks: Mapping[str, ComputationTask]) -> Dict[str, object]:
         """Restore every task from checkpoint directory ``path``; return the saved counters.
 
+        Every file is verified (checksums, shapes, dtypes, finite weights, the tasks' models)
+        before any task changes.
+
         Raises:
-            ValueError: ``path`` is not a complete checkpoint, or its tasks are not those of
-                ``tasks`` (checked before any task changes), or a task refuses its file.
+            CheckpointError: (a ValueError) ``path`` is not a complete checkpoint, is of the old
+                pickle format, is damaged, or its tasks are not those of ``tasks``; one line.
         """
         robot = _read_robot(path)
         if robot is None:
-            raise ValueError(f"{path} is not a complete checkpoint (no readable {ROBOT_FILE})")
+            if _is_legacy(path):
+                raise CheckpointError(_legacy_message(path))
+            raise CheckpointError(f"{path} is not a complete checkpoint (no readable {ROBOT_FILE})")
         saved = set(robot["tasks"])
         missing, extra = sorted(set(tasks) - saved), sorted(saved - set(tasks))
         if missing or extra:
             parts = [f"has no task {n!r}" for n in missing] + [f"has task {n!r}, which the robot lacks" for n in extra]
-            raise ValueError(f"checkpoint {path} {' and '.join(parts)} (robot tasks: {sorted(tasks)})")
+            raise CheckpointError(f"checkpoint {path} {' and '.join(parts)} (robot tasks: {sorted(tasks)})")
+        files = robot.get("files")
+        if not isinstance(files, dict) and _is_legacy(path):
+            raise CheckpointError(_legacy_message(path))
+        if not isinstance(files, dict):
+            raise CheckpointError(f"{os.path.join(path, ROBOT_FILE)} has no file checksums")
+        # Every task file is read and verified before any task changes.
+        read: List[Tuple[ComputationTask, TaskCheckpoint]] = []
         for name, task in tasks.items():
-            task.load(os.path.join(path, TASK_FILE.format(task=name)))
+            for file_name in _task_files(name):
+                file_path = os.path.join(path, file_name)
+                try:
+                    digest = _file_sha256(file_path)
+                except OSError as exc:
+                    raise CheckpointError(f"{file_path}: cannot read ({_reason(exc)})") from None
+                if digest != files.get(file_name):
+                    raise CheckpointError(f"{file_path}: SHA-256 differs from {ROBOT_FILE}'s (changed or damaged)")
+            read.append((task, task.read_checkpoint(os.path.join(path, TASK_FILE.format(task=name)))))
+        for task, checkpoint in read:
+            task.apply_checkpoint(checkpoint)
         return robot["counters"]
 
     # -- internals ----------------------------------------------------------
+    def _named_latest(self) -> Tuple[Optional[str], Optional[str]]:
+        """The checkpoint name in ``latest`` when it names a complete one, and else why not (None
+        when there is no ``latest`` file)."""
+        try:
+            with open(os.path.join(self.directory, LATEST_FILE), "rb") as f:
+                raw = f.read(256)
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            return None, f"cannot read ({_reason(exc)})"
+        try:
+            named = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            return None, "not a checkpoint name (binary content)"
+        if not _CHECKPOINT_DIR.fullmatch(named):
+            return None, f"not a checkpoint name ({named[:40]!r})"
+        if not _is_complete(os.path.join(self.directory, named)):
+            return None, f"names {named}, which is not a complete checkpoint"
+        return named, None
+
+    def _candidates(self) -> List[str]:
+        """Complete checkpoint directories, the one ``latest`` names first, then by step, highest first."""
+        named, _ = self._named_latest()
+        out = [os.path.join(self.directory, named)] if named else []
+        for _, name in self._checkpoints():
+            path = os.path.join(self.directory, name)
+            if name != named and _is_complete(path):
+                out.append(path)
+        return out
+
+    def _legacy_checkpoints(self) -> List[str]:
+        return [p for _, n in self._checkpoints() if _is_legacy(p := os.path.join(self.directory, n))]
+
     def _checkpoints(self) -> List[Tuple[int, str]]:
         """(step, name) of every ``ckpt-*`` directory, highest step first."""
         try:
@@ -206,8 +325,63 @@ def _read_robot(path: str) -> Optional[dict]:
 def _is_complete(path: str) -> bool:
     robot = _read_robot(path)
     return robot is not None and all(
-        os.path.isfile(os.path.join(path, TASK_FILE.format(task=name))) for name in robot["tasks"]
+        os.path.isfile(os.path.join(path, f)) for name in robot["tasks"] for f in _task_files(str(name))
     )
+
+
+def _is_legacy(path: str) -> bool:
+    """Whether checkpoint directory ``path`` holds task files of the pickle format."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return any(n.endswith(".ckpt") for n in names) and not any(n.endswith(ARRAYS_SUFFIX) for n in names)
+
+
+def _legacy_message(path: str) -> str:
+    return (
+        f"{path} is a checkpoint of the old pickle format (<task>.ckpt), which parl no longer reads because "
+        "unpickling can run code; retrain, or convert it as docs/checkpoints.md describes"
+    )
+
+
+def _task_files(task: str) -> List[str]:
+    """The file names of task ``task``'s checkpoint."""
+    meta = TASK_FILE.format(task=task)
+    return [meta, os.path.splitext(meta)[0] + ARRAYS_SUFFIX]
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError in a few words: its message and the file."""
+    text = exc.strerror or str(exc)
+    return f"{text} ({exc.filename})" if exc.filename else text
+
+
+def _report_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def check_writable(directory: str) -> None:
+    """Make ``directory`` (and its parents) if needed and check a file can be created in it.
+
+    Raises:
+        NotWritableError: it cannot be made or written, naming it and why.
+    """
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}probe-", dir=directory)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise NotWritableError(f"{directory} is not writable: {_reason(exc)}") from None
 
 
 def _write_synced(path: str, text: str) -> None:

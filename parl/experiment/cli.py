@@ -5,9 +5,13 @@
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
-``python -m parl`` is the same. Config errors print one line naming the key and
-exit with status 2; an agent's error exits with status 1; a run stopped by
-SIGINT or SIGTERM writes its final checkpoint and exits with status 0.
+``python -m parl`` is the same. Config errors, and a log or checkpoint directory
+that cannot be written (checked at start), print one line and exit with status 2;
+an agent's error, a checkpoint that is refused (damaged, of the old pickle format,
+of other tasks) and a final checkpoint that cannot be written print one line and
+exit with status 1; a run stopped by SIGINT or SIGTERM writes its final
+checkpoint and exits with status 0. A periodic checkpoint that cannot be written
+is reported in one line and training goes on.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one ``parl`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
+    from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.config import ConfigError
 
     try:
@@ -72,9 +77,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "export":
             return _export(args)
         return _plot(args)
-    except ConfigError as exc:
+    except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except CheckpointWriteError as exc:
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except (FileNotFoundError, ValueError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -99,8 +107,11 @@ def _train(args: argparse.Namespace) -> int:
         f"{result['train_seconds']:.1f} s; updates {result['updates']}"
     )
     print(f"last evaluation mean return: {result['last_eval']:.1f}")
-    print(f"checkpoint: {result['checkpoint']}")
     print(f"log dir: {config.log_dir}")
+    if result["checkpoint"] is None:
+        print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"checkpoint: {result['checkpoint']}")
     return 0
 
 
@@ -123,17 +134,36 @@ def resolve_checkpoint(path: str) -> str:
     raise FileNotFoundError(f"no checkpoint in {path}")
 
 
-def load_trained_tasks(
-    config: "RobotConfig", checkpoint: str
-) -> Tuple[Dict[str, "ComputationTask"], Dict[str, object]]:
-    """The config's tasks with the weights of ``checkpoint`` (a directory :func:`resolve_checkpoint`
-    gave), and the checkpoint's counters."""
+def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str, Dict[str, object]]:
+    """Restore ``tasks`` from the checkpoint ``path`` means (as :func:`resolve_checkpoint`);
+    return its directory and counters. A checkpoint directory named itself is loaded or refused;
+    in a checkpoints directory or a run's log dir, damaged checkpoints are skipped (one line each
+    on stderr) for the newest intact one.
+
+    Raises:
+        FileNotFoundError: no checkpoint there.
+        CheckpointError: the checkpoint (or every one there) is refused.
+    """
+    from parl.experiment.checkpoints import ROBOT_FILE, CheckpointManager
+
+    if os.path.isfile(os.path.join(path, ROBOT_FILE)):
+        return path, CheckpointManager(os.path.dirname(os.path.abspath(path))).load(path, tasks)
+    for directory in (os.path.join(path, "checkpoints"), path):
+        if os.path.isdir(directory):
+            found = CheckpointManager(directory).load_latest(tasks)
+            if found is not None:
+                return found
+    raise FileNotFoundError(f"no checkpoint in {path}")
+
+
+def load_trained_tasks(config: "RobotConfig", path: str) -> Tuple[Dict[str, "ComputationTask"], str, Dict[str, object]]:
+    """The config's tasks restored from the checkpoint ``path`` means (see :func:`load_checkpoint`),
+    that checkpoint's directory and its counters."""
     from parl.experiment.build import task_settings
-    from parl.experiment.checkpoints import CheckpointManager
 
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
-    counters = CheckpointManager(os.path.dirname(os.path.abspath(checkpoint))).load(checkpoint, tasks)
-    return tasks, counters
+    checkpoint, counters = load_checkpoint(path, tasks)
+    return tasks, checkpoint, counters
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -146,8 +176,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     episodes = check_int("--episodes", args.episodes, 1)
     config = load_config(args.config, args.override)
-    checkpoint = resolve_checkpoint(args.checkpoint)
-    tasks, counters = load_trained_tasks(config, checkpoint)
+    tasks, checkpoint, counters = load_trained_tasks(config, args.checkpoint)
     returns: List[float] = evaluate_agents(
         lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
     )
@@ -173,8 +202,7 @@ def _export(args: argparse.Namespace) -> int:
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{args.run} is not a run directory: it has no config.yaml")
     config = load_config(config_path)
-    checkpoint = resolve_checkpoint(args.checkpoint or args.run)
-    tasks, _ = load_trained_tasks(config, checkpoint)
+    tasks, checkpoint, _ = load_trained_tasks(config, args.checkpoint or args.run)
     sections = {
         name: {
             "model": {**task.model.to_dict(), **task.model_sizes},  # with the sizes the env gave

@@ -38,7 +38,7 @@ import yaml
 
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
-from parl.experiment.checkpoints import CheckpointManager
+from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, check_writable
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
@@ -88,12 +88,20 @@ class Trainer:
         ``stop_reason``, ``last_eval`` (mean return of the last evaluation, NaN if none),
         ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``.
 
+        A periodic checkpoint that cannot be written (a full disk, a read-only directory) is
+        reported in one line on ``stream`` and training goes on; when the final one cannot be
+        written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None).
+
         Raises:
             AgentError: the first error an agent hit (no final checkpoint is written then).
             FileNotFoundError: ``resume`` with no checkpoint to resume from.
+            CheckpointError: ``resume`` and no checkpoint is intact (damaged ones are skipped,
+                each reported in one line on ``stream``).
+            NotWritableError: the log or checkpoint directory cannot be written (checked first).
         """
         config = self.config
-        os.makedirs(config.log_dir, exist_ok=True)
+        check_writable(config.log_dir)
+        check_writable(self.checkpoints.directory)
         _write_text(os.path.join(config.log_dir, "config.yaml"), yaml.safe_dump(config.to_dict(), sort_keys=False))
         seed_everything(config.seed)
         manager = build_manager(config)
@@ -121,6 +129,7 @@ class Trainer:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
             writer.scalars(state.steps, metrics.collect(state.steps))
             final = self._save(manager, state)
+            checkpoint_error = None if final is not None else state.checkpoint_error
         result: Dict[str, object] = {
             "env_steps": state.steps,
             "episodes": state.episodes,
@@ -129,6 +138,7 @@ class Trainer:
             "stop_reason": stop_reason,
             "last_eval": state.last_eval,
             "checkpoint": final,
+            "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
         }
         _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1))
@@ -240,7 +250,8 @@ class Trainer:
         return passed
 
     # -- checkpoints ----------------------------------------------------------
-    def _save(self, manager: Manager, state: "_RunState") -> str:
+    def _save(self, manager: Manager, state: "_RunState") -> Optional[str]:
+        """Write a checkpoint; None (reported in one line on ``stream``) when it cannot be written."""
         counters = {
             "step": state.steps,
             "env_steps": state.steps,
@@ -250,13 +261,20 @@ class Trainer:
             "agents": [agent.counters() for agent in manager.agents],
             "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
         }
-        return self.checkpoints.save(manager.tasks, counters, step=state.steps)
+        try:
+            return self.checkpoints.save(manager.tasks, counters, step=state.steps)
+        except CheckpointWriteError as exc:
+            state.checkpoint_error = str(exc)
+            print(f"parl train: {exc}; older checkpoints kept", file=self.stream, flush=True)
+            return None
 
     def _restore(self, manager: Manager, state: "_RunState") -> str:
-        path = self.checkpoints.latest()
-        if path is None:
+        found = self.checkpoints.load_latest(
+            manager.tasks, report=lambda line: print(line, file=self.stream, flush=True)
+        )
+        if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
-        counters = self.checkpoints.load(path, manager.tasks)
+        path, counters = found
         agents = counters.get("agents", [])
         if len(agents) != len(manager.agents):
             raise ValueError(f"{path} holds {len(agents)} agents, the config has {len(manager.agents)}")
@@ -285,6 +303,7 @@ class _RunState:
         self.last_eval = float("nan")
         self.elapsed = 0.0
         self.elapsed_before = 0.0
+        self.checkpoint_error: Optional[str] = None
 
     def recent_mean(self) -> float:
         return float(np.mean(self.recent)) if self.recent else float("nan")

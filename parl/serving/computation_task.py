@@ -21,9 +21,6 @@ the predictions and updates of both.
 from __future__ import annotations
 
 import math
-import os
-import pickle
-import tempfile
 import threading
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -38,6 +35,7 @@ from parl.layers.compiled import reads_mode
 from parl.layers.layer_func import LayersNotBuilt, training_mode
 from parl.layers.optimizer import Optimizer, grad_norm_value
 from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
+from parl.serving.checkpoint_format import CheckpointError, read_task_checkpoint, write_task_checkpoint
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
@@ -47,7 +45,20 @@ Costs = Dict[str, Union[float, np.ndarray]]
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
 
-_CHECKPOINT_VERSION = 1
+
+class TaskCheckpoint:
+    """A task checkpoint read and verified by :meth:`ComputationTask.read_checkpoint`.
+
+    Attributes:
+        path: the metadata file it was read from.
+        metadata: its JSON metadata.
+        sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
+    """
+
+    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
+        self.path = path
+        self.metadata = metadata
+        self.sections = sections
 
 
 class ComputationTask:
@@ -304,48 +315,165 @@ class ComputationTask:
 
     # -- checkpoints --------------------------------------------------------
     def save(self, path: str) -> None:
-        """Write weights, optimizer state and counters to one file, atomically."""
+        """Write weights, optimizer state, normalizer statistics, ``update_steps`` and the
+        algorithm's :meth:`~parl.Algorithm.state` as a task checkpoint: JSON metadata at ``path``
+        and the arrays beside it in ``<path without extension>.safetensors``
+        (:mod:`parl.serving.checkpoint_format`), each file replaced atomically, the metadata last.
+
+        An optimizer state restored by :meth:`load` and not yet applied (the optimizer is made at
+        the first update) is saved as it was loaded.
+
+        Raises:
+            ValueError: the algorithm's state is not JSON scalars and numpy arrays.
+            OSError: a file could not be written.
+        """
         with self._learn_lock, self._weights_lock:
-            state = {
-                "version": _CHECKPOINT_VERSION,
-                "task": self.name,
+            if self._optimizer is not None:
+                optimizer = self._to_structural(self._optimizer.state_dict())
+            else:
+                optimizer = self._pending_optimizer_state
+            scalars, arrays = _split_algorithm_state(self.algorithm)
+            sections = {
                 "weights": self._algorithm_weights(),
-                "optimizer": self._to_structural(self._optimizer.state_dict()) if self._optimizer else None,
-                "update_steps": self.update_steps,
-                "normalizer": self.normalizer.state_dict() if self.normalizer is not None else None,
+                "optimizer": optimizer or {},
+                "normalizer": self.normalizer.state_dict() if self.normalizer is not None else {},
+                "algorithm": arrays,
             }
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+            metadata = {
+                "task": self.name,
+                "algorithm": type(self.algorithm).__name__,
+                "models": sorted(sections["weights"]),  # a model with no built layer has no array
+                "specs": self._spec_lists(),
+                "update_steps": self.update_steps,
+                "has_optimizer": optimizer is not None,
+                "has_normalizer": self.normalizer is not None,
+                "algorithm_state": scalars,
+            }
+        write_task_checkpoint(path, metadata, sections)
 
     def load(self, path: str) -> None:
-        """Restore a file written by :meth:`save` (in this or another process)."""
-        with open(path, "rb") as f:
-            state = pickle.load(f)
-        if not isinstance(state, dict) or state.get("version") != _CHECKPOINT_VERSION:
-            raise ValueError(f"{path} is not a parl checkpoint (version {_CHECKPOINT_VERSION})")
+        """Restore a task checkpoint written by :meth:`save` (in this or another process).
+
+        Nothing in the files is executed (no pickle). Everything is verified before anything
+        changes: the checksums, every array's shape and dtype against the file's manifest, that
+        every float array is finite and no weight absurdly large, and that the algorithm class,
+        specs, models, weight shapes and normalizer settings are this task's.
+
+        Raises:
+            CheckpointError: (a ValueError) one line naming the file and what is wrong.
+        """
+        self.apply_checkpoint(self.read_checkpoint(path))
+
+    def read_checkpoint(self, path: str) -> "TaskCheckpoint":
+        """Read and verify the task checkpoint at ``path`` against this task without changing it;
+        :meth:`apply_checkpoint` then restores it.
+
+        Raises:
+            CheckpointError: as :meth:`load`.
+        """
+        metadata, sections = read_task_checkpoint(path)
+        checkpoint = TaskCheckpoint(path, metadata, sections)
         with self._learn_lock, self._weights_lock:
-            # Everything that can refuse the file is checked before anything changes.
-            self._check_normalizer_state(state.get("normalizer"), path)
-            self._check_model_names(state["weights"], path)
-            self._set_algorithm_weights(state["weights"])
-            self.update_steps = int(state["update_steps"])
-            self._set_normalizer_state(state.get("normalizer"), path)
-            if state["optimizer"] is not None:
+            self._check_checkpoint(checkpoint)
+        return checkpoint
+
+    def apply_checkpoint(self, checkpoint: "TaskCheckpoint") -> None:
+        """Restore ``checkpoint`` from :meth:`read_checkpoint` (of this task).
+
+        Raises:
+            CheckpointError: the checkpoint does not fit the task (checked again, before any change).
+        """
+        with self._learn_lock, self._weights_lock:
+            self._check_checkpoint(checkpoint)
+            state = dict(checkpoint.metadata["algorithm_state"])
+            state.update(checkpoint.sections["algorithm"])
+            try:
+                self.algorithm.set_state(state)
+            except ValueError as exc:
+                raise CheckpointError(f"{checkpoint.path}: algorithm state refused: {exc}") from None
+            self._set_algorithm_weights(checkpoint.sections["weights"])
+            self.update_steps = int(checkpoint.metadata["update_steps"])
+            if self.normalizer is not None:
+                self.normalizer.set_state_dict(checkpoint.sections["normalizer"])
+            if checkpoint.metadata["has_optimizer"]:
+                optimizer = checkpoint.sections["optimizer"]
                 if self._optimizer is None:
-                    self._pending_optimizer_state = state["optimizer"]
+                    self._pending_optimizer_state = optimizer
                 else:
-                    self._optimizer.set_state_dict(self._from_structural(state["optimizer"]))
+                    self._optimizer.set_state_dict(self._from_structural(optimizer))
+                    self._pending_optimizer_state = None
+
+    def _spec_lists(self) -> Dict[str, List[list]]:
+        return {
+            group: [[s.name, list(s.shape), s.dtype.name] for s in specs]
+            for group, specs in (
+                ("inputs", self.input_specs),
+                ("states", self.state_specs),
+                ("actions", self.action_specs),
+                ("rewards", self.reward_specs),
+            )
+        }
+
+    def _check_checkpoint(self, checkpoint: "TaskCheckpoint") -> None:
+        path, meta, sections = checkpoint.path, checkpoint.metadata, checkpoint.sections
+        algorithm = type(self.algorithm).__name__
+        if meta.get("algorithm") != algorithm:
+            raise CheckpointError(
+                f"{path} holds a {meta.get('algorithm')!r} algorithm, task {self.name!r} has {algorithm!r}"
+            )
+        specs = self._spec_lists()
+        saved_specs = meta.get("specs")
+        if not isinstance(saved_specs, dict):
+            raise CheckpointError(f"{path}: metadata has no specs")
+        for group, expected in specs.items():
+            if saved_specs.get(group) != expected:
+                raise CheckpointError(
+                    f"{path}: {group} specs {saved_specs.get(group)} differ from task {self.name!r}'s {expected}"
+                )
+        models = meta.get("models")
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise CheckpointError(f"{path}: metadata has no list of models")
+        for model in models:
+            sections["weights"].setdefault(model, {})
+        steps = meta.get("update_steps")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise CheckpointError(f"{path}: update_steps must be an int >= 0, got {steps!r}")
+        if not isinstance(meta.get("algorithm_state"), dict) or not isinstance(meta.get("has_optimizer"), bool):
+            raise CheckpointError(f"{path}: metadata lacks algorithm_state or has_optimizer")
+        if meta.get("has_normalizer") != (self.normalizer is not None):
+            has = "has" if meta.get("has_normalizer") else "has no"
+            raise CheckpointError(
+                f"{path} {has} input normalizer statistics, but task {self.name!r} "
+                f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
+            )
+        try:
+            if self.normalizer is not None:
+                _check_normalizer_arrays(self.normalizer.state_dict(), sections["normalizer"])
+            self._check_weights(sections["weights"])
+            if meta["has_optimizer"] and self._optimizer is not None:
+                _check_same_arrays(
+                    "optimizer state", self._to_structural(self._optimizer.state_dict()), sections["optimizer"]
+                )
+        except ValueError as exc:
+            raise CheckpointError(f"{path}: {exc}") from None
+
+    def _check_weights(self, weights: Mapping[str, object]) -> None:
+        """Model names, layer names, and the shape and dtype of every weight of a built layer."""
+        self._check_model_names(weights, "the file")
+        for attr, model in self._models():
+            given = weights[attr]
+            if not isinstance(given, Mapping):
+                raise ValueError(f"weights of model {attr!r} are not a dict")
+            layers = {path for path, _ in model.named_layers()}
+            current = model.get_weights()
+            for key, value in given.items():
+                if not isinstance(value, np.ndarray) or key.rpartition(".")[0] not in layers:
+                    raise ValueError(f"weight {attr}/{key} names no layer of {type(model).__name__}")
+                if key in current and (value.shape != current[key].shape or value.dtype != current[key].dtype):
+                    raise ValueError(
+                        f"weight {attr}/{key} is {value.dtype.name}{list(value.shape)}, "
+                        f"the model has {current[key].dtype.name}{list(current[key].shape)}"
+                    )
 
     def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
         if (state is None) != (self.normalizer is None):
@@ -434,6 +562,59 @@ def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) ->
             value = _rename_sorted(value, pairs)
         out[key] = value
     return out
+
+
+def _split_algorithm_state(algorithm: Algorithm) -> Tuple[Dict[str, object], ArrayDict]:
+    """The algorithm's :meth:`~parl.Algorithm.state` as (JSON scalars, numpy arrays)."""
+    state = algorithm.state()
+    if not isinstance(state, Mapping):
+        raise ValueError(f"{type(algorithm).__name__}.state() must return a dict, got {type(state).__name__}")
+    scalars: Dict[str, object] = {}
+    arrays: ArrayDict = {}
+    for key, value in state.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{type(algorithm).__name__}.state() key {key!r} is not a string")
+        if isinstance(value, np.ndarray):
+            arrays[key] = value
+        elif isinstance(value, np.generic):
+            scalars[key] = value.item()
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            scalars[key] = value
+        else:
+            raise ValueError(
+                f"{type(algorithm).__name__}.state()[{key!r}] must be a JSON scalar or numpy array, "
+                f"got {type(value).__name__}"
+            )
+    return scalars, arrays
+
+
+def _check_normalizer_arrays(expected: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]) -> None:
+    if set(given) != set(expected):
+        raise ValueError(f"normalizer statistics are for inputs {sorted(given)}, expected {sorted(expected)}")
+    for name, stats in expected.items():
+        stats = dict(stats)
+        got = given[name]
+        count = got.get("count") if isinstance(got, Mapping) else None
+        # The count is one number, kept as a 0-d or a one-element array.
+        if not isinstance(count, np.ndarray) or count.size != 1:
+            raise ValueError(f"normalizer statistics of {name!r} need a one-element 'count', got {count!r}")
+        stats["count"] = count
+        _check_same_arrays(f"normalizer statistics of {name!r}", stats, got, dtypes=False)
+
+
+def _check_same_arrays(what: str, expected: Mapping[str, object], given: object, *, dtypes: bool = True) -> None:
+    """``given`` has exactly ``expected``'s keys, each array of the same shape (and dtype)."""
+    if not isinstance(given, Mapping) or set(given) != set(expected):
+        got = sorted(given) if isinstance(given, Mapping) else type(given).__name__
+        raise ValueError(f"{what} has entries {got}, expected {sorted(expected)}")
+    for key, value in expected.items():
+        if isinstance(value, Mapping):
+            _check_same_arrays(f"{what}/{key}", value, given[key], dtypes=dtypes)
+            continue
+        want, got = np.asarray(value), given[key]
+        if not isinstance(got, np.ndarray) or got.shape != want.shape or (dtypes and got.dtype != want.dtype):
+            desc = f"{got.dtype.name}{list(got.shape)}" if isinstance(got, np.ndarray) else type(got).__name__
+            raise ValueError(f"{what} entry {key!r} is {desc}, expected {want.dtype.name}{list(want.shape)}")
 
 
 def _cost_value(name: str, value: paddle.Tensor) -> Union[float, np.ndarray]:

@@ -1,0 +1,232 @@
+"""The on-disk format of one task's checkpoint: safetensors arrays plus JSON metadata.
+
+    write_task_checkpoint("ckpt/RL.json", metadata, arrays)   # ckpt/RL.json and ckpt/RL.safetensors
+    metadata, arrays = read_task_checkpoint("ckpt/RL.json")    # verified, or CheckpointError
+
+``<name>.safetensors`` holds every array (weights, optimizer state, normalizer
+statistics, algorithm arrays) under keys ``<section>/<path>``; ``<name>.json``
+(the path given) holds the metadata, the manifest of the arrays (section, path,
+shape, dtype), the SHA-256 of the arrays file and a SHA-256 of the metadata
+itself. Neither file is ever unpickled: reading can not run code. Reading checks
+the checksums, every array against the manifest, and that every float array is
+finite; model weights must also stay within :data:`MAX_ABS_WEIGHT`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import Dict, List, Mapping, Tuple
+
+import numpy as np
+import safetensors.numpy
+
+#: ``format`` of the metadata file.
+FORMAT_NAME = "parl-task-checkpoint"
+#: Version of the format written and read (version 1 was a pickle file, refused).
+FORMAT_VERSION = 2
+#: Suffix of the arrays file, which replaces the metadata path's extension.
+ARRAYS_SUFFIX = ".safetensors"
+#: A model weight whose magnitude exceeds this is refused as damaged.
+MAX_ABS_WEIGHT = 1e10
+#: Array sections of the arrays file.
+SECTIONS = ("weights", "optimizer", "normalizer", "algorithm")
+
+_PICKLE_MAGIC = b"\x80"
+_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is missing, damaged, of another format, or does not fit the task;
+    the message is one line naming the file and what is wrong."""
+
+
+def arrays_path(path: str) -> str:
+    """The arrays file that goes with metadata file ``path``."""
+    return os.path.splitext(path)[0] + ARRAYS_SUFFIX
+
+
+def flatten_arrays(section: str, tree: Mapping[str, object]) -> Dict[str, Tuple[List[str], np.ndarray]]:
+    """``{"<section>/<k1>/<k2>": ([k1, k2], array)}`` for the leaves of nested dict ``tree``."""
+    out: Dict[str, Tuple[List[str], np.ndarray]] = {}
+
+    def walk(prefix: List[str], node: Mapping[str, object]) -> None:
+        for key, value in node.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{section} state key {key!r} is not a string")
+            if isinstance(value, Mapping):
+                walk(prefix + [key], value)
+            else:
+                path = prefix + [key]
+                array = np.asarray(value)
+                if not array.flags.c_contiguous:  # np.ascontiguousarray would make 0-d arrays 1-d
+                    array = array.copy(order="C")
+                out["/".join([section, *path])] = (path, array)
+
+    walk([], tree)
+    return out
+
+
+def unflatten(entries: List[Tuple[List[str], np.ndarray]]) -> Dict[str, object]:
+    """Inverse of :func:`flatten_arrays` for the entries of one section."""
+    tree: Dict[str, object] = {}
+    for path, value in entries:
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})  # type: ignore[assignment]
+        node[path[-1]] = value
+    return tree
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _metadata_checksum(metadata: Mapping[str, object]) -> str:
+    body = {k: v for k, v in metadata.items() if k != "checksum"}
+    return _sha256(json.dumps(body, sort_keys=True, allow_nan=True).encode())
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_task_checkpoint(
+    path: str, metadata: Mapping[str, object], sections: Mapping[str, Mapping[str, object]]
+) -> None:
+    """Write the arrays of ``sections`` (section name -> nested dict of arrays) and ``metadata``
+    (JSON values) as one task checkpoint; the metadata file ``path`` is replaced last.
+
+    Raises:
+        ValueError: ``path`` ends in ``.safetensors``, a section is unknown, or an array's dtype
+            is not a plain number or bool type.
+        OSError: a file could not be written (the previous files at ``path`` stay as they were).
+    """
+    if path.endswith(ARRAYS_SUFFIX):
+        raise ValueError(f"a task checkpoint path must not end in {ARRAYS_SUFFIX!r}: {path}")
+    flat: Dict[str, Tuple[List[str], np.ndarray]] = {}
+    for section, tree in sections.items():
+        if section not in SECTIONS:
+            raise ValueError(f"unknown checkpoint section {section!r}; sections are {list(SECTIONS)}")
+        flat.update(flatten_arrays(section, tree))
+    manifest = {}
+    for key, (sub_path, array) in flat.items():
+        if array.dtype.name not in _DTYPES:
+            raise ValueError(f"checkpoint array {key!r} has dtype {array.dtype}, expected one of {sorted(_DTYPES)}")
+        manifest[key] = {
+            "section": key.split("/", 1)[0],
+            "path": sub_path,
+            "shape": list(array.shape),
+            "dtype": array.dtype.name,
+        }
+    data = safetensors.numpy.save({key: array for key, (_, array) in flat.items()})
+    files = os.path.basename(arrays_path(path))
+    full = {
+        **metadata,
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "arrays_file": files,
+        "arrays_sha256": _sha256(data),
+        "arrays": manifest,
+    }
+    full["checksum"] = _metadata_checksum(full)
+    text = json.dumps(full, indent=1, sort_keys=True, allow_nan=True).encode()
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    _write_atomic(arrays_path(path), data)
+    _write_atomic(path, text)
+
+
+def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
+    """The metadata and the arrays by section (nested dicts) of the task checkpoint at ``path``,
+    verified as the module docstring says.
+
+    Raises:
+        CheckpointError: the files are missing, of the old pickle format, damaged, or inconsistent.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if raw.startswith(_PICKLE_MAGIC):
+        raise CheckpointError(
+            f"{path} is not a parl checkpoint this version reads: a pickle file (the format before version "
+            f"{FORMAT_VERSION}), which parl no "
+            "longer reads because unpickling can run code; retrain, or convert it as docs/checkpoints.md describes"
+        )
+    try:
+        metadata = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise CheckpointError(
+            f"{path} is not a parl checkpoint (its metadata is not JSON; truncated or damaged?)"
+        ) from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+        raise CheckpointError(f"{path} is not a parl task checkpoint (no format {FORMAT_NAME!r})")
+    if metadata.get("version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint format version {metadata.get('version')!r}, this parl reads {FORMAT_VERSION}"
+        )
+    if metadata.get("checksum") != _metadata_checksum(metadata):
+        raise CheckpointError(f"{path}: metadata checksum mismatch (the file was changed or damaged)")
+    manifest = metadata.get("arrays")
+    if not isinstance(manifest, dict):
+        raise CheckpointError(f"{path}: metadata has no array manifest")
+    data_path = os.path.join(os.path.dirname(os.path.abspath(path)), str(metadata.get("arrays_file")))
+    if os.path.basename(data_path) != os.path.basename(arrays_path(path)):
+        raise CheckpointError(
+            f"{path}: names arrays file {metadata.get('arrays_file')!r}, expected {arrays_path(path)}"
+        )
+    try:
+        with open(data_path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise CheckpointError(f"{data_path}: cannot read ({exc.strerror or exc})") from None
+    if _sha256(data) != metadata.get("arrays_sha256"):
+        raise CheckpointError(f"{data_path}: SHA-256 mismatch (truncated, changed or damaged)")
+    try:
+        arrays = safetensors.numpy.load(data)
+    except Exception as exc:  # the parser's own error types differ by version
+        raise CheckpointError(f"{data_path}: not a safetensors file ({type(exc).__name__})") from None
+    if set(arrays) != set(manifest):
+        extra, missing = sorted(set(arrays) - set(manifest)), sorted(set(manifest) - set(arrays))
+        raise CheckpointError(f"{data_path}: arrays {extra} not in the manifest, manifest entries {missing} absent")
+    sections: Dict[str, List[Tuple[List[str], np.ndarray]]] = {s: [] for s in SECTIONS}
+    for key, entry in sorted(manifest.items()):
+        array = arrays[key]
+        if (
+            not isinstance(entry, dict)
+            or entry.get("section") not in SECTIONS
+            or not isinstance(entry.get("path"), list)
+        ):
+            raise CheckpointError(f"{path}: bad manifest entry for array {key!r}")
+        if list(array.shape) != entry.get("shape") or array.dtype.name != entry.get("dtype"):
+            raise CheckpointError(
+                f"{data_path}: array {key!r} is {array.dtype.name}{list(array.shape)}, "
+                f"the manifest says {entry.get('dtype')}{entry.get('shape')}"
+            )
+        if array.dtype.name not in _DTYPES:
+            raise CheckpointError(f"{data_path}: array {key!r} has dtype {array.dtype.name}")
+        if array.dtype.kind == "f":
+            if not np.all(np.isfinite(array)):
+                raise CheckpointError(f"{data_path}: array {key!r} holds NaN or infinite values")
+            if entry["section"] == "weights" and array.size and float(np.max(np.abs(array))) > MAX_ABS_WEIGHT:
+                raise CheckpointError(
+                    f"{data_path}: weight {key!r} holds {float(np.max(np.abs(array))):.3g}, "
+                    f"beyond the plausible {MAX_ABS_WEIGHT:g}"
+                )
+        sections[entry["section"]].append((entry["path"], array))
+    return metadata, {name: unflatten(entries) for name, entries in sections.items()}
