@@ -158,3 +158,13 @@ def test_reward_transform_identity() -> None:
 def test_reward_transform_bad_settings_raise(kwargs, name) -> None:
     with pytest.raises(ValueError, match=name):
         RewardTransform(**kwargs)
+
+
+def test_statistics_load_with_their_count_as_a_scalar_or_a_one_element_array() -> None:
+    stats = RunningMeanStd([2])
+    stats.update(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    for count in (np.array(stats.count), np.array([stats.count])):
+        fresh = RunningMeanStd([2])
+        fresh.set_state_dict({**stats.state_dict(), "count": count})
+        assert fresh.count == stats.count
+        np.testing.assert_array_equal(fresh.mean, stats.mean)

@@ -56,7 +56,7 @@ class RunningMeanStd:
             raise ValueError(f"normalizer statistics have shape {list(mean.shape)}, expected {list(self.mean.shape)}")
         self.mean = mean.copy()
         self.var = np.asarray(state["var"], dtype=np.float64).copy()
-        self.count = float(state["count"])
+        self.count = float(np.asarray(state["count"]).reshape(-1)[0])  # 0-d or one-element, as files give it
 
 
 class InputNormalizer:
