@@ -37,7 +37,8 @@ class ProgressBar:
 
     Args:
         total_steps: the env step budget (100%).
-        stream: where to draw; a terminal (``isatty()``) gets tqdm's line redrawn in place.
+        stream: where to draw (None: ``sys.stderr`` as it is now); a terminal (``isatty()``) gets tqdm's
+            line redrawn in place.
         min_interval: least seconds between redraws on a terminal.
         clock: seconds on a monotonic clock, for the plain lines off a terminal (tests pass a fake).
     """
@@ -45,12 +46,13 @@ class ProgressBar:
     def __init__(
         self,
         total_steps: int,
-        stream: TextIO = sys.stderr,
+        stream: Optional[TextIO] = None,
         min_interval: float = 0.5,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.total_steps = check_int("total_steps", total_steps, 1)
+        stream = sys.stderr if stream is None else stream  # read now, not when the module was imported
         self.stream = stream
         self.tty = _is_tty(stream)
         interval = check_range("min_interval", min_interval, 0.0, math.inf)

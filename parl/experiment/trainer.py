@@ -59,7 +59,7 @@ class Trainer:
         config: a validated robot config.
         resume: continue from the latest checkpoint under ``<log_dir>/checkpoints``.
         progress: draw the progress bar on ``stream``.
-        stream: where the progress bar and the summary go.
+        stream: where the progress bar and the summary go (None: ``sys.stderr`` as it is now).
         log_seconds: seconds between task metric rows.
     """
 
@@ -69,13 +69,15 @@ class Trainer:
         *,
         resume: bool = False,
         progress: bool = True,
-        stream: TextIO = sys.stderr,
+        stream: Optional[TextIO] = None,
         log_seconds: float = 2.0,
     ) -> None:
         self.config = config
         self.resume = resume
         self.progress = progress
-        self.stream = stream
+        # Read at each call, not bound when this module was imported: a redirected stderr then (a test's
+        # capture, a notebook's) may be closed by the time a later run writes.
+        self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
         #: The robot of the current or last :meth:`run` (None before it).
