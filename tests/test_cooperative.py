@@ -17,9 +17,7 @@ import pytest
 from learning import load_example
 
 import parl
-from parl.runtime import registry
 from parl.runtime.cooperative import runner as cooperative
-from parl.utils.cli import example_parser
 
 from toys import (
     WAIT,
@@ -27,7 +25,6 @@ from toys import (
     EchoAgent,
     acquire_n,
     count_puts,
-    echo_algorithm_func,
     echo_obs,
     senders,
 )
@@ -194,20 +191,6 @@ def test_a_helper_outside_the_scheduler_is_refused(make_cooperative) -> None:
 
 
 # -- the setting -------------------------------------------------------------------------
-
-
-def test_an_unknown_placement_is_named_with_the_choices() -> None:
-    with pytest.raises(ValueError, match="placement must be one of .*'threads'.*'cooperative'.*got 'fibers'"):
-        parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement="fibers")
-
-
-def test_examples_take_the_placement_on_the_command_line() -> None:
-    parser = example_parser("x", max_steps=1, target=1.0, agents=1)
-    assert parser.parse_args([]).placement == "threads"
-    assert parser.parse_args(["--placement", "cooperative"]).placement == "cooperative"
-    assert set(registry.names()) >= {"threads", "cooperative"}
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--placement", "fibers"])
 
 
 # -- learning --------------------------------------------------------------------------

@@ -230,11 +230,6 @@ def test_workers_setting_is_checked() -> None:
 # -- the setting ----------------------------------------------------------------------------------
 
 
-def test_workers_only_go_with_processes() -> None:
-    with pytest.raises(ValueError, match="workers applies to placement 'processes' only, got placement 'threads'"):
-        parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, workers=2)
-
-
 def test_an_example_trains_unchanged_in_worker_processes() -> None:
     example = load_example("a2c_cartpole")
     result = example.train(
