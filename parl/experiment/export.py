@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
@@ -28,9 +28,12 @@ from safetensors.numpy import load_file, save_file
 from parl.core.algorithm import Algorithm
 from parl.core.model import Model
 from parl.experiment.class_spec import resolve_spec
+from parl.serving.checkpoint_format import flatten_arrays, unflatten
 from parl.serving.computation_task import ComputationTask
 
 POLICY_FILE = "policy.json"
+#: The key prefix of the arrays in a policy's safetensors files.
+WEIGHTS = "weights"
 FORMAT_VERSION = 1
 
 ArrayDict = Dict[str, np.ndarray]
@@ -59,14 +62,14 @@ def export_policy(
     os.makedirs(directory, exist_ok=True)
     entries = {}
     for name, task in tasks.items():
-        arrays, index = _flatten(task.algorithm_weights())
-        save_file(arrays, os.path.join(directory, f"{name}.safetensors"))
+        flat = flatten_arrays(WEIGHTS, task.algorithm_weights())
+        save_file({key: array for key, (_, array) in flat.items()}, os.path.join(directory, f"{name}.safetensors"))
         section = sections[name]
         entries[name] = {
             "model": dict(section["model"]),
             "algorithm": dict(section["algorithm"]),
             "transforms": dict(section["transforms"]),
-            "weights": index,
+            "weights": {key: path for key, (path, _) in flat.items()},
             "specs": {
                 kind: [[s.name, list(s.shape), s.dtype.name] for s in getattr(task, f"{kind}_specs")]
                 for kind in ("input", "state", "action")
@@ -163,38 +166,11 @@ def load_policy(directory: str) -> Policy:
         weights_path = os.path.join(directory, f"{name}.safetensors")
         try:
             arrays = load_file(weights_path)
-            task.set_algorithm_weights(_unflatten(arrays, entry["weights"]))
+            task.set_algorithm_weights(unflatten([(path, arrays[key]) for key, path in entry["weights"].items()]))
         except Exception as exc:  # noqa: BLE001 - any unreadable or misfitting file is one line
             raise PolicyError(f"{weights_path}: {type(exc).__name__}: {exc}") from None
         tasks[name] = task
     return Policy(tasks, meta)
-
-
-def _flatten(weights: Mapping[str, object]) -> Tuple[ArrayDict, List[List[str]]]:
-    """Nested dicts of arrays as safetensors keys ``"0"``, ``"1"``, ... and the key path of each."""
-    arrays: ArrayDict = {}
-    index: List[List[str]] = []
-
-    def walk(value: object, path: List[str]) -> None:
-        if isinstance(value, Mapping):
-            for key, item in value.items():
-                walk(item, path + [str(key)])
-        else:
-            arrays[str(len(index))] = np.array(value, order="C")  # 0-d arrays stay 0-d
-            index.append(path)
-
-    walk(weights, [])
-    return arrays, index
-
-
-def _unflatten(arrays: Mapping[str, np.ndarray], index: List[List[str]]) -> Dict[str, object]:
-    out: Dict[str, object] = {}
-    for number, path in enumerate(index):
-        node = out
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = arrays[str(number)]
-    return out
 
 
 def _plain(value: object) -> object:

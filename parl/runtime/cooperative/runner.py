@@ -66,7 +66,6 @@ logger = logging.getLogger("parl")
 ArrayDict = Dict[str, np.ndarray]
 #: One agent's share of a prediction batch: its actions and next states.
 Row = Tuple[ArrayDict, ArrayDict]
-_ndarray = np.ndarray
 
 #: Times the scheduler throws StoppedError into an agent that goes on parking after it.
 _KILL_TRIES = 3
