@@ -37,7 +37,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from parl.core.batch import Transition
-from parl.core.specs import Spec
+from parl.core.specs import Spec, check_dict
 
 ArrayDict = Dict[str, np.ndarray]
 
@@ -50,11 +50,29 @@ class Communicator(abc.ABC):
         input_specs, state_specs, action_specs, reward_specs: the task's specs.
     """
 
+    #: Names the task in errors about a sample (``"task 'RL'"``); set by every transport.
+    _what: str = "task"
+
     agent_id: int
     input_specs: List[Spec]
     state_specs: List[Spec]
     action_specs: List[Spec]
     reward_specs: List[Spec]
+
+    def checked(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """``inputs`` and ``states`` (None: none) checked against the specs and converted where they
+        convert: what a transport's ``predict`` does first, in the calling agent.
+
+        Raises:
+            ValueError: naming the task, the spec and the problem.
+        """
+        what = self._what
+        return (
+            check_dict(self.input_specs, inputs, f"{what} input"),
+            check_dict(self.state_specs, states if states is not None else {}, f"{what} state"),
+        )
 
     @abc.abstractmethod
     def predict(

@@ -19,7 +19,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
-from parl.core.specs import Spec, check_dict
+from parl.core.specs import Spec
 from parl.serving.computation_task import ComputationTask
 from parl.serving.request_queue import Request, RequestQueue
 from parl.serving.stats import WrapperStats
@@ -61,8 +61,7 @@ class InProcessCommunicator(Communicator):
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
-        inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
-        states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
+        inputs, states = self.checked(inputs, states)
         request = Request(self.agent_id, (inputs, states))
         start = perf_counter()
         self._wrapper.prediction_queue.put(request)

@@ -16,7 +16,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
-from parl.core.specs import Spec, check_dict
+from parl.core.specs import Spec
 from parl.serving.computation_task import ComputationTask
 
 ArrayDict = Dict[str, np.ndarray]
@@ -39,8 +39,7 @@ class DirectCommunicator(Communicator):
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
-        inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
-        states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
+        inputs, states = self.checked(inputs, states)
         actions, next_states = self.task.predict(
             {k: v[None] for k, v in inputs.items()},
             {k: v[None] for k, v in states.items()},

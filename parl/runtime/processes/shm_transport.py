@@ -43,7 +43,7 @@ import numpy as np
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
-from parl.core.specs import Layout, Spec, check_dict, fits
+from parl.core.specs import Layout, Spec, fits
 from parl.serving.request_queue import Request
 
 ArrayDict = Dict[str, np.ndarray]
@@ -340,8 +340,7 @@ class ShmCommunicator(Communicator):
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
-        inputs = check_dict(self.input_specs, inputs, f"{self._what} input")
-        states = check_dict(self.state_specs, states if states is not None else {}, f"{self._what} state")
+        inputs, states = self.checked(inputs, states)
         if self._stopped.is_set():
             raise StoppedError("the worker is stopping")
         slot = self._slot
