@@ -24,10 +24,12 @@ read them (exploration, learning-rate warm-up) go on where they stopped.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from parl.core.agent_helper import AgentHelper
 from parl.core.counters import read_counter
+from parl.core.errors import EpisodeResultError
 from parl.validation import check_int
 
 
@@ -54,7 +56,8 @@ class Agent:
         self.training = True
 
     def run_one_episode(self) -> Dict[str, float]:
-        """Play one episode; return its statistics (at least ``reward`` and ``steps``)."""
+        """Play one episode; return its statistics: a mapping with at least ``reward`` (a number)
+        and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_one_episode()")
 
     def counters(self) -> Dict[str, int]:
@@ -83,3 +86,41 @@ class Agent:
         if self.episode == 0 and self.seed is not None:
             return self.env.reset(seed=self.seed)
         return self.env.reset()
+
+
+def check_episode_result(result: object) -> Mapping[str, Any]:
+    """``result``, what :meth:`Agent.run_one_episode` returned, when it keeps the contract: a mapping
+    with a number ``reward`` and a whole number ``steps`` >= 0.
+
+    Raises:
+        EpisodeResultError: ``run_one_episode returned None; expected a mapping with 'reward' and 'steps'``,
+            and the like, naming the value.
+    """
+    if not isinstance(result, Mapping):
+        raise EpisodeResultError(
+            f"run_one_episode returned {_shown(result)}; expected a mapping with 'reward' and 'steps'"
+        )
+    missing = [key for key in ("reward", "steps") if key not in result]
+    if missing:
+        raise EpisodeResultError(
+            f"run_one_episode returned a mapping without {' and '.join(map(repr, missing))} "
+            f"(keys: {sorted(map(str, result))})"
+        )
+    reward, steps = result["reward"], result["steps"]
+    if not _is_number(reward):
+        raise EpisodeResultError(f"run_one_episode returned reward {_shown(reward)}; expected a number")
+    if not (_is_number(steps) and float(steps).is_integer() and steps >= 0):
+        raise EpisodeResultError(f"run_one_episode returned steps {_shown(steps)}; expected a whole number >= 0")
+    return result
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _shown(value: object) -> str:
+    """``value`` for a one-line message: its repr (cut short) and, unless plain, its type."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    plain = value is None or type(value) in (int, float, str, bool, list, tuple, dict)
+    return text if plain else f"{text} (a {type(value).__name__})"

@@ -15,7 +15,9 @@ agents); ``"processes"`` with ``workers=N`` forks N worker processes that run
 the agents, their predictions crossing to this process's wrappers through
 shared memory (:mod:`parl.runtime.processes.worker_pool`; for environments whose steps
 cost CPU). The agents' code is the same in all three. An agent whose episode
-raises is reported (agent, episode, traceback) and ends; the others go on.
+raises (``SystemExit`` and ``KeyboardInterrupt`` included) or returns something
+other than its statistics is reported in :attr:`errors` (agent, episode,
+traceback) and ends; the others go on.
 :meth:`stop` ends everything within its timeout, even with agents blocked on
 predictions.
 
@@ -215,12 +217,7 @@ class Manager:
 
     def _run_agent(self, agent: Agent) -> None:
         """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
-        play_games(
-            agent,
-            self._stop.is_set,
-            self._record_episode,
-            lambda exc: self._record_error(AgentError(agent.id, agent.episode, exc)),
-        )
+        play_games(agent, self._stop.is_set, self._record_episode, self._record_error)
 
     def _record_episode(self, record: Dict[str, float]) -> None:
         """Keep one finished episode's record."""

@@ -22,9 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Set
 
-from parl.core.agent import Agent
+from greenlet import GreenletExit
+
+from parl.core.agent import Agent, check_episode_result
 from parl.core.communicator import Communicator
-from parl.core.errors import AgentError, StoppedError
+from parl.core.errors import AgentError, EpisodeResultError, StoppedError
 from parl.serving.computation_wrapper import ComputationWrapper
 
 
@@ -95,31 +97,46 @@ class AgentRunner(abc.ABC):
 def play_games(
     agent: Agent,
     stopped: Callable[[], bool],
-    on_episode: Callable[[Dict[str, float]], None],
-    on_error: Callable[[BaseException], None],
+    on_episode: Callable[[Dict[str, object]], None],
+    on_error: Callable[[AgentError], None],
 ) -> None:
     """Run ``agent``'s episodes until it has played ``num_games`` or ``stopped()``: the loop of every
     placement (an agent thread, a greenlet, a worker process).
 
     After each episode ``agent.episode`` is counted, then ``on_episode`` gets its record:
-    ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. An exception
-    from an episode goes to ``on_error`` (with ``agent.episode`` still that episode) and ends the
-    agent, unless it comes once the robot is stopping; ``StoppedError`` ends it quietly. An agent
-    that has played all its games then calls each helper's ``finish`` (updates still in flight are
-    waited for), its errors reported the same way.
+    ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. Whatever ends an
+    episode otherwise goes to ``on_error`` as an :class:`AgentError` (with ``agent.episode`` still
+    that episode) and ends the agent, unless it comes once the robot is stopping: any exception,
+    ``SystemExit`` and ``KeyboardInterrupt`` included (raised by the agent's code, as an agent
+    never runs in the main thread), and a result that breaks the contract of ``run_one_episode``
+    (:func:`~parl.core.agent.check_episode_result`). ``StoppedError`` ends the agent quietly and
+    ``GreenletExit`` (a greenlet being ended) goes on up. An agent that has played all its games
+    then calls each helper's ``finish`` (updates still in flight are waited for), its errors
+    reported the same way.
     """
+
+    def report(exc: BaseException, where: Optional[str]) -> None:
+        if isinstance(exc, _PASSED_ON) or (isinstance(exc, KeyboardInterrupt) and _in_main_thread()):
+            raise exc
+        if not stopped():
+            on_error(AgentError(agent.id, agent.episode, exc, where=where))
+
     while not stopped() and (agent.num_games is None or agent.episode < agent.num_games):
         start = time.perf_counter()
         try:
-            result = agent.run_one_episode()
+            returned = agent.run_one_episode()
         except StoppedError:
             return
-        except Exception as exc:  # noqa: BLE001 - reported, the other agents go on
-            if not stopped():
-                on_error(exc)
+        except BaseException as exc:  # noqa: BLE001 - reported, the other agents go on
+            report(exc, "run_one_episode")
+            return
+        try:
+            result = check_episode_result(returned)
+        except EpisodeResultError as exc:
+            report(exc, None)
             return
         record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
-        record.update(result or {})
+        record.update(result)
         agent.episode += 1
         on_episode(record)
     if stopped():
@@ -129,6 +146,14 @@ def play_games(
             helper.finish()
     except StoppedError:
         return
-    except Exception as exc:  # noqa: BLE001 - reported as an episode's error is
-        if not stopped():
-            on_error(exc)
+    except BaseException as exc:  # noqa: BLE001 - reported as an episode's error is
+        report(exc, "helper.finish")
+
+
+#: What ends an agent without being its error, besides StoppedError: a greenlet being ended.
+_PASSED_ON = (GreenletExit,)
+
+
+def _in_main_thread() -> bool:
+    """Whether this is the main thread, where a KeyboardInterrupt is Ctrl-C (and must stop the run)."""
+    return threading.current_thread() is threading.main_thread()

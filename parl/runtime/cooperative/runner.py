@@ -361,7 +361,9 @@ class CooperativeRunner(AgentRunner):
     def _play(self, agent: Agent) -> None:
         try:
             self.context.play(agent)
-        except BaseException:  # noqa: BLE001 - play reports Exceptions; anything else ends this agent only
+        except greenlet.GreenletExit:
+            pass  # the greenlet was ended from outside
+        except BaseException:  # noqa: BLE001 - play reports the agent's errors; a bug of its own ends this agent only
             logger.exception("agent %d ended by an exception outside its episodes", agent.id)
         finally:
             self._live -= 1

@@ -110,8 +110,9 @@ class WorkerError(RuntimeError):
         super().__init__(f"worker process {name} (pid {pid}) {how}; its agents {self.agent_ids} {fate}")
 
 
-def _describe(exc: BaseException) -> Dict[str, object]:
-    """An agent's exception as data the parent can rebuild (the object itself when it pickles)."""
+def _describe(error: AgentError) -> Dict[str, object]:
+    """An agent's error as data the parent can rebuild (its exception itself when it pickles)."""
+    exc = error.original
     try:
         original = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
         pickle.loads(original)
@@ -120,7 +121,9 @@ def _describe(exc: BaseException) -> Dict[str, object]:
     return {
         "original": original,
         "repr": repr(exc),
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        "description": error.description,
+        "where": error.where,
+        "traceback": error.traceback_text,
     }
 
 
@@ -130,15 +133,21 @@ class WorkerFailure(RuntimeError):
 
 def _agent_error(agent_id: int, episode: int, described: Mapping[str, object]) -> AgentError:
     """An AgentError built in the parent from a worker's description, with the worker's traceback."""
-    original: BaseException
+    original: Optional[BaseException]
     try:
         original = pickle.loads(described["original"]) if described["original"] else None
     except Exception:  # noqa: BLE001
         original = None
     if original is None:
         original = WorkerFailure(str(described["repr"]))
-    error = AgentError(agent_id, episode, original)
-    error.traceback_text = str(described["traceback"])
+    error = AgentError(
+        agent_id,
+        episode,
+        original,
+        where=described["where"],
+        traceback_text=str(described["traceback"]),
+        description=str(described["description"]),
+    )
     error.args = (f"agent {agent_id} failed in episode {episode}: {described['repr']}\n{error.traceback_text}",)
     return error
 
@@ -633,7 +642,7 @@ class _WorkerRuntime:
                 agent,
                 self.stopped.is_set,
                 on_episode,
-                lambda exc: self.send(("error", agent.id, agent.episode, _describe(exc))),
+                lambda error: self.send(("error", error.agent_id, error.episode, _describe(error))),
             )
         except OSError:
             os._exit(1)  # the parent is gone
