@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from parl import layers
 from parl.core.specs import Spec, normalize_specs
 from parl.runtime import registry
 from parl.serving.request_queue import RequestQueue
+from parl.utils import GymAgent
 
 # Markers carried in obs[1].
 PREDICT_FAIL = -1.0
@@ -292,6 +294,55 @@ class EchoAgent(parl.Agent):
                 self.learned += 1
             obs, total, steps, done = next_obs, total + reward, steps + 1, terminated or truncated
         return {"reward": total, "steps": steps}
+
+
+def _exit(result: Dict[str, float]) -> object:
+    sys.exit(0)
+
+
+def _interrupt(result: Dict[str, float]) -> object:
+    raise KeyboardInterrupt
+
+
+#: Ways an agent's episode can end badly, by name: each takes the episode's statistics and raises,
+#: or returns what ``run_one_episode`` then returns.
+FAILURES: Dict[str, Callable[[Dict[str, float]], object]] = {
+    "sys.exit": _exit,
+    "KeyboardInterrupt": _interrupt,
+    "None": lambda result: None,
+    "a list": lambda result: list(result.items()),
+    "no reward": lambda result: {"steps": result["steps"]},
+    "text reward": lambda result: {**result, "reward": "high"},
+}
+
+
+class FailingAgent(EchoAgent):
+    """An echo agent whose episode ``fail_at`` ends as ``FAILURES[how]`` says, after it was played."""
+
+    def __init__(self, env: CountEnv, *, how: str, fail_at: int, num_games: Optional[int] = None) -> None:
+        super().__init__(env, num_games=num_games)
+        self.how = how
+        self.fail_at = fail_at
+
+    def run_one_episode(self) -> Dict[str, float]:
+        result = super().run_one_episode()
+        return FAILURES[self.how](result) if self.episode == self.fail_at else result
+
+
+class FailingGymAgent(GymAgent):
+    """A GymAgent (for configs) whose episode ``fail_at`` ends as ``FAILURES[how]`` says, before it is played."""
+
+    def __init__(
+        self, env: object, *, how: str = "sys.exit", fail_at: int = 0, seed: int = 0, num_games: Optional[int] = None
+    ) -> None:
+        super().__init__(env, seed=seed, num_games=num_games)
+        self.how = how
+        self.fail_at = fail_at
+
+    def run_one_episode(self) -> Dict[str, float]:
+        if self.episode == self.fail_at:
+            return FAILURES[self.how]({"reward": 0.0, "steps": 0})
+        return super().run_one_episode()
 
 
 # -- transport and thread helpers ---------------------------------------------

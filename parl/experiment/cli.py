@@ -7,11 +7,15 @@
 
 ``python -m parl`` is the same. Config errors, and a log or checkpoint directory
 that cannot be written (checked at start), print one line and exit with status 2;
-an agent's error, a checkpoint that is refused (damaged, of the old pickle format,
-of other tasks) and a final checkpoint that cannot be written print one line and
-exit with status 1; a run stopped by SIGINT or SIGTERM writes its final
-checkpoint and exits with status 0. A periodic checkpoint that cannot be written
-is reported in one line and training goes on.
+agents that fail (``parl train: all 4 agents failed; first: agent 0, episode 3:
+SystemExit(0) raised in run_one_episode``), user code that calls ``sys.exit``
+while a config is loaded or a robot built (``parl train: tasks.RL.model:
+my_models.Model called sys.exit(0) while being built``), a checkpoint that is
+refused (damaged, of the old pickle format, of other tasks) and a final
+checkpoint that cannot be written print one line and exit with status 1; a run
+stopped by SIGINT or SIGTERM writes its final checkpoint and exits with status
+0. A periodic checkpoint that cannot be written is reported in one line and
+training goes on.
 """
 
 from __future__ import annotations
@@ -66,8 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one ``parl`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
+    from parl.core.errors import EpisodeResultError
     from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.config import ConfigError
+    from parl.experiment.exits import describe_exit
 
     try:
         if args.command == "train":
@@ -80,8 +86,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except CheckpointWriteError as exc:
+    except (CheckpointWriteError, EpisodeResultError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as exc:  # user code (a model, an agent, a module of a class path) exited
+        print(f"parl {args.command}: {describe_exit(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except (FileNotFoundError, ValueError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
@@ -89,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from parl.core.errors import AgentError
+    from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
     from parl.experiment.trainer import Trainer
 
@@ -97,7 +106,7 @@ def _train(args: argparse.Namespace) -> int:
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
     try:
         result = trainer.run()
-    except AgentError as exc:
+    except AgentsFailedError as exc:
         print(f"parl train: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if result["resumed_from"]:

@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from parl.core.agent import Agent
+from parl.core.agent import Agent, check_episode_result
 from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition
 from parl.serving.computation_task import ComputationTask
@@ -63,6 +63,9 @@ def evaluate_agents(
 
     With ``stop_below``, a first episode returning less than it is the only one
     played: a policy that is not there yet costs one episode to check.
+
+    Raises:
+        EpisodeResultError: an episode's ``run_one_episode`` returned no valid statistics.
     """
     check_int("episodes", episodes, 1)
     returns: List[float] = []
@@ -71,7 +74,7 @@ def evaluate_agents(
         agent.training = False
         agent.helpers = {name: EvalHelper(task) for name, task in tasks.items()}
         try:
-            result = agent.run_one_episode()
+            result = check_episode_result(agent.run_one_episode())
         finally:
             close = getattr(agent.env, "close", None)
             if close is not None:

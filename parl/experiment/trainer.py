@@ -19,7 +19,8 @@ The Manager runs the agents while this loop, in the main thread:
   arrives (the run then stops cleanly).
 
 Training ends at the step budget, the target, a signal, or when every agent has
-played its games; an agent's error ends it with that error.
+played its games; an agent's error ends it (stop reason ``agents failed``) with an
+:class:`~parl.core.errors.AgentsFailedError` holding every agent error of the run.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Callable, Dict, Iterable, List, Optional, TextIO
 import numpy as np
 import yaml
 
+from parl.core.errors import AgentsFailedError
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
 from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, check_writable
@@ -50,6 +52,8 @@ from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check
 from parl.utils.training import env_steps
 
 RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
+#: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
+AGENTS_FAILED = "agents failed"
 
 
 class Trainer:
@@ -95,7 +99,8 @@ class Trainer:
         written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None).
 
         Raises:
-            AgentError: the first error an agent hit (no final checkpoint is written then).
+            AgentsFailedError: an agent failed; it holds every agent error of the run, the first
+                first, and its message is one line (no final checkpoint is written then).
             FileNotFoundError: ``resume`` with no checkpoint to resume from.
             CheckpointError: ``resume`` and no checkpoint is intact (damaged ones are skipped,
                 each reported in one line on ``stream``).
@@ -124,6 +129,8 @@ class Trainer:
                 if bar is not None:
                     bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
                     bar.close()
+            if stop_reason == AGENTS_FAILED:
+                raise AgentsFailedError(manager.errors, len(manager.agents))
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
@@ -173,11 +180,12 @@ class Trainer:
                 # (when this loop is busy) keep their order and spacing on the curve.
                 writer.scalars(state.finished_steps, metrics.episode_values(episode))
             state.steps = env_steps(manager, state.finished_steps)
+            running = manager.running()  # read first: an agent that has ended has reported its error
             if manager.errors:
-                raise manager.errors[0]
+                return AGENTS_FAILED
             if self._signal is not None:
                 return f"signal {signal.Signals(self._signal).name}"
-            if not manager.running():
+            if not running:
                 return "agents finished their games"
             if state.steps >= config.train.max_env_steps:
                 return "step budget"

@@ -147,6 +147,8 @@ def train_until(
                     break
     finally:
         manager.stop()
+    if manager.errors:  # agents that failed as the last ones ended: the loop saw them no longer running
+        raise manager.errors[0]
     train_seconds = time.perf_counter() - start
     # The policy of the best check (the last one when it reached the target): a greedy return
     # can drop again with further training, as checkpoint selection in SB3's EvalCallback admits.

@@ -1,0 +1,168 @@
+"""Every agent's end is accounted for: an agent that raises SystemExit or KeyboardInterrupt, or returns
+something other than its statistics, is an AgentError in ``manager.errors`` in every placement while
+the others go on; ``parl train`` whose agents fail, or whose user code calls ``sys.exit`` while the
+config is loaded or the robot built, prints one line and exits with status 1."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Dict
+
+import pytest
+import yaml
+
+import parl
+from parl.core.errors import AgentsFailedError, EpisodeResultError, failure_summary
+from parl.experiment.cli import main
+from parl.runtime.runner import play_games
+
+from toys import FAILURES, WAIT, CountEnv, FailingAgent, ReportingEchoAgent, Robots
+
+GAMES = 3
+FAIL_AT = 1
+
+
+def test_every_failure_is_an_agent_error_and_the_others_go_on(robot: Robots) -> None:
+    manager = robot()
+    hows = list(FAILURES)
+    manager.add_agent(ReportingEchoAgent(CountEnv(0, length=3), num_games=GAMES), {"T": parl.OnPolicyHelper()})
+    for code, how in enumerate(hows, start=1):
+        agent = FailingAgent(CountEnv(code, length=3), how=how, fail_at=FAIL_AT, num_games=GAMES)
+        manager.add_agent(agent, {"T": parl.OnPolicyHelper()})
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 2)
+
+    errors = {error.agent_id: error for error in manager.errors}
+    assert sorted(errors) == list(range(1, len(hows) + 1)) and len(manager.errors) == len(hows)
+    assert all(error.episode == FAIL_AT for error in errors.values())
+    assert isinstance(errors[1].original, SystemExit) and errors[1].original.code == 0
+    assert errors[1].summary == "agent 1, episode 1: SystemExit(0) raised in run_one_episode"
+    assert isinstance(errors[2].original, KeyboardInterrupt)
+    assert errors[2].summary == "agent 2, episode 1: KeyboardInterrupt() raised in run_one_episode"
+    assert all(isinstance(errors[i].original, EpisodeResultError) for i in range(3, len(hows) + 1))
+    assert "returned None; expected a mapping with 'reward' and 'steps'" in errors[3].summary
+    assert "returned [(" in errors[4].summary
+    assert "returned a mapping without 'reward'" in errors[5].summary
+    assert "returned reward 'high'; expected a number" in errors[6].summary
+    played = sorted((e["agent_id"], e["episode"]) for e in episodes)
+    assert played == [(0, i) for i in range(GAMES)] + [(i, 0) for i in range(1, len(hows) + 1)]
+
+
+def test_a_run_whose_agents_all_fail_says_so_in_one_line(robot: Robots) -> None:
+    manager = robot()
+    for code in range(4):
+        agent = FailingAgent(CountEnv(code, length=2), how="sys.exit", fail_at=0, num_games=GAMES)
+        manager.add_agent(agent, {"T": parl.OnPolicyHelper()})
+    manager.start()
+    assert manager.join(timeout=WAIT * 2) == []
+    first = manager.errors[0]
+    summary = str(AgentsFailedError(manager.errors, len(manager.agents)))
+    assert summary == f"all 4 agents failed; first: {first.summary}"
+    assert first.summary == f"agent {first.agent_id}, episode 0: SystemExit(0) raised in run_one_episode"
+    assert failure_summary(manager.errors[:1], 4).startswith("1 of 4 agents failed; first: ")
+
+
+def test_a_keyboard_interrupt_in_the_main_thread_still_stops() -> None:
+    agent = FailingAgent(CountEnv(0), how="KeyboardInterrupt", fail_at=0, num_games=1)
+    agent.helpers = {}
+    agent.run_one_episode = lambda: FAILURES["KeyboardInterrupt"]({})
+    errors: list = []
+    assert threading.current_thread() is threading.main_thread()
+    with pytest.raises(KeyboardInterrupt):
+        play_games(agent, lambda: False, lambda record: None, errors.append)
+    assert errors == []
+
+
+# -- parl train ---------------------------------------------------------------------------------------
+
+CONFIG: Dict[str, object] = {
+    "seed": 0,
+    "agents": 1,
+    "env": {"id": "CartPole-v1"},
+    "agent": {"class": "parl.utils.GymAgent"},
+    "tasks": {
+        "RL": {
+            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [8]},
+            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 1e-3},
+            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
+        }
+    },
+    "train": {"max_env_steps": 200_000},
+    "evaluation": {"every_steps": None, "episodes": 1},
+    "checkpoint": {"every_steps": None, "every_minutes": None},
+}
+
+
+def train(tmp_path: Path, capsys: pytest.CaptureFixture, changes: Dict[str, object]) -> tuple:
+    """``parl train`` on CONFIG with ``changes``: (exit status, stdout, the ``parl train:`` lines of stderr)."""
+    data = json.loads(json.dumps(CONFIG))
+    data.update(changes)
+    data["log_dir"] = str(tmp_path / "run")
+    path = tmp_path / "robot.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    status = main(["train", str(path), "--quiet"])
+    out, err = capsys.readouterr()
+    return status, out, [line for line in err.splitlines() if line.startswith("parl train:")]
+
+
+def test_parl_train_whose_agent_exits_says_so_and_fails(tmp_path, capsys) -> None:
+    status, out, lines = train(tmp_path, capsys, {"agent": {"class": "toys.FailingGymAgent", "fail_at": 2}})
+    assert status == 1 and "stopped (" not in out
+    assert lines == ["parl train: the only agent failed: agent 0, episode 2: SystemExit(0) raised in run_one_episode"]
+
+
+def test_parl_train_whose_agents_return_nothing_says_so_and_fails(tmp_path, capsys) -> None:
+    agent = {"class": "toys.FailingGymAgent", "how": "None", "fail_at": 0}
+    status, out, lines = train(tmp_path, capsys, {"agents": 2, "agent": agent})
+    assert status == 1 and "stopped (" not in out
+    assert len(lines) == 1
+    pattern = r"parl train: (all 2|1 of 2) agents failed; first: agent [01], episode 0: EpisodeResultError: "
+    assert re.match(pattern + r"run_one_episode returned None; expected a mapping", lines[0]), lines
+
+
+def write_module(tmp_path: Path, name: str, text: str) -> Dict[str, object]:
+    """Write ``<name>.py`` to a directory of its own; returns the config change that puts it on the path."""
+    directory = tmp_path / "code"
+    directory.mkdir()
+    (directory / f"{name}.py").write_text(text, encoding="utf-8")
+    return {"python_path": [str(directory)]}
+
+
+def test_sys_exit_while_importing_a_class_path_is_one_line(tmp_path, capsys) -> None:
+    changes = write_module(tmp_path, "parl_exiting_module", "import sys\nsys.exit(3)\n")
+    changes["agent"] = {"class": "parl_exiting_module.Agent"}
+    status, out, lines = train(tmp_path, capsys, changes)
+    assert status == 1 and out == ""
+    assert lines == ["parl train: agent.class: importing 'parl_exiting_module' called sys.exit(3)"]
+
+
+def test_sys_exit_in_a_model_constructor_is_one_line(tmp_path, capsys) -> None:
+    model = (
+        "import sys\nimport parl\n\n"
+        "class Model(parl.models.MLPActorCritic):\n"
+        "    def __init__(self, obs_dim: int, num_actions: int) -> None:\n"
+        "        sys.exit(0)\n"
+    )
+    changes = write_module(tmp_path, "parl_exiting_model", model)
+    changes["tasks"] = json.loads(json.dumps(CONFIG["tasks"]))
+    changes["tasks"]["RL"]["model"] = {"class": "parl_exiting_model.Model", "obs_dim": 4, "num_actions": 2}
+    status, out, lines = train(tmp_path, capsys, changes)
+    assert status == 1 and out == ""
+    assert lines == ["parl train: tasks.RL.model: parl_exiting_model.Model called sys.exit(0) while being built"]
+
+
+def test_sys_exit_in_an_agent_constructor_is_one_line(tmp_path, capsys) -> None:
+    agent = (
+        "import sys\nimport parl.utils\n\n"
+        "class Agent(parl.utils.GymAgent):\n"
+        "    def __init__(self, env, *, seed: int = 0) -> None:\n"
+        "        sys.exit('no display')\n"
+    )
+    changes = write_module(tmp_path, "parl_exiting_agent", agent)
+    changes["agent"] = {"class": "parl_exiting_agent.Agent"}
+    status, out, lines = train(tmp_path, capsys, changes)
+    assert status == 1 and out == ""
+    assert lines == ["parl train: agent: parl_exiting_agent.Agent called sys.exit('no display') while being built"]
