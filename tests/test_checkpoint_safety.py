@@ -97,6 +97,44 @@ def test_a_pickle_where_the_old_format_kept_a_task_file_runs_nothing_and_is_refu
     assert not marker.exists()
 
 
+CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
+
+
+def old_run(run: Path, checkpoint_name: str, marker: Path) -> None:
+    """A log dir as an earlier parl left it: pickle task files whose loading would create ``marker``."""
+    checkpoint = run / "checkpoints" / checkpoint_name
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "RL.ckpt").write_bytes(pickle_payload(marker))
+    (checkpoint / "robot.json").write_text(json.dumps({"step": 100, "tasks": ["RL"], "counters": {}}))
+    (run / "checkpoints" / "latest").write_text(f"{checkpoint_name}\n")
+
+
+@pytest.mark.parametrize("checkpoint_name", ["ckpt-0000000100", "100"])
+@pytest.mark.parametrize("command", ["train", "eval", "eval-one"])
+def test_parl_train_resume_and_eval_refuse_an_old_pickle_run_in_one_line(
+    tmp_path, capsys, command, checkpoint_name
+) -> None:
+    from parl.experiment.cli import main
+
+    marker, run = tmp_path / "pwned", tmp_path / "run"
+    old_run(run, checkpoint_name, marker)
+    if command == "train":
+        args = ["train", str(CONFIG), "-o", f"log_dir={run}", "-o", "train.max_env_steps=100", "--quiet", "--resume"]
+    else:
+        where = run / "checkpoints" / checkpoint_name if command == "eval-one" else run
+        args = ["eval", str(CONFIG), "--checkpoint", str(where), "--episodes", "1"]
+    status = main(args)
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.startswith("parl")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"parl {args[0]}: ") and "old pickle format" in lines[0]
+    assert "never unpickled" in lines[0] and "can run any code" in lines[0] and "retrain" in lines[0]
+    assert str(run / "checkpoints" / checkpoint_name) in lines[0]
+    assert not marker.exists()
+
+
 def test_a_pickle_inside_the_new_format_runs_nothing_and_is_refused(tmp_path) -> None:
     marker = tmp_path / "pwned"
     path = tmp_path / "RL.json"
