@@ -414,7 +414,9 @@ class ComputationTask:
                 raise CheckpointError(f"{checkpoint.path}: algorithm state refused: {exc}") from None
             # A layer with no arrays in the file was not built when it was saved: it keeps its values here.
             saved = checkpoint.sections["weights"]
-            self._set_algorithm_weights({attr: {**model.get_weights(), **saved[attr]} for attr, model in self._models()})
+            self._set_algorithm_weights(
+                {attr: {**model.get_weights(), **saved[attr]} for attr, model in self._models()}
+            )
             self.update_steps = int(checkpoint.metadata["update_steps"])
             if self.normalizer is not None:
                 self.normalizer.set_state_dict(checkpoint.sections["normalizer"])
