@@ -6,12 +6,13 @@
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
 ``python -m parl`` is the same. Config errors, and a log or checkpoint directory
-that cannot be written (checked at start), print one line and exit with status 2;
-an agent's error, a checkpoint that is refused (damaged, of the old pickle format,
-of other tasks) and a final checkpoint that cannot be written print one line and
-exit with status 1; a run stopped by SIGINT or SIGTERM writes its final
-checkpoint and exits with status 0. A periodic checkpoint that cannot be written
-is reported in one line and training goes on.
+or ``config.yaml`` that cannot be written (at start), print one line and exit with
+status 2; an agent's error, a checkpoint that is refused (damaged, of the old
+pickle format, of other tasks), and a final checkpoint or ``result.json`` that
+cannot be written print one line and exit with status 1; a run stopped by SIGINT
+or SIGTERM writes its final checkpoint and exits with status 0. A periodic
+checkpoint or metrics that cannot be written are reported in one line and
+training goes on (metrics switched off).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.config import ConfigError
+    from parl.experiment.trainer import ResultWriteError
 
     try:
         if args.command == "train":
@@ -80,7 +82,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except CheckpointWriteError as exc:
+    except (CheckpointWriteError, ResultWriteError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (FileNotFoundError, ValueError) as exc:
