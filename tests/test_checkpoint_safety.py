@@ -8,10 +8,12 @@ import errno
 import json
 import os
 import pickle
+import re
 from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
+import paddle
 import pytest
 import safetensors.numpy
 from test_checkpoints import batch
@@ -92,6 +94,44 @@ def test_a_pickle_where_the_old_format_kept_a_task_file_runs_nothing_and_is_refu
     with pytest.raises(CheckpointError) as info:
         task.load(str(checkpoint / "RL.ckpt"))  # the old file given to the task itself
     assert "pickle" in one_line(info.value) and "RL.ckpt" in str(info.value)
+    assert not marker.exists()
+
+
+CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
+
+
+def old_run(run: Path, checkpoint_name: str, marker: Path) -> None:
+    """A log dir as an earlier parl left it: pickle task files whose loading would create ``marker``."""
+    checkpoint = run / "checkpoints" / checkpoint_name
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "RL.ckpt").write_bytes(pickle_payload(marker))
+    (checkpoint / "robot.json").write_text(json.dumps({"step": 100, "tasks": ["RL"], "counters": {}}))
+    (run / "checkpoints" / "latest").write_text(f"{checkpoint_name}\n")
+
+
+@pytest.mark.parametrize("checkpoint_name", ["ckpt-0000000100", "100"])
+@pytest.mark.parametrize("command", ["train", "eval", "eval-one"])
+def test_parl_train_resume_and_eval_refuse_an_old_pickle_run_in_one_line(
+    tmp_path, capsys, command, checkpoint_name
+) -> None:
+    from parl.experiment.cli import main
+
+    marker, run = tmp_path / "pwned", tmp_path / "run"
+    old_run(run, checkpoint_name, marker)
+    if command == "train":
+        args = ["train", str(CONFIG), "-o", f"log_dir={run}", "-o", "train.max_env_steps=100", "--quiet", "--resume"]
+    else:
+        where = run / "checkpoints" / checkpoint_name if command == "eval-one" else run
+        args = ["eval", str(CONFIG), "--checkpoint", str(where), "--episodes", "1"]
+    status = main(args)
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.startswith("parl")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"parl {args[0]}: ") and "old pickle format" in lines[0]
+    assert "never unpickled" in lines[0] and "can run any code" in lines[0] and "retrain" in lines[0]
+    assert str(run / "checkpoints" / checkpoint_name) in lines[0]
     assert not marker.exists()
 
 
@@ -213,6 +253,10 @@ def test_a_damaged_newest_checkpoint_is_reported_in_one_line_and_the_older_one_l
         assert "ckpt-0000000200" in lines[0] and reason in lines[0], lines[0]
 
 
+#: Metadata keys that write_task_checkpoint adds itself.
+_WRITTEN_BY_THE_FORMAT = ("format", "version", "arrays_file", "arrays_sha256", "arrays", "checksum")
+
+
 def rewrite_weights(task_json: Path, change) -> None:
     """Change the arrays of a task file and rewrite it with valid checksums (robot.json's too):
     damage that no checksum catches."""
@@ -279,6 +323,95 @@ def test_weights_of_another_shape_are_refused_before_anything_changes(tmp_path) 
     lines: List[str] = []
     found = manager.load_latest({"RL": task}, report=lines.append)  # layers built: their shapes are known
     assert found[0] == str(tmp_path / "ckpt-0000000100") and len(lines) == 1 and "ckpt-0000000200" in lines[0]
+
+
+def test_a_task_whose_layers_are_not_built_refuses_weights_of_another_shape_at_load(tmp_path) -> None:
+    path = tmp_path / "RL.json"
+    trained_task(hidden=16, updates=1).save(str(path))  # a valid checkpoint of a wider model
+    task = make_task(hidden=8)  # fresh, as parl train --resume makes it: no layer built yet
+    with pytest.raises(CheckpointError) as info:
+        task.load(str(path))
+    message = one_line(info.value)
+    # The parameter, the file's shape and the shape the model builds from its specs.
+    assert re.search(r"weight model/\S+ is float32\[(\d+, )?16\], the model has float32\[(\d+, )?8\]", message)
+    assert str(path) in message, message
+    # Nothing was restored: the task predicts with its own (just built) weights of its own shapes.
+    assert task.update_steps == 0 and task._pending_optimizer_state is None
+    assert all(16 not in value.shape for value in task.algorithm_weights()["model"].values())
+
+
+def test_a_layer_with_part_of_its_weights_is_refused_before_anything_changes(tmp_path) -> None:
+    path = tmp_path / "RL.json"
+    trained_task(updates=2).save(str(path))
+    meta, sections = checkpoint_format.read_task_checkpoint(str(path))
+    key = first_weight(sections["weights"]["model"])
+    del sections["weights"]["model"][key]
+    checkpoint_format.write_task_checkpoint(
+        str(path), {k: v for k, v in meta.items() if k not in _WRITTEN_BY_THE_FORMAT}, sections
+    )
+    task = make_task(seed=3)
+    with pytest.raises(CheckpointError) as info:
+        task.load(str(path))
+    assert f"weights of layer model/{key.rpartition('.')[0]} are" in one_line(info.value), str(info.value)
+    assert task.update_steps == 0 and task._pending_optimizer_state is None
+
+
+def test_loading_builds_the_layers_without_drawing_random_numbers(tmp_path) -> None:
+    path = tmp_path / "RL.json"
+    source = trained_task(updates=2)
+    source.save(str(path))
+    task = make_task(seed=3)
+    paddle.seed(11)
+    task.load(str(path))
+    after_load = paddle.rand([3]).numpy()
+    paddle.seed(11)
+    assert np.array_equal(after_load, paddle.rand([3]).numpy())
+    expected = source.algorithm_weights()["model"]
+    assert {k: v.tobytes() for k, v in task.algorithm_weights()["model"].items()} == {
+        k: v.tobytes() for k, v in expected.items()
+    }
+
+
+def test_a_target_network_not_built_yet_is_checked_against_its_online_model(tmp_path) -> None:
+    from parl.algorithms import DQN
+    from parl.models import MLPQModel
+
+    def dqn_task(seed: int) -> parl.ComputationTask:
+        parl.seed_everything(seed)
+        return parl.ComputationTask(
+            "RL",
+            parl.create_algorithm_func(MLPQModel, dict(obs_dim=4, num_actions=2, hidden_sizes=(8,)), DQN, {})(),
+        )
+
+    source = dqn_task(0)
+    rng = np.random.default_rng(0)
+    obs = rng.standard_normal((12, 4)).astype(np.float32)
+    source.learn(
+        parl.Transition(
+            inputs={"obs": obs},
+            next_inputs={"obs": obs[::-1].copy()},
+            states={},
+            next_states={},
+            actions={"action": rng.integers(0, 2, (12, 1)).astype(np.int64)},
+            rewards={"reward": rng.standard_normal((12, 1)).astype(np.float32)},
+            next_episode_end=np.zeros((12, 1), np.float32),
+        )
+    )
+    path = tmp_path / "RL.json"
+    source.save(str(path))
+    meta, sections = checkpoint_format.read_task_checkpoint(str(path))
+    key = sorted(k for k in sections["weights"]["target_model"] if k.endswith(".w"))[0]
+    wrong = sections["weights"]["target_model"][key]
+    sections["weights"]["target_model"][key] = np.zeros((wrong.shape[0] + 1, wrong.shape[1]), wrong.dtype)
+    checkpoint_format.write_task_checkpoint(
+        str(path), {k: v for k, v in meta.items() if k not in _WRITTEN_BY_THE_FORMAT}, sections
+    )
+    fresh = dqn_task(1)
+    with pytest.raises(CheckpointError) as info:
+        fresh.load(str(path))
+    message = one_line(info.value)
+    assert f"target_model/{key}" in message and str(list(wrong.shape)) in message, message
+    assert not any(layer.built for _, layer in fresh.algorithm.target_model.named_layers())
 
 
 @pytest.mark.parametrize("content", [b"\x00\xff\xfe garbage", b"ckpt-0000000999\n", b"../etc\n", b""])

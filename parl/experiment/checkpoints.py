@@ -159,11 +159,15 @@ class CheckpointManager:
                 (the message names the newest and why it was refused).
         """
         report = report or _report_stderr
+        candidates = self._candidates()
+        legacy = self._legacy_checkpoints()
+        if not candidates and legacy:
+            raise CheckpointError(_legacy_message(legacy[0]))
         named, problem = self._named_latest()
         if problem is not None:
             report(f"parl: {os.path.join(self.directory, LATEST_FILE)} ignored: {problem}")
         first_error: Optional[CheckpointError] = None
-        for path in self._candidates():
+        for path in candidates:
             try:
                 return path, self.load(path, tasks)
             except CheckpointError as exc:
@@ -171,9 +175,6 @@ class CheckpointManager:
                 report(f"parl: skipped checkpoint {path}: {exc}")
         if first_error is not None:
             raise CheckpointError(f"no intact checkpoint in {self.directory}; the newest: {first_error}")
-        legacy = self._legacy_checkpoints()
-        if legacy:
-            raise CheckpointError(_legacy_message(legacy[0]))
         return None
 
     def load(self, path: str, tasks: Mapping[str, ComputationTask]) -> Dict[str, object]:
@@ -249,7 +250,14 @@ class CheckpointManager:
         return out
 
     def _legacy_checkpoints(self) -> List[str]:
-        return [p for _, n in self._checkpoints() if _is_legacy(p := os.path.join(self.directory, n))]
+        """Directories holding pickle task files of an earlier parl: this directory itself, or any
+        of its subdirectories but the hidden ones (``ckpt-<step>``, or another name)."""
+        try:
+            names = sorted(os.listdir(self.directory), reverse=True)
+        except OSError:
+            return []
+        paths = [self.directory] + [os.path.join(self.directory, n) for n in names if not n.startswith(".")]
+        return [path for path in paths if _is_legacy(path)]
 
     def _checkpoints(self) -> List[Tuple[int, str]]:
         """(step, name) of every ``ckpt-*`` directory, highest step first."""
@@ -340,8 +348,9 @@ def _is_legacy(path: str) -> bool:
 
 def _legacy_message(path: str) -> str:
     return (
-        f"{path} is a checkpoint of the old pickle format (<task>.ckpt), which parl no longer reads because "
-        "unpickling can run code; retrain, or convert it as docs/checkpoints.md describes"
+        f"{path} is a checkpoint of the old pickle format (<task>.ckpt) of an earlier parl; it is never "
+        "unpickled, because unpickling a file can run any code in it; retrain, or carry trusted weights "
+        "over as docs/checkpoints.md (Old pickle checkpoints) describes"
     )
 
 

@@ -6,16 +6,17 @@
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
 ``python -m parl`` is the same. Config errors, and a log or checkpoint directory
-that cannot be written (checked at start), print one line and exit with status 2;
-agents that fail (``parl train: all 4 agents failed; first: agent 0, episode 3:
-SystemExit(0) raised in run_one_episode``), user code that calls ``sys.exit``
-while a config is loaded or a robot built (``parl train: tasks.RL.model:
-my_models.Model called sys.exit(0) while being built``), a checkpoint that is
-refused (damaged, of the old pickle format, of other tasks) and a final
-checkpoint that cannot be written print one line and exit with status 1; a run
-stopped by SIGINT or SIGTERM writes its final checkpoint and exits with status
-0. A periodic checkpoint that cannot be written is reported in one line and
-training goes on.
+that cannot be written (checked at start), and a ``config.yaml`` that cannot be
+written print one line and exit with status 2; agents that fail (``parl train:
+all 4 agents failed; first: agent 0, episode 3: SystemExit(0) raised in
+run_one_episode``), user code that calls ``sys.exit`` while a config is loaded or
+a robot built (``parl train: tasks.RL.model: my_models.Model called sys.exit(0)
+while being built``), a checkpoint that is refused (damaged, of the old pickle
+format, of other tasks), and a final checkpoint or ``result.json`` that cannot be
+written print one line and exit with status 1; a run stopped by SIGINT or SIGTERM
+writes its final checkpoint and exits with status 0. A periodic checkpoint or
+metrics that cannot be written are reported in one line and training goes on
+(metrics switched off).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.config import ConfigError
     from parl.experiment.exits import describe_exit
+    from parl.experiment.trainer import ResultWriteError
 
     try:
         if args.command == "train":
@@ -86,7 +88,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError) as exc:
+    except (CheckpointWriteError, EpisodeResultError, ResultWriteError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code (a model, an agent, a module of a class path) exited

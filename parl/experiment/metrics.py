@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, TextIO
 
 from parl.runtime.manager import Manager
 from parl.serving.stats import StatsSnapshot, Total
@@ -29,6 +30,8 @@ from parl.validation import check_int
 METRICS_FILE = "metrics.jsonl"
 #: Keys of every JSON row besides the tags.
 ROW_KEYS = ("step", "time")
+#: Seconds between flushes of the TensorBoard event file (rows of metrics.jsonl are flushed each).
+EVENTS_FLUSH_SECONDS = 10.0
 
 
 class MetricsWriter:
@@ -38,29 +41,48 @@ class MetricsWriter:
     (``time`` in Unix seconds) and flushes it, so the file can be read while the
     run goes on; runs resumed in the same directory append to it. Non-finite
     values (a diverged loss) are written as ``null`` in JSON, which has no NaN,
-    and as they are to TensorBoard, which shows them.
+    and as they are to TensorBoard, which shows them. TensorBoard events are
+    written in the calling thread and flushed every :data:`EVENTS_FLUSH_SECONDS`.
+
+    A file that cannot be written (a full disk, a directory that became read-only) turns the
+    writer off: ``report`` gets one line naming the file and why, and later rows are dropped;
+    the run that writes them goes on. Metrics are not retried, so the files end at a row
+    boundary, or in the one row being written when the write failed.
 
     Safe to call from several threads. Use as a context manager, or call :meth:`close`.
 
     Args:
         log_dir: the run's directory (created if missing).
-        tensorboard: also write tensorboardX event files to ``log_dir``.
+        tensorboard: also write TensorBoard event files (tensorboardX's format) to ``log_dir``.
+        report: where the line about a failed write goes (default: a line on stderr).
     """
 
-    def __init__(self, log_dir: str, *, tensorboard: bool = True) -> None:
-        os.makedirs(log_dir, exist_ok=True)
+    def __init__(
+        self, log_dir: str, *, tensorboard: bool = True, report: Optional[Callable[[str], None]] = None
+    ) -> None:
         self.log_dir = log_dir
         self.path = os.path.join(log_dir, METRICS_FILE)
+        self._report = report or _report_stderr
         self._lock = threading.Lock()
-        self._tensorboard: Any = None
-        if tensorboard:
-            from tensorboardX import SummaryWriter  # imported here: slow, and only runs need it
+        self._closed = False
+        #: Why writing stopped (one line), or None while the writer writes.
+        self.failure: Optional[str] = None
+        self._file: Optional[TextIO] = None
+        self._events: Any = None
+        self._events_flushed = time.monotonic()
+        try:
+            os.makedirs(log_dir, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # closed by close()
+            if tensorboard:
+                from tensorboardX.event_file_writer import EventsWriter  # imported here: slow
 
-            self._tensorboard = SummaryWriter(logdir=log_dir, flush_secs=10)
-        self._file = open(self.path, "a", encoding="utf-8")  # closed by close()
+                self._events = EventsWriter(os.path.join(log_dir, "events"))
+        except OSError as exc:
+            self._fail(exc, self.path if self._file is None else self._events_path())
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
-        """Write one row of ``values`` (tag -> number) at env step ``step``; an empty mapping writes nothing.
+        """Write one row of ``values`` (tag -> number) at env step ``step``; an empty mapping writes
+        nothing, and so does a writer turned off by a failed write.
 
         Raises:
             ValueError: ``step`` is not an integer >= 0, a tag is not a non-empty string or is one of
@@ -84,28 +106,70 @@ class MetricsWriter:
         now = time.time()
         line = json.dumps({"step": step, "time": round(now, 3), **row}, allow_nan=False)
         with self._lock:
-            if self._file.closed:
+            if self._closed:
                 raise RuntimeError(f"the MetricsWriter of {self.log_dir} is closed")
-            self._file.write(line + "\n")
-            self._file.flush()
-            if self._tensorboard is not None:
-                for tag, number in numbers.items():
-                    self._tensorboard.add_scalar(tag, number, step, walltime=now)
+            if self.failure is not None:
+                return
+            try:
+                self._file.write(line + "\n")
+                self._file.flush()
+            except OSError as exc:
+                self._fail(exc, self.path)
+                return
+            if self._events is not None:
+                try:
+                    self._write_events(step, numbers, now)
+                except OSError as exc:
+                    self._fail(exc, self._events_path())
+
+    def _write_events(self, step: int, numbers: Mapping[str, float], now: float) -> None:
+        from tensorboardX.proto import event_pb2
+        from tensorboardX.summary import scalar
+
+        for tag, number in numbers.items():
+            self._events.write_event(event_pb2.Event(summary=scalar(tag, number), wall_time=now, step=step))
+        if time.monotonic() - self._events_flushed >= EVENTS_FLUSH_SECONDS:
+            self._events.flush()
+            self._events_flushed = time.monotonic()
+
+    def _events_path(self) -> str:
+        return getattr(self._events, "_file_name", os.path.join(self.log_dir, "events.out.tfevents.*"))
+
+    def _fail(self, exc: OSError, path: str) -> None:
+        """Turn the writer off after ``exc`` on ``path``: one line to ``report``, both outputs closed quietly."""
+        self.failure = f"{exc.filename or path} not written: {exc.strerror or exc}"
+        self._report(f"parl: metrics off, {self.failure}; training goes on")
+        self._close_outputs()
+
+    def _close_outputs(self) -> None:
+        """Close both outputs; a failed write among the buffered rows is reported (once) and ignored."""
+        outputs = [(self._file, self.path), (self._events, self._events_path())]
+        self._file, self._events = None, None
+        for output, path in outputs:
+            if output is None:
+                continue
+            try:
+                output.close()
+            except OSError as exc:
+                if self.failure is None:
+                    self._fail(exc, path)
 
     def close(self) -> None:
-        """Flush and close both outputs; later calls do nothing."""
+        """Flush and close both outputs; later calls do nothing. A failed final flush is reported in
+        one line, as a failed write is."""
         with self._lock:
-            if not self._file.closed:
-                self._file.close()
-            if self._tensorboard is not None:
-                self._tensorboard.close()
-                self._tensorboard = None
+            self._closed = True
+            self._close_outputs()
 
     def __enter__(self) -> "MetricsWriter":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _report_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 class RobotMetrics:

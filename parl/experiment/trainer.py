@@ -25,6 +25,7 @@ played its games; an agent's error ends it (stop reason ``agents failed``) with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -32,7 +33,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Callable, Dict, Iterable, List, Optional, TextIO
+from typing import Callable, Dict, Iterable, List, Optional, TextIO, Type
 
 import numpy as np
 import yaml
@@ -40,7 +41,7 @@ import yaml
 from parl.core.errors import AgentsFailedError
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
-from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, check_writable
+from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
@@ -96,7 +97,9 @@ class Trainer:
 
         A periodic checkpoint that cannot be written (a full disk, a read-only directory) is
         reported in one line on ``stream`` and training goes on; when the final one cannot be
-        written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None).
+        written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None). Metrics
+        that cannot be written are reported in one line on ``stream`` and switched off for the rest
+        of the run (:class:`~parl.experiment.metrics.MetricsWriter`); training goes on.
 
         Raises:
             AgentsFailedError: an agent failed; it holds every agent error of the run, the first
@@ -104,12 +107,18 @@ class Trainer:
             FileNotFoundError: ``resume`` with no checkpoint to resume from.
             CheckpointError: ``resume`` and no checkpoint is intact (damaged ones are skipped,
                 each reported in one line on ``stream``).
-            NotWritableError: the log or checkpoint directory cannot be written (checked first).
+            NotWritableError: the log or checkpoint directory, or ``config.yaml`` in the log
+                directory, cannot be written (checked and written first).
+            ResultWriteError: ``result.json`` cannot be written at the end.
         """
         config = self.config
         check_writable(config.log_dir)
         check_writable(self.checkpoints.directory)
-        _write_text(os.path.join(config.log_dir, "config.yaml"), yaml.safe_dump(config.to_dict(), sort_keys=False))
+        _write_text(
+            os.path.join(config.log_dir, "config.yaml"),
+            yaml.safe_dump(config.to_dict(), sort_keys=False),
+            NotWritableError,
+        )
         seed_everything(config.seed)
         manager = build_manager(config)
         self.manager = manager
@@ -118,7 +127,7 @@ class Trainer:
         evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
         _build_prediction_layers(evaluators.values())
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
-        with MetricsWriter(config.log_dir) as writer, _CatchSignals(self._on_signal):
+        with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
             manager.start()
@@ -150,7 +159,7 @@ class Trainer:
             "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
         }
-        _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1))
+        _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1), ResultWriteError)
         return result
 
     def _loop(
@@ -298,6 +307,9 @@ class Trainer:
         state.steps = env_steps(manager, state.finished_steps)
         return path
 
+    def _report(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
     def _on_signal(self, signum: int) -> None:
         self._signal = signum
 
@@ -348,12 +360,27 @@ def _eval_text(state: _RunState) -> str:
     return f"eval {state.last_eval:.1f}"
 
 
-def _write_text(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename, so a reader never sees half a file."""
+class ResultWriteError(OSError):
+    """``result.json`` could not be written at the end of a run (the final checkpoint was written
+    before it, or reported); the message is one line naming the file and why."""
+
+
+def _write_text(path: str, text: str, error: Type[OSError]) -> None:
+    """Replace ``path`` with ``text`` in one rename, so a reader never sees half a file.
+
+    Raises:
+        error: one line naming ``path`` and why, when it cannot be written (a full disk, a
+            read-only directory); the temporary file is removed and ``path`` left as it was.
+    """
     tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise error(f"{path} not written: {exc.strerror or exc}") from None
 
 
 def _build_prediction_layers(tasks: Iterable[ComputationTask]) -> None:

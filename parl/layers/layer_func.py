@@ -138,10 +138,13 @@ class LayerFunc:
     def _install(self, created: Dict[str, paddle.Tensor]) -> None:
         if not created:
             self._built_without_params = True
-        self.params = created
+        # In suffix order whichever way the layer is built (by a call, or from arrays, which come
+        # in any order): an optimizer's parameter list, and so the summation order of a global
+        # gradient norm, is then the same for a layer restored from a checkpoint.
+        self.params = {suffix: created[suffix] for suffix in sorted(created)}
 
     def parameters(self) -> List[paddle.Tensor]:
-        """The trainable parameters, in creation order (empty until built)."""
+        """The trainable parameters, in suffix order (empty until built)."""
         return [p for p in self.params.values() if not p.stop_gradient]
 
     def get_arrays(self) -> Dict[str, np.ndarray]:

@@ -225,6 +225,26 @@ class ComputationTask:
         """Zero recurrent states, shaped by the model's state specs."""
         return zeros(self.state_specs, batch_size)
 
+    def build_layers(self) -> None:
+        """Build the layers a prediction uses, when some layer of the algorithm's models is not built
+        yet, by one deterministic prediction on zeros (no gradient, evaluation mode, no normalizer
+        update). Paddle's global random generator is put back as it was, so this draws no random
+        numbers; the new layers' initial values are those of a prediction made now.
+
+        :meth:`read_checkpoint` calls it, so a checkpoint's weights are checked against the shapes
+        the model builds from its specs rather than only against each other.
+        """
+        if all(layer.built for _, model in self._models() for _, layer in model.named_layers()):
+            return
+        generator_state = paddle.get_rng_state()
+        try:
+            with self._weights_lock, paddle.no_grad(), training_mode(False):
+                inputs = {k: tensor(v) for k, v in zeros(self.input_specs, 1).items()}
+                states = {k: tensor(v) for k, v in zeros(self.state_specs, 1).items()}
+                self.algorithm.predict(inputs, states, deterministic=True)
+        finally:
+            paddle.set_rng_state(generator_state)
+
     # -- training -----------------------------------------------------------
     def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Optimizer steps on ``batch``, a :class:`~parl.core.batch.Transition` of numpy arrays; returns
@@ -373,6 +393,7 @@ class ComputationTask:
         """
         metadata, sections = read_task_checkpoint(path)
         checkpoint = TaskCheckpoint(path, metadata, sections)
+        self.build_layers()
         with self._learn_lock, self._weights_lock:
             self._check_checkpoint(checkpoint)
         return checkpoint
@@ -391,7 +412,11 @@ class ComputationTask:
                 self.algorithm.set_state(state)
             except ValueError as exc:
                 raise CheckpointError(f"{checkpoint.path}: algorithm state refused: {exc}") from None
-            self._set_algorithm_weights(checkpoint.sections["weights"])
+            # A layer with no arrays in the file was not built when it was saved: it keeps its values here.
+            saved = checkpoint.sections["weights"]
+            self._set_algorithm_weights(
+                {attr: {**model.get_weights(), **saved[attr]} for attr, model in self._models()}
+            )
             self.update_steps = int(checkpoint.metadata["update_steps"])
             if self.normalizer is not None:
                 self.normalizer.set_state_dict(checkpoint.sections["normalizer"])
@@ -458,14 +483,16 @@ class ComputationTask:
             raise CheckpointError(f"{path}: {exc}") from None
 
     def _check_weights(self, weights: Mapping[str, object]) -> None:
-        """Model names, layer names, and the shape and dtype of every weight of a built layer."""
+        """Model names, layer names, and the shape and dtype of every weight of a built layer (or of a
+        layer whose twin in a model of the same class and layout is built)."""
         self._check_model_names(weights, "the file")
-        for attr, model in self._models():
+        models = self._models()
+        for attr, model in models:
             given = weights[attr]
             if not isinstance(given, Mapping):
                 raise ValueError(f"weights of model {attr!r} are not a dict")
             layers = {path for path, _ in model.named_layers()}
-            current = model.get_weights()
+            current = _weights_to_expect(model, models)
             for key, value in given.items():
                 if not isinstance(value, np.ndarray) or key.rpartition(".")[0] not in layers:
                     raise ValueError(f"weight {attr}/{key} names no layer of {type(model).__name__}")
@@ -474,6 +501,11 @@ class ComputationTask:
                         f"weight {attr}/{key} is {value.dtype.name}{list(value.shape)}, "
                         f"the model has {current[key].dtype.name}{list(current[key].shape)}"
                     )
+            for path in {key.rpartition(".")[0] for key in given}:
+                saved = sorted(k for k in given if k.rpartition(".")[0] == path)
+                expected = sorted(k for k in current if k.rpartition(".")[0] == path)
+                if expected and saved != expected:
+                    raise ValueError(f"weights of layer {attr}/{path} are {saved}, the model has {expected}")
 
     def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
         if (state is None) != (self.normalizer is None):
@@ -562,6 +594,19 @@ def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) ->
             value = _rename_sorted(value, pairs)
         out[key] = value
     return out
+
+
+def _weights_to_expect(model: Model, models: List[Tuple[str, Model]]) -> ArrayDict:
+    """``model``'s weights, and for a layer it has not built, the weights of the same layer in another
+    of ``models`` of the same class and layer layout that has built it (a target network not synced
+    yet takes the shapes of its online model)."""
+    weights = model.get_weights()
+    layout = [path for path, _ in model.named_layers()]
+    for _, other in models:
+        if other is not model and type(other) is type(model) and [p for p, _ in other.named_layers()] == layout:
+            for key, value in other.get_weights().items():
+                weights.setdefault(key, value)
+    return weights
 
 
 def _split_algorithm_state(algorithm: Algorithm) -> Tuple[Dict[str, object], ArrayDict]:
