@@ -1,9 +1,10 @@
 """The Atari example: the Mnih et al. network on uint8 frames, gymnasium's preprocessing, and a short
-run on the real ALE that steps, learns and writes TensorBoard scalars."""
+run of examples/configs/dqn_atari.yaml on the real ALE, by the Trainer, that steps, learns and writes
+the trainer's scalars."""
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import math
 import struct
 from collections import defaultdict
@@ -14,27 +15,40 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
-from learning import load_example
 from tensorboardX.proto import event_pb2
 
 import parl
+import parl.experiment.trainer as trainer_module
+from parl.algorithms import DQN
 from parl.core.specs import check_sample, normalize_specs
+from parl.experiment.config import RobotConfig, load_config
+from parl.experiment.trainer import Trainer
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs
 
-example = load_example("dqn_atari")
+CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "dqn_atari.yaml"
 
 # A run of 900 env steps: 2 agents, episodes cut at 150 steps (so at least 4 end), ~40 updates of 16
-# transitions. train_until counts steps live, so the run stops soon after the budget.
+# transitions, one evaluation episode at the end. The trainer counts steps live, so the run stops soon
+# after the budget.
 RUN_STEPS = 900
-TEST_RUN = dataclasses.replace(
-    example.short_run_settings(),
-    max_episode_steps=150,
-    warmup_steps=100,
-    batch_size=16,
-    updates_per_step=1 / 16,
-    log_interval=100,
+EPISODE_STEPS = 150
+SHORT_RUN = (
+    f"train.max_env_steps={RUN_STEPS}",
+    f"env.kwargs.max_episode_steps={EPISODE_STEPS}",
+    "agent.epsilon.steps=500",
+    "tasks.RL.helper.warmup_steps=100",
+    "tasks.RL.helper.batch_size=16",
+    "tasks.RL.helper.updates_per_step=0.0625",
+    "tasks.RL.algorithm.target_update_interval=10",
+    "evaluation.every_steps=null",
+    "evaluation.episodes=1",
+    "checkpoint.every_minutes=null",
 )
+
+
+def short_run(tmp_path: Path, *overrides: str) -> RobotConfig:
+    return load_config(str(CONFIG), [*SHORT_RUN, f"log_dir={tmp_path}", *overrides])
 
 
 def frames(batch: int, seed: int = 0) -> np.ndarray:
@@ -51,10 +65,10 @@ def reference_q(weights: Dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
     return (h @ w["q.w"] + w["q.b"]).numpy()
 
 
-def read_scalars(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
-    """Every scalar in the event files of ``logdir``: tag -> [(step, value)], read record by record
+def read_tags(logdir: Path) -> set:
+    """Every scalar tag in the TensorBoard event files of ``logdir``, read record by record
     (TFRecord framing: uint64 length, uint32 CRC, the Event proto, uint32 CRC)."""
-    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+    tags = set()
     files = sorted(logdir.glob("events.out.tfevents.*"))
     assert files, f"no event file in {logdir}"
     for path in files:
@@ -63,8 +77,18 @@ def read_scalars(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
             (length,) = struct.unpack("<Q", data[pos : pos + 8])
             event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
             pos += 12 + length + 4
-            for value in event.summary.value:
-                scalars[value.tag].append((event.step, value.simple_value))
+            tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
+def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
+    """Every scalar of ``<logdir>/metrics.jsonl``: tag -> [(step, value)]."""
+    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+    for line in (logdir / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        for tag, value in row.items():
+            if tag not in ("step", "time"):
+                scalars[tag].append((row["step"], value))
     return scalars
 
 
@@ -91,7 +115,7 @@ def test_the_model_maps_uint8_frame_stacks_to_one_q_value_per_action() -> None:
 
 
 def test_dqn_predicts_and_learns_on_uint8_batches() -> None:
-    task = parl.ComputationTask("RL", parl.algorithms.DQN(lambda: AtariQModel(num_actions=4), learning_rate=1e-3))
+    task = parl.ComputationTask("RL", DQN(lambda: AtariQModel(num_actions=4), learning_rate=1e-3))
     actions, _ = task.predict({"obs": frames(5)}, {})
     assert actions["action"].shape == (5, 1) and actions["action"].dtype == np.int64
     assert ((actions["action"] >= 0) & (actions["action"] < 4)).all()
@@ -119,8 +143,15 @@ def test_the_model_rejects_frames_too_small_for_its_convolutions() -> None:
 # -- preprocessing ------------------------------------------------------------------------------
 
 
-def test_preprocessing_gives_uint8_stacks_of_four_84x84_frames_that_pass_the_spec_unconverted() -> None:
-    env = example.make_env(example.Settings())
+def test_the_config_takes_the_network_sizes_from_the_preprocessed_game() -> None:
+    config = load_config(str(CONFIG))
+    assert config.tasks["RL"].model.cls is AtariQModel and "num_actions" not in config.tasks["RL"].model.kwargs
+    assert config.tasks["RL"].model_sizes == {"frames": 4, "screen_size": 84, "num_actions": 6}  # Pong's minimal set
+    assert config.agent.cls is parl.utils.EpsilonGreedyAgent and config.agents == 2
+
+
+def test_preprocessing_gives_uint8_stacks_of_four_84x84_frames_that_pass_the_spec_unconverted(tmp_path: Path) -> None:
+    env = short_run(tmp_path).env.make()
     try:
         assert env.observation_space.shape == (4, 84, 84) and env.observation_space.dtype == np.uint8
         obs, _ = env.reset(seed=0)
@@ -136,8 +167,8 @@ def test_preprocessing_gives_uint8_stacks_of_four_84x84_frames_that_pass_the_spe
         env.close()
 
 
-def test_episodes_can_be_cut_to_a_number_of_agent_steps() -> None:
-    env = example.make_env(dataclasses.replace(example.Settings(), max_episode_steps=7))
+def test_episodes_can_be_cut_to_a_number_of_agent_steps(tmp_path: Path) -> None:
+    env = short_run(tmp_path, "env.kwargs.max_episode_steps=7").env.make()
     try:
         env.reset(seed=0)
         ends = [env.step(0)[2:4] for _ in range(7)]
@@ -150,38 +181,40 @@ def test_episodes_can_be_cut_to_a_number_of_agent_steps() -> None:
 
 
 def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path, monkeypatch) -> None:
-    learners: List[parl.ComputationTask] = []
     initial: Dict[str, np.ndarray] = {}
-    real_train_until = example.train_until
+    real_build_manager = trainer_module.build_manager
 
-    def spy(manager, settings, make_env, **kwargs):
+    def spy(config: RobotConfig) -> parl.Manager:
+        manager = real_build_manager(config)
         task = manager.tasks["RL"]
         task.predict({"obs": frames(1)}, {})  # builds the network, so its first weights can be kept
         initial.update(task.algorithm_weights()["model"])
-        learners.append(task)
-        return real_train_until(manager, settings, make_env, **kwargs)
+        return manager
 
-    monkeypatch.setattr(example, "train_until", spy)
-    result = example.train(
-        seed=0, max_steps=RUN_STEPS, eval_episodes=1, settings=TEST_RUN, verbose=False, logdir=str(tmp_path)
-    )
-    assert RUN_STEPS <= result["env_steps"] <= RUN_STEPS + TEST_RUN.agents * TEST_RUN.max_episode_steps
-    assert result["updates"] >= 10
-    assert -21 <= result["greedy_mean_return"] <= 21  # one real game of Pong, cut at 150 steps
-    final = learners[0].algorithm_weights()["model"]
+    monkeypatch.setattr(trainer_module, "build_manager", spy)
+    config = short_run(tmp_path)
+    trainer = Trainer(config, progress=False)
+    result = trainer.run()
+    assert result["stop_reason"] == "step budget"
+    assert RUN_STEPS <= result["env_steps"] <= RUN_STEPS + config.agents * EPISODE_STEPS
+    assert result["updates"]["RL"] >= 10
+    assert -21 <= result["last_eval"] <= 21  # one real game of Pong, cut at 150 steps
+    final = trainer.manager.tasks["RL"].algorithm_weights()["model"]
     assert set(final) == set(initial)
     assert all(not np.array_equal(initial[k], final[k]) for k in final), "some weights never changed"
 
-    scalars = read_scalars(tmp_path)
-    assert set(example.TrainingLog.TAGS) <= set(scalars)
-    returns = [v for _, v in scalars["episode/return"]]
+    scalars = read_metrics(tmp_path)
+    returns = [v for _, v in scalars["episode/reward"]]
     lengths = [v for _, v in scalars["episode/length"]]
     assert len(returns) >= 4 and all(-21 <= r <= 21 for r in returns)
-    assert all(n == TEST_RUN.max_episode_steps for n in lengths)  # Pong outlasts 150 steps: truncated
-    losses = [v for _, v in scalars["train/loss"]]
+    assert all(n == EPISODE_STEPS for n in lengths)  # Pong outlasts 150 steps: truncated
+    losses = [v for _, v in scalars["task/RL/loss"]]
     assert losses and all(math.isfinite(v) and v >= 0 for v in losses)
-    assert all(math.isfinite(v) for _, v in scalars["train/q_mean"])
-    assert all(v > 0 for _, v in scalars["perf/env_steps_per_second"])
-    steps = [s for s, _ in scalars["perf/env_steps_per_second"]]
-    assert steps == list(range(TEST_RUN.log_interval, steps[-1] + 1, TEST_RUN.log_interval))
-    assert steps[-1] >= RUN_STEPS - TEST_RUN.log_interval
+    assert scalars["task/RL/q_mean"] and all(math.isfinite(v) for _, v in scalars["task/RL/q_mean"])
+    rates = [v for _, v in scalars["robot/env_steps_per_second"]]
+    assert max(rates) > 0 and min(rates) >= 0  # the last row may follow the previous one with no step between
+    [(step, value)] = scalars["eval/mean_return"]
+    assert value == result["last_eval"] and step == result["env_steps"]
+    steps = [s for tag in scalars for s, _ in scalars[tag]]
+    assert max(steps) == result["env_steps"]
+    assert read_tags(tmp_path) == set(scalars)  # TensorBoard holds the same tags

@@ -7,7 +7,10 @@
 - an evaluator built from the settings owns fresh parameters;
 - checkpoints saved and loaded in task order give the newest copy of the shared weights;
 - bad ``shared`` groups are refused with the key path;
-- the example's agent feeds both tasks, and its YAML config shares what its Python build shares.
+- the example's agent feeds both tasks, and its config builds the intended robot (the RL task of
+  examples/configs/a2c_cartpole.yaml, sizes from the environment, the trunk and statistics shared).
+
+The tasks here are the example config's (examples/multitask/cartpole.yaml), made small by overrides.
 """
 
 from __future__ import annotations
@@ -21,42 +24,46 @@ import gymnasium as gym
 import numpy as np
 import paddle
 import pytest
-import yaml
 
 import parl
-from parl.algorithms.a2c import A2C
-from parl.models import MLPActorCritic
+from parl.experiment.build import build_manager, task_settings
+from parl.experiment.config import RobotConfig, load_config
 
 from toys import WAIT, TwoLayerModel
 
-MULTITASK = pathlib.Path(__file__).resolve().parent.parent / "examples" / "multitask"
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+MULTITASK = EXAMPLES / "multitask"
 sys.path.insert(0, str(MULTITASK))
 
-from multitask_robot import (  # noqa: E402
-    MultitaskAgent,
-    make_aux_helper,
-    make_aux_settings,
-    shared_parts,
-)
+from multitask_robot import MultitaskAgent, RewardModel  # noqa: E402
 
-HIDDEN = (8,)
+#: The example's robot with one hidden layer of 8 in both tasks.
+SMALL = ("tasks.RL.model.hidden_sizes=[8]", "tasks.Aux.model.hidden_sizes=[8]")
+#: Its layers and statistics: ``shared`` of examples/multitask/cartpole.yaml.
+SHARED = {
+    "trunk": {"RL": "model.actor_hidden", "Aux": "model.trunk"},
+    "input_statistics": {"RL": "normalizer", "Aux": "normalizer"},
+}
 RNG = np.random.default_rng(0)
 #: How long a call that must wait behind the other task's lock is watched before the lock is released.
 HELD = 0.5
 
 
-def rl_settings() -> parl.TaskSettings:
-    return parl.TaskSettings(
-        parl.create_algorithm_func(
-            MLPActorCritic, dict(obs_dim=4, num_actions=2, hidden_sizes=HIDDEN), A2C, dict(learning_rate=1e-2)
-        ),
-        normalize_inputs=True,
-    )
+def example_config(*overrides: str) -> RobotConfig:
+    return load_config(str(MULTITASK / "cartpole.yaml"), [*SMALL, *overrides])
 
 
-def robot(trunk: str = "actor", aux_hidden=HIDDEN, **extra: parl.TaskSettings) -> parl.Manager:
-    tasks = {"RL": rl_settings(), "Aux": make_aux_settings(hidden_sizes=aux_hidden, learning_rate=1e-2), **extra}
-    return parl.Manager(tasks, shared=shared_parts(trunk), thread_placement="os")
+def example_tasks(*overrides: str) -> Dict[str, parl.TaskSettings]:
+    """The settings of the example's tasks ("RL", "Aux"), small, with ``overrides``."""
+    config = example_config(*overrides)
+    return {name: task_settings(config, name) for name in config.tasks}
+
+
+def robot(*overrides: str, **extra: parl.TaskSettings) -> parl.Manager:
+    """The tasks of the example's config with ``overrides``, sharing what its ``shared`` says, and ``extra`` tasks."""
+    config = example_config(*overrides)
+    tasks = {**{name: task_settings(config, name) for name in config.tasks}, **extra}
+    return parl.Manager(tasks, shared=config.shared, thread_placement="os")
 
 
 def batch(rows: int = 6, seed: int = 0) -> parl.Transition:
@@ -116,7 +123,7 @@ def test_the_shared_parameters_are_updated_by_both_tasks_and_the_heads_only_by_t
 
 
 def test_sharing_the_critic_layers_leaves_the_policy_to_the_rl_task() -> None:
-    manager = robot(trunk="critic")
+    manager = robot("shared.trunk.RL=model.critic_hidden")
     rl, aux = manager.tasks["RL"], manager.tasks["Aux"]
     build_all(manager)
     before = layer_values(rl.algorithm.model)
@@ -255,7 +262,7 @@ def test_training_passes_of_linked_tasks_never_overlap(linked: bool) -> None:
 
 
 def test_only_tasks_linked_by_a_group_share_locks() -> None:
-    manager = robot(Other=rl_settings())
+    manager = robot(Other=example_tasks()["RL"])
     rl, aux, other = (manager.tasks[n] for n in ("RL", "Aux", "Other"))
     assert manager.linked_tasks == [["RL", "Aux"]]
     assert rl.shares_locks_with(aux) and not rl.shares_locks_with(other)
@@ -266,10 +273,9 @@ def test_only_tasks_linked_by_a_group_share_locks() -> None:
 
 
 def test_an_evaluator_built_from_the_settings_owns_fresh_parameters() -> None:
-    settings = rl_settings()
-    manager = parl.Manager(
-        {"RL": settings, "Aux": make_aux_settings(hidden_sizes=HIDDEN)}, shared=shared_parts(), thread_placement="os"
-    )
+    tasks = example_tasks()
+    settings = tasks["RL"]
+    manager = parl.Manager(tasks, shared=SHARED, thread_placement="os")
     rl, aux = manager.tasks["RL"], manager.tasks["Aux"]
     build_all(manager)
     rl.learn(batch())
@@ -332,20 +338,20 @@ def test_checkpoints_saved_and_loaded_in_task_order_restore_the_newest_shared_we
     ],
 )
 def test_bad_groups_are_refused_with_their_key_path(shared, message: str) -> None:
-    tasks = {"RL": rl_settings(), "Aux": make_aux_settings(hidden_sizes=HIDDEN)}
+    tasks = example_tasks()
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         parl.Manager(tasks, shared=shared, thread_placement="os")
 
 
 def test_parts_of_different_structure_are_refused() -> None:
     with pytest.raises(ValueError, match=r"shared.trunk.Aux: layers \[\('0', 'FC'\), \('1', 'FC'\)\] differ"):
-        robot(aux_hidden=(8, 8))
+        parl.Manager(example_tasks("tasks.Aux.model.hidden_sizes=[8, 8]", "shared={}"), shared=SHARED)
 
 
 def test_a_normalizer_is_shared_only_between_tasks_that_normalize() -> None:
-    plain = parl.TaskSettings(rl_settings().algorithm_func)  # normalize_inputs=False
+    tasks = example_tasks("tasks.RL.transforms.normalize_inputs=false", "shared={}")
     with pytest.raises(ValueError, match="shared.input_statistics.RL: task 'RL' does not normalize inputs"):
-        parl.Manager({"RL": plain, "Aux": make_aux_settings(hidden_sizes=HIDDEN)}, shared=shared_parts())
+        parl.Manager(tasks, shared=SHARED)
 
 
 # -- the example ---------------------------------------------------------------------
@@ -356,7 +362,7 @@ def test_the_example_agent_feeds_both_tasks() -> None:
     for i in range(2):
         manager.add_agent(
             MultitaskAgent(gym.make("CartPole-v1", max_episode_steps=12), seed=i, num_games=3),
-            {"RL": parl.OnPolicyHelper(sample_interval=4), "Aux": make_aux_helper(sample_interval=4)},
+            {"RL": parl.OnPolicyHelper(sample_interval=4), "Aux": parl.OnPolicyHelper(sample_interval=4)},
         )
     manager.start()
     episodes = manager.join(timeout=WAIT * 6)
@@ -365,8 +371,21 @@ def test_the_example_agent_feeds_both_tasks() -> None:
     assert manager.tasks["RL"].update_steps > 0 and manager.tasks["Aux"].update_steps > 0
 
 
-def test_the_yaml_config_shares_what_the_python_build_shares() -> None:
-    config = yaml.safe_load((MULTITASK / "cartpole.yaml").read_text())
-    assert config["shared"] == shared_parts("actor")
-    assert list(config["tasks"]) == ["RL", "Aux"]  # RL first: its parts are the ones kept
-    assert config["python_path"] == ["."]
+def test_the_config_builds_the_rl_task_of_a2c_cartpole_beside_an_aux_task_on_its_trunk() -> None:
+    config = load_config(str(MULTITASK / "cartpole.yaml"))
+    baseline = load_config(str(EXAMPLES / "configs" / "a2c_cartpole.yaml"))
+    assert list(config.tasks) == ["RL", "Aux"]  # RL first: its parts are the ones kept
+    assert config.tasks["RL"].to_dict() == baseline.tasks["RL"].to_dict()  # the baseline of compare.py
+    assert (config.agents, config.env.id) == (baseline.agents, baseline.env.id)
+    assert config.evaluation == baseline.evaluation and config.train.target_return == baseline.train.target_return
+    assert config.agent.cls is MultitaskAgent and config.shared == SHARED
+    env = gym.make(config.env.id)
+    sizes = {"obs_dim": env.observation_space.shape[0], "num_actions": int(env.action_space.n)}
+    assert all(task.model_sizes == sizes for task in config.tasks.values())  # none stated in the config
+    manager = build_manager(config)
+    rl, aux = manager.tasks["RL"], manager.tasks["Aux"]
+    assert isinstance(aux.algorithm.model, RewardModel)
+    assert aux.algorithm.model.trunk is rl.algorithm.model.actor_hidden and aux.normalizer is rl.normalizer
+    assert manager.linked_tasks == [["RL", "Aux"]]
+    assert all(isinstance(agent, MultitaskAgent) for agent in manager.agents) and len(manager.agents) == 8
+    assert set(manager.agents[0].helpers) == {"RL", "Aux"}

@@ -1,14 +1,16 @@
-"""The pieces of the multi-task robot: an A2C task "RL" and a reward-prediction task "Aux" on one trunk.
+"""The classes the multi-task robot of cartpole.yaml names: an A2C task "RL" and a reward-prediction
+task "Aux" on one trunk.
 
-    manager = parl.Manager({"RL": rl_settings, "Aux": make_aux_settings()}, shared=shared_parts("actor"))
-    manager.add_agent(MultitaskAgent(env, seed=0), {"RL": rl_helper, "Aux": make_aux_helper()})
+    config = load_config("examples/multitask/cartpole.yaml")
+    result = Trainer(config).run()
 
 The RL task's model is :class:`parl.models.MLPActorCritic`; the auxiliary
 task's :class:`RewardModel` has a trunk of the same layers, which the Manager
-replaces by the RL model's actor (or critic) layers, and a head of its own. Both
-tasks normalize inputs with the RL task's running statistics (the shared
-``normalizer``), so the trunk sees one input scale. The agent acts through
-"RL" only and hands every step to both helpers.
+replaces by the RL model's actor (or critic) layers, and a head of its own
+(the config's ``shared`` groups). Both tasks normalize inputs with the RL
+task's running statistics (the shared ``normalizer``), so the trunk sees one
+input scale. :class:`MultitaskAgent` acts through "RL" only and hands every
+step to both helpers.
 """
 
 from __future__ import annotations
@@ -20,13 +22,9 @@ import paddle
 
 import parl
 from parl import layers
-from parl.algorithms.reward_prediction import RewardPrediction
 from parl.core.specs import SpecList
 from parl.utils import GymAgent
-from parl.validation import check_choice, check_int
-
-#: Which layers of MLPActorCritic the auxiliary task shares: its actor's or its critic's hidden layers.
-TRUNKS = {"actor": "model.actor_hidden", "critic": "model.critic_hidden"}
+from parl.validation import check_int
 
 
 class RewardModel(parl.Model):
@@ -58,44 +56,6 @@ class RewardModel(parl.Model):
             h = layer(h)
         out = self.outcome(h)
         return out[:, : self.num_actions], out[:, self.num_actions :]
-
-
-def shared_parts(trunk: str = "actor") -> Dict[str, Dict[str, str]]:
-    """``Manager(shared=...)`` here: the RL model's ``trunk`` ("actor" or "critic") layers and input statistics."""
-    check_choice("trunk", trunk, tuple(TRUNKS))
-    return {
-        "trunk": {"RL": TRUNKS[trunk], "Aux": "model.trunk"},
-        "input_statistics": {"RL": "normalizer", "Aux": "normalizer"},
-    }
-
-
-def make_aux_settings(
-    obs_dim: int = 4,
-    num_actions: int = 2,
-    hidden_sizes: Sequence[int] = (64, 64),
-    learning_rate: float = 1e-2,
-    end_coef: float = 1.0,
-) -> parl.TaskSettings:
-    """The auxiliary task: RewardPrediction on a RewardModel, inputs normalized (by the shared statistics).
-
-    ``learning_rate`` 1e-2: with Adam's default 1e-3 the termination head was still at chance when
-    the RL task reached its target (docs/multitask.md).
-    """
-    return parl.TaskSettings(
-        parl.create_algorithm_func(
-            RewardModel,
-            dict(obs_dim=obs_dim, num_actions=num_actions, hidden_sizes=tuple(hidden_sizes)),
-            RewardPrediction,
-            dict(learning_rate=learning_rate, end_coef=end_coef),
-        ),
-        max_batchsize=64,
-        normalize_inputs=True,
-    )
-
-
-def make_aux_helper(sample_interval: int = 64) -> parl.OnPolicyHelper:
-    """The auxiliary task learns from each agent's last ``sample_interval`` steps, like the RL task."""
-    return parl.OnPolicyHelper(sample_interval=sample_interval)
 
 
 class MultitaskAgent(GymAgent):
