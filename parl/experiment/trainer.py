@@ -140,7 +140,7 @@ class Trainer:
             writer.scalars(state.steps, metrics.collect(state.steps))
             final = self._save(manager, state)
             checkpoint_error = None if final is not None else state.checkpoint_error
-        final_eval = self._final_evaluation(manager, evaluators, state, trained) if trained else float("nan")
+        final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
             "env_steps": state.steps,
@@ -267,9 +267,7 @@ class Trainer:
         )
         return passed
 
-    def _final_evaluation(
-        self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState", trained: bool
-    ) -> float:
+    def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
         """Mean return of the policy of the evaluation that passed (else the best one; the learners'
         when none ran) over ``evaluation.final_episodes`` episodes on the run's fresh seeds."""
         config = self.config
