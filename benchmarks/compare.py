@@ -4,11 +4,11 @@
     .venv/bin/python benchmarks/compare.py                       # every row, seeds 0-9; prints the tables
     .venv/bin/python benchmarks/compare.py --cpus 1 --write      # the same, pinned to core 1, into docs/benchmarks.md
     .venv/bin/python benchmarks/compare.py --only dqn_cartpole ppo_cartpole --seeds 0 --no-sb3
-    .venv/bin/python benchmarks/compare.py --only dqn_cartpole --no-sb3 --option tau=0.02   # a changed setting
+    .venv/bin/python benchmarks/compare.py --only dqn_cartpole --no-sb3 --option tasks.RL.algorithm.tau=0.02
 
 Every (row, side, seed) trains in a fresh process, one after another, so
 runs share no state, do not compete for cores, and imports are not timed: parl's side
-calls the example's ``train(seed=..., verbose=False)`` through
+trains the example's robot config with the Trainer through
 benchmarks/parl_runner.py, SB3's runs benchmarks/sb3_runner.py in the
 ``.venv-sb3`` virtualenv (``make .venv-sb3``). Both stop at the first greedy
 check whose 10-episode mean reaches the row's target and is confirmed on 50
@@ -17,7 +17,7 @@ when it passes, fifty more to confirm). The tables give, per row and side, the
 seeds that reached the target of the seeds run (default 0-9), the reached
 seeds whose final evaluation on fresh seeds is at the target too, and the
 median env steps and seconds over the seeds that reached. A row whose
-example does not exist yet shows "missing"; SB3 shows "n/a" where it has no
+config does not exist yet shows "missing"; SB3 shows "n/a" where it has no
 counterpart. ``--write`` replaces the section between
 ``<!-- compare:begin -->`` and ``<!-- compare:end -->`` in docs/benchmarks.md.
 """
@@ -49,9 +49,9 @@ CHECK_INTERVAL = 1_000  # env steps between greedy checks, on both sides
 
 
 def parl_command(row: Row, seed: int, options: Sequence[str] = ()) -> List[str]:
-    """The command that trains ``row``'s parl example once, with the row's options and then ``options``
-    (``NAME=VALUE`` settings of the example; see benchmarks/parl_runner.py)."""
-    command = [sys.executable, str(PARL_RUNNER), "--example", str(ROOT / row.example), "--seed", str(seed)]
+    """The command that trains ``row``'s parl config once, with the row's options and then ``options``
+    (``KEY.PATH=VALUE`` overrides of the config; see benchmarks/parl_runner.py)."""
+    command = [sys.executable, str(PARL_RUNNER), "--config", str(ROOT / row.config), "--seed", str(seed)]
     command += ["--target", str(row.threshold), "--check-interval", str(CHECK_INTERVAL)]
     return command + [arg for option in (*row.options, *options) for arg in ("--option", option)]
 
@@ -121,7 +121,7 @@ def measure(
     for row in rows:
         settings = sb3_settings(row, args.sb3_pendulum_settings)
         parl = Side(status="not run" if args.sb3_only else "")
-        if not parl.status and not (ROOT / row.example).exists():
+        if not parl.status and not (ROOT / row.config).exists():
             parl.status = "missing"
         sb3 = Side(status="not run" if args.no_sb3 else "", settings=settings_label(settings) if row.sb3_algo else "")
         if row.sb3_algo is None:
@@ -230,8 +230,8 @@ run's own), nine more when it reaches the target, and when their mean does, fift
 seeds; training stops only when the mean of those fifty reaches the target and so does the mean of all
 sixty less two standard errors (`parl.utils.evaluation.confirmed_check`; SB3's side,
 benchmarks/sb3_runner.py, does the same with the same seeds). Checks start once the mean of the last 20
-training returns reaches a level: parl's examples set their own (30% of the target on CartPole, from the
-start on Pendulum), and SB3's side uses the same. **Reached** counts the seeds whose training stopped at
+training returns reaches a level: parl's example configs set their own (30% of the target on CartPole,
+from the start on Pendulum), and SB3's side uses the same. **Reached** counts the seeds whose training stopped at
 the target within the budget; **final at target** counts, among those, the seeds whose policy also
 reached the target in a final evaluation of 50 episodes on seeds no check used (`final_seed(seed)`, in
 the run's own block: runs of different seeds are evaluated on different episodes). **Env steps** (all
@@ -240,7 +240,7 @@ imports and set-up, to the stop) are medians over the seeds that reached the tar
 rl-baselines3-zoo 2.9.2's hyperparameters for the task (`hyperparams/<algo>.yml`), whose `n_timesteps`
 is the budget (PPO CartPole 100k, DQN CartPole 50k, A2C CartPole 500k, SAC, TD3 and DDPG Pendulum 20k,
 PPO Pendulum 100k); "SB3 defaults": SB3's constructor defaults with the same budget. parl's budgets are
-the examples' defaults (`max_steps`). "missing": the example does not exist yet. "CPU s (whole call)" in
+the configs' `train.max_env_steps`. "missing": the config does not exist yet. "CPU s (whole call)" in
 the table of every run is the process's CPU time over set-up, training and the final evaluation: less
 inflated than wall time when other jobs share the machine."""
 
@@ -258,8 +258,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a setting of every parl example run (a parameter of its train() or a field of its Settings), "
-        "to measure a change: e.g. --option tau=1.0",
+        help="an override of every parl config run (KEY.PATH=VALUE, as parl train -o), "
+        "to measure a change: e.g. --option tasks.RL.algorithm.tau=1.0",
     )
     parser.add_argument("--write", action="store_true", help="write the tables into docs/benchmarks.md")
     parser.add_argument("--doc", type=Path, default=DOC, help="the file --write updates")

@@ -12,15 +12,15 @@ PO_CARTPOLE = "partially observed CartPole"
 
 @dataclass(frozen=True)
 class Row:
-    """One comparison: a parl example and, where SB3 has one, the same algorithm in SB3.
+    """One comparison: a parl example's robot config and, where SB3 has one, the same algorithm in SB3.
 
     Attributes:
         name: the row's key for ``--only``.
         task: the task as shown in the table.
         threshold: greedy 10-episode mean return to reach.
         algorithm: the algorithm as shown in the table.
-        example: the parl example's file under ``examples/``.
-        options: ``NAME=VALUE`` settings for the example (see benchmarks/parl_runner.py).
+        config: the parl example's robot config under ``examples/configs/``.
+        options: ``KEY.PATH=VALUE`` overrides of the config (see benchmarks/parl_runner.py).
         sb3_algo: SB3's algorithm (benchmarks/sb3_runner.py ``--algo``), None where SB3 has none.
         sb3_env: the gymnasium id SB3 trains on.
         sb3_absent: why there is no SB3 run, shown in its place.
@@ -32,7 +32,7 @@ class Row:
     task: str
     threshold: float
     algorithm: str
-    example: str
+    config: str
     options: Tuple[str, ...] = ()
     sb3_algo: Optional[str] = None
     sb3_env: Optional[str] = None
@@ -41,13 +41,17 @@ class Row:
     sb3_tunable: bool = False
 
 
+def _config(name: str) -> str:
+    return f"examples/configs/{name}.yaml"
+
+
 def _cartpole(name: str, algorithm: str, sb3_algo: Optional[str], sb3_absent: str = "") -> Row:
-    # SB3's checks start from 30% of the target, as examples/dqn_cartpole.py's.
-    return Row(name, CARTPOLE, 475.0, algorithm, f"examples/{name}.py", (), sb3_algo, CARTPOLE, sb3_absent, 142.5)
+    # SB3's checks start from 30% of the target, as examples/configs/dqn_cartpole.yaml's.
+    return Row(name, CARTPOLE, 475.0, algorithm, _config(name), (), sb3_algo, CARTPOLE, sb3_absent, 142.5)
 
 
 def _pendulum(name: str, algorithm: str, sb3_algo: str, threshold: float = -200.0) -> Row:
-    return Row(name, PENDULUM, threshold, algorithm, f"examples/{name}.py", (), sb3_algo, PENDULUM, sb3_tunable=True)
+    return Row(name, PENDULUM, threshold, algorithm, _config(name), (), sb3_algo, PENDULUM, sb3_tunable=True)
 
 
 def _po_cartpole(model: str, algorithm: str) -> Row:
@@ -56,8 +60,8 @@ def _po_cartpole(model: str, algorithm: str) -> Row:
         PO_CARTPOLE,
         400.0,
         algorithm,
-        "examples/a2c_po_cartpole.py",
-        (f"model={model}",),
+        _config("a2c_po_cartpole" if model == "lstm" else f"a2c_po_cartpole_{model}"),
+        (),
         sb3_absent="SB3 has no recurrent A2C",
     )
 

@@ -7,8 +7,9 @@ update-to-data ratio.
     .venv/bin/python benchmarks/learn_handover.py --thread-placement one_core   # everything on one core
     .venv/bin/python benchmarks/learn_handover.py --env-wait-ms 1   # each env step waits 1 ms (a remote simulator)
 
-Each row trains the example's robot (its own settings, ``max_in_flight`` changed) for a fixed
-number of env steps per agent with no greedy checks (the target is out of reach), in the given
+Each row trains the example's robot config (examples/configs/<example>.yaml, its agent count and
+``tasks.RL.helper.max_in_flight`` changed) with the Trainer for a fixed number of env steps per
+agent with no evaluation during training (one one-episode evaluation after it), in the given
 placement and thread placement (``split`` by default: the training thread on a core of its own,
 which is where an agent that does not wait can gain; with ``one_core`` the agents and the training
 thread share one core and there is nothing to overlap),
@@ -22,32 +23,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Tuple
 
 import gymnasium as gym
-from parl_runner import load_example
 
-import parl
-import parl.utils.training as training
 from parl import affinity
+from parl.experiment.config import load_config
+from parl.experiment.trainer import Trainer
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 #: Env steps per agent and row, by example: thousands of updates past each agent's warm-up.
 STEPS = {"dqn_cartpole": 10_000, "sac_pendulum": 3_000, "td3_pendulum": 3_000, "ddpg_pendulum": 3_000}
-
-
-def use_thread_placement(thread_placement: str) -> None:
-    """Make the examples' training loop (``parl.utils.training.train_agents``) build its Manager with
-    ``thread_placement``: the examples' ``train`` does not take it."""
-    original = training.Manager
-
-    def manager(tasks: Mapping[str, parl.TaskSettings], *, placement: str, thread_placement: str) -> parl.Manager:
-        return original(tasks, placement=placement, thread_placement=chosen)
-
-    chosen = thread_placement
-    training.Manager = manager
 
 
 class WaitingEnv(gym.Wrapper):
@@ -63,17 +52,40 @@ class WaitingEnv(gym.Wrapper):
         return self.env.step(action)
 
 
-def run(example: str, placement: str, agents: int, in_flight: int, steps: int, env_wait: float) -> Tuple[float, float]:
+def waiting_env(env_id: str, seconds: float) -> gym.Env:
+    """``gymnasium.make(env_id)`` whose every step first waits ``seconds`` (a config's ``env.factory``)."""
+    return WaitingEnv(gym.make(env_id), seconds)
+
+
+def run_overrides(placement: str, thread_placement: str, agents: int, in_flight: int, steps: int) -> List[str]:
+    """The config overrides of one row's run: no evaluation before the end, one episode then."""
+    return [
+        f"agents={agents}",
+        f"placement={placement}",
+        f"thread_placement={thread_placement}",
+        f"tasks.RL.helper.max_in_flight={in_flight}",
+        f"train.max_env_steps={steps}",
+        "train.target_return=null",
+        "evaluation.every_steps=null",
+        "evaluation.episodes=1",
+        "evaluation.final_episodes=1",
+    ]
+
+
+def run(
+    example: str, placement: str, thread_placement: str, agents: int, in_flight: int, steps: int, env_wait: float
+) -> Tuple[float, float]:
     """(env steps per second of training, updates per env step) of one run."""
-    module = load_example(EXAMPLES / f"{example}.py")
-    if env_wait > 0:
-        make_env = module.make_env
-        module.make_env = lambda: WaitingEnv(make_env(), env_wait)
-    settings = module.Settings(agents=agents, max_in_flight=in_flight)
-    result = module.train(
-        seed=0, max_steps=steps, target=1e9, eval_episodes=1, settings=settings, verbose=False, placement=placement
-    )
-    return result["env_steps"] / result["train_seconds"], result["updates"] / result["env_steps"]
+    path = str(CONFIGS / f"{example}.yaml")
+    overrides = run_overrides(placement, thread_placement, agents, in_flight, steps)
+    if env_wait > 0:  # this file's folder is on sys.path, as it is for any script
+        env_id = load_config(path).env.id
+        overrides += ["env.id=null", "env.factory=learn_handover.waiting_env"]
+        overrides.append(f"env.kwargs={{env_id: {env_id}, seconds: {env_wait}}}")
+    with tempfile.TemporaryDirectory(prefix="learn-handover-") as log_dir:
+        config = load_config(path, [*overrides, f"log_dir={log_dir}"])
+        result = Trainer(config, progress=False).run()
+    return result["env_steps"] / result["train_seconds"], result["updates"]["RL"] / result["env_steps"]
 
 
 def main(argv: List[str] = None) -> None:
@@ -87,7 +99,6 @@ def main(argv: List[str] = None) -> None:
     parser.add_argument("--thread-placement", default="split", choices=affinity.PLACEMENTS)
     parser.add_argument("--env-wait-ms", type=float, default=0.0, help="each env step first sleeps this long")
     args = parser.parse_args(argv)
-    use_thread_placement(args.thread_placement)
     print(f"thread placement: {args.thread_placement}; env steps wait {args.env_wait_ms} ms")
 
     print(
@@ -102,7 +113,9 @@ def main(argv: List[str] = None) -> None:
                 ratios: Dict[int, List[float]] = {k: [] for k in args.in_flight}
                 for _ in range(args.repeats):
                     for k in args.in_flight:
-                        rate, ratio = run(example, placement, agents, k, steps, args.env_wait_ms / 1000)
+                        rate, ratio = run(
+                            example, placement, args.thread_placement, agents, k, steps, args.env_wait_ms / 1000
+                        )
                         rates[k].append(rate)
                         ratios[k].append(ratio)
                 base = statistics.median(rates[args.in_flight[0]])

@@ -1,4 +1,4 @@
-"""One Stable-Baselines3 training run to a greedy target, checked as parl's ``train_until`` checks.
+"""One Stable-Baselines3 training run to a greedy target, checked as parl's Trainer checks.
 
     .venv-sb3/bin/python benchmarks/sb3_runner.py --algo ppo --env CartPole-v1 --target 475 --seed 0
 
@@ -11,9 +11,9 @@ confirm: training stops at the first check whose confirmation reaches the
 target and whose mean over all 60, less two standard errors, does too (parl's
 ``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
 policy of that check (or of the best, when none passed) is then evaluated on
-50 fresh seeds (five times the check's episodes, as parl's ``train_until``). The time
+50 fresh seeds (five times the check's episodes, as parl's Trainer). The time
 runs from the start of ``learn()`` (after imports and model set-up) to that
-stop. Prints one line ``RESULT {json}`` with the keys of ``train_until``,
+stop. Prints one line ``RESULT {json}`` with the keys of benchmarks/parl_runner.py,
 plus ``cpu_seconds``: the process's CPU time over the whole call (set-up,
 training, final evaluation), less sensitive than wall time to a shared machine.
 
@@ -42,7 +42,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 
 ALGORITHMS = {"a2c": A2C, "ddpg": DDPG, "dqn": DQN, "ppo": PPO, "sac": SAC, "td3": TD3}
-RECENT_EPISODES = 20  # training returns averaged for --check-from, as train_until
+RECENT_EPISODES = 20  # training returns averaged for --check-from, as parl's Trainer
 
 
 def linear(initial: float) -> Callable[[float], float]:
@@ -181,7 +181,7 @@ def final_seed(run_seed: int) -> int:
 
 
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> Tuple[float, bool]:
-    """parl's ``confirmed_check`` (parl/utils/evaluation.py) as ``train_until`` calls it, which this
+    """parl's ``confirmed_check`` (parl/utils/evaluation.py) as parl's Trainer calls it, which this
     virtualenv cannot import: one deterministic episode, ``episodes - 1`` more when it reaches
     ``target``, and when their mean does, ``5 * episodes`` more on the next seeds to confirm. Returns
     the mean of all played and whether the confirmation's mean and the mean of all less
@@ -284,7 +284,7 @@ def train(
     model.learn(total_timesteps=setup.budget, callback=callback)
     if callback.best_policy is not None:
         model.policy.load_state_dict(callback.best_policy)
-    returns = evaluate(model, env_id, CONFIRM_FACTOR * eval_episodes, seed=final_seed(seed))  # as train_until's
+    returns = evaluate(model, env_id, CONFIRM_FACTOR * eval_episodes, seed=final_seed(seed))  # as parl's Trainer
     return {
         "seed": seed,
         "train_seconds": callback.stop - callback.start,

@@ -6,9 +6,8 @@ import dataclasses
 import importlib
 import math
 import sys
-import types
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Optional
 
 import pytest
 
@@ -19,7 +18,7 @@ report = importlib.import_module("compare_report")
 rows = importlib.import_module("compare_rows")
 parl_runner = importlib.import_module("parl_runner")
 
-ROW = rows.Row("toy", "CartPole-v1", 475.0, "DQN", "examples/toy.py", sb3_algo="dqn", sb3_env="CartPole-v1")
+ROW = rows.Row("toy", "CartPole-v1", 475.0, "DQN", "examples/configs/toy.yaml", sb3_algo="dqn", sb3_env="CartPole-v1")
 
 
 def run(steps: float, seconds: float, check: float, final: Optional[float] = None, reached=None) -> "report.Run":
@@ -69,44 +68,45 @@ def test_write_section_appends_once_then_replaces_only_between_the_markers(tmp_p
         report.write_section(doc, "x")
 
 
-def fake_example(check_interval_field: bool) -> types.ModuleType:
-    """A module shaped like an example: ``Settings`` and ``train``, which records its arguments."""
-    fields = [("model", str, "mlp")] + ([("check_interval", int, 1_000)] if check_interval_field else [])
-    module = types.ModuleType("toy_example")
-    module.Settings = dataclasses.make_dataclass("Settings", fields)
-
-    def train(
-        seed: int = 0, max_steps: int = 10, target: float = 1.0, settings: Optional[object] = None, verbose: bool = True
-    ) -> Dict[str, object]:
-        return {}
-
-    module.train = train
-    return module
+def test_parl_runner_turns_its_options_into_config_overrides_after_its_own():
+    overrides = parl_runner.run_overrides(3, 400.0, 500, ["tasks.RL.model.class=parl.models.MLPActorCritic"], "/tmp/x")
+    assert overrides == [
+        "seed=3",
+        "log_dir=/tmp/x",
+        "train.target_return=400.0",
+        "evaluation.every_steps=500",
+        "tasks.RL.model.class=parl.models.MLPActorCritic",
+    ]
+    assert parl_runner.run_overrides(0, None, None, [], "d") == ["seed=0", "log_dir=d"]  # the config's own
 
 
-def test_parl_runner_places_target_options_and_check_interval():
-    module = fake_example(check_interval_field=True)
-    kwargs = parl_runner.train_arguments(module, 3, 400.0, 500, {"model": "lstm", "max_steps": 7})
-    assert kwargs == {
+def test_parl_runner_reports_in_the_keys_compare_reads():
+    trainer_result = {
         "seed": 3,
-        "verbose": False,
-        "target": 400.0,
-        "max_steps": 7,
-        "settings": module.Settings(model="lstm", check_interval=500),
+        "train_seconds": 1.5,
+        "env_steps": 900,
+        "episodes": 12,
+        "reached": True,
+        "last_eval": 480.0,
+        "best_eval": 490.0,
+        "final_eval": 470.0,
+        "updates": {"RL": 5, "aux": 2},
+        "stop_reason": "target return",
     }
-    assert parl_runner.parse_option("model=lstm") == ("model", "lstm")
-    assert parl_runner.parse_option("lr=0.5") == ("lr", 0.5)
-
-
-def test_parl_runner_rejects_what_the_example_cannot_take():
-    with pytest.raises(ValueError, match="no_such_option"):
-        parl_runner.train_arguments(fake_example(True), 0, None, None, {"no_such_option": 1})
-    without_field = fake_example(check_interval_field=False)
-    assert "settings" not in parl_runner.train_arguments(without_field, 0, None, 1_000, {})  # train_until's default
-    with pytest.raises(ValueError, match="check_interval"):
-        parl_runner.train_arguments(without_field, 0, None, 500, {})
-    with pytest.raises(ValueError, match="NAME=VALUE"):
-        parl_runner.parse_option("lstm")
+    result = parl_runner.runner_result(trainer_result)
+    assert result == {
+        "seed": 3,
+        "train_seconds": 1.5,
+        "env_steps": 900,
+        "episodes": 12,
+        "reached": True,
+        "greedy_check": 480.0,
+        "best_greedy_check": 490.0,
+        "greedy_mean_return": 470.0,
+        "updates": 7,
+    }
+    ran = report.Run(ROW, report.PARL, 3, result={**result, "cpu_seconds": 2.0, "budget": 1_000})
+    assert ran.reached and not ran.final_at_target  # 470 < 475
 
 
 def test_both_sides_get_the_same_target_and_check_interval():
@@ -119,10 +119,12 @@ def test_both_sides_get_the_same_target_and_check_interval():
 
 
 def test_options_reach_parl_runs_after_the_rows_own():
-    row = dataclasses.replace(ROW, options=("model=lstm",))
-    command = compare.parl_command(row, 0, compare.parse_args(["--option", "tau=1.0", "--option", "lr=2"]).option)
+    row = dataclasses.replace(ROW, options=("tasks.RL.model.hidden_size=32",))
+    args = compare.parse_args(["--option", "tasks.RL.algorithm.tau=1.0", "--option", "seed=2"])
+    command = compare.parl_command(row, 0, args.option)
     pairs = [command[i + 1] for i, arg in enumerate(command) if arg == "--option"]
-    assert pairs == ["model=lstm", "tau=1.0", "lr=2"]
+    assert pairs == ["tasks.RL.model.hidden_size=32", "tasks.RL.algorithm.tau=1.0", "seed=2"]
+    assert command[command.index("--config") + 1] == str(compare.ROOT / row.config)
     assert compare.parse_args([]).option == [] and compare.parse_args([]).seeds == list(range(10))
 
 
@@ -131,12 +133,12 @@ def test_rows_have_unique_names_and_say_why_sb3_is_absent():
     assert len(set(names)) == len(names)
     for row in rows.ROWS:
         assert (row.sb3_algo is None) == bool(row.sb3_absent), row.name
-        assert row.example.startswith("examples/") and row.example.endswith(".py")
+        assert (compare.ROOT / row.config).is_file() and row.config.startswith("examples/configs/")
         assert math.isfinite(row.threshold)
 
 
 def test_a_missing_example_and_an_absent_sb3_counterpart_run_nothing():
-    missing = rows.Row("toy", "CartPole-v1", 475.0, "REINFORCE", "examples/no_such_example.py", sb3_absent="none")
+    missing = rows.Row("toy", "CartPole-v1", 475.0, "REINFORCE", "examples/configs/no_such.yaml", sb3_absent="none")
     args = compare.parse_args(["--seeds", "0", "1"])
     loads = []
     sides, runs = compare.measure([missing], args, loads)

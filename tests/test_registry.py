@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import parl
+from parl.experiment.launch import launch_parser
 from parl.runtime import registry
 from parl.runtime.threads import ThreadRunner
-from parl.utils.cli import example_parser
 
 from toys import echo_algorithm_func
 
@@ -69,8 +69,8 @@ def test_a_runner_that_is_not_an_agent_runner_is_refused_when_used() -> None:
 
 
 def test_examples_take_the_placement_on_the_command_line() -> None:
-    parser = example_parser("x", max_steps=1, target=1.0, agents=1)
-    assert parser.parse_args([]).placement == "threads"
+    parser = launch_parser("x", "robot.yaml")
+    assert parser.parse_args([]).placement is None  # the config's
     assert parser.parse_args(["--placement", "cooperative"]).placement == "cooperative"
     with pytest.raises(SystemExit):
         parser.parse_args(["--placement", "fibers"])

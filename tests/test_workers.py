@@ -19,12 +19,12 @@ from typing import Dict, Set
 
 import gymnasium
 import pytest
-from learning import load_example
+from learning import train_example_config
 
 import parl
+from parl.experiment.trainer import env_steps
 from parl.runtime.processes.worker_pool import WorkerError
 from parl.utils.gym_agent import GymAgent
-from parl.utils.training import env_steps
 
 from toys import (
     PREDICT_BLOCK,
@@ -230,13 +230,12 @@ def test_workers_setting_is_checked() -> None:
 # -- the setting ----------------------------------------------------------------------------------
 
 
-def test_an_example_trains_unchanged_in_worker_processes() -> None:
-    example = load_example("a2c_cartpole")
-    result = example.train(
-        seed=0, max_steps=3_000, target=475.0, settings=example.Settings(), verbose=False, placement="processes"
+def test_an_example_trains_unchanged_in_worker_processes(tmp_path) -> None:
+    result = train_example_config(
+        "a2c_cartpole", tmp_path, seed=0, budget=3_000, target=475.0, overrides=("placement=processes",)
     )
     assert 3_000 <= result["env_steps"] <= 3_000 + 1_000
-    assert result["updates"] > 0 and result["episodes"] > 0
+    assert result["updates"]["RL"] > 0 and result["episodes"] > 0
 
 
 class ExtraOutputAlgorithm(EchoAlgorithm):

@@ -102,7 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _train(args: argparse.Namespace) -> int:
     from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.trainer import Trainer, summary_lines
 
     config = load_config(args.config, args.override)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
@@ -111,18 +111,10 @@ def _train(args: argparse.Namespace) -> int:
     except AgentsFailedError as exc:
         print(f"parl train: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if result["resumed_from"]:
-        print(f"resumed from {result['resumed_from']}")
-    print(
-        f"stopped ({result['stop_reason']}) after {result['env_steps']} env steps, {result['episodes']} episodes, "
-        f"{result['train_seconds']:.1f} s; updates {result['updates']}"
-    )
-    print(f"last evaluation mean return: {result['last_eval']:.1f}")
-    print(f"log dir: {config.log_dir}")
+    print("\n".join(summary_lines(result, config.log_dir)))
     if result["checkpoint"] is None:
         print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"checkpoint: {result['checkpoint']}")
     return 0
 
 

@@ -111,7 +111,10 @@ class EnvConfig:
 
 @dataclass
 class BatchingConfig:
-    """``tasks.<name>.batching``: the ComputationWrapper's batching (defaults: :class:`parl.TaskSettings`')."""
+    """``tasks.<name>.batching``: the ComputationWrapper's batching (defaults: :class:`parl.TaskSettings`').
+
+    The sizes may be the word ``agents``: the config's agent count, read at load.
+    """
 
     max_batchsize: int = _TASK_DEFAULTS["max_batchsize"]
     min_batchsize: int = _TASK_DEFAULTS["min_batchsize"]
@@ -192,12 +195,14 @@ class EvaluationConfig:
         start_return: evaluations start once the mean of the last 20 training returns reaches this (None: at once).
         pause_training: agents wait while an evaluation runs, so it measures the weights of that
             env step and has the CPU to itself (False: training goes on beside it).
+        final_episodes: episodes of the evaluation on fresh seeds after training (None: 5 x ``episodes``).
     """
 
     every_steps: Optional[int] = 10_000
     episodes: int = 10
     start_return: Optional[float] = None
     pause_training: bool = True
+    final_episodes: Optional[int] = None
 
 
 @dataclass
@@ -378,7 +383,7 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
         workers=workers,
         env=env,
         agent=agent,
-        tasks=_parse_tasks(data["tasks"], spaces),
+        tasks=_parse_tasks(data["tasks"], spaces, agents),
         shared=_parse_shared(data.get("shared")),
         train=_section(data["train"], "train", TrainConfig, _TRAIN_CHECKS),
         evaluation=_section(data.get("evaluation"), "evaluation", EvaluationConfig, _EVALUATION_CHECKS),
@@ -581,6 +586,7 @@ _EVALUATION_CHECKS: Dict[str, Check] = {
     "episodes": _integer(1),
     "start_return": _optional(_check_number),
     "pause_training": _check_bool,
+    "final_episodes": _optional(_integer(1)),
 }
 _CHECKPOINT_CHECKS: Dict[str, Check] = {
     "every_steps": _optional(_integer(1)),
@@ -770,7 +776,19 @@ def _required_keywords(cls: Callable[..., Any]) -> frozenset:
 _SIZE_KEYS = OBSERVATION_SIZE_KEYS + ACTION_SIZE_KEYS
 
 
-def _parse_tasks(data: Any, spaces: _EnvSpaces) -> Dict[str, TaskConfig]:
+#: The word a batching size may be instead of a number: the config's agent count.
+AGENTS_WORD = "agents"
+
+
+def _batching_sizes(data: Any, agents: int) -> Any:
+    """``batching`` with every size given as :data:`AGENTS_WORD` replaced by ``agents``."""
+    if not isinstance(data, Mapping):
+        return data
+    sizes = ("max_batchsize", "min_batchsize", "max_training_batchsize")
+    return {key: agents if key in sizes and value == AGENTS_WORD else value for key, value in data.items()}
+
+
+def _parse_tasks(data: Any, spaces: _EnvSpaces, agents: int) -> Dict[str, TaskConfig]:
     mapping = _mapping(data, "tasks")
     if not mapping:
         raise ConfigError("tasks: expected at least one task, got none")
@@ -784,7 +802,8 @@ def _parse_tasks(data: Any, spaces: _EnvSpaces) -> Dict[str, TaskConfig]:
         for key in ("model", "algorithm", "helper"):
             if key not in task:
                 raise ConfigError(f"{path}.{key}: missing required key")
-        batching = _section(task.get("batching"), f"{path}.batching", BatchingConfig, _BATCHING_CHECKS)
+        batching_data = _batching_sizes(task.get("batching"), agents)
+        batching = _section(batching_data, f"{path}.batching", BatchingConfig, _BATCHING_CHECKS)
         joined = batching.max_training_batchsize or batching.max_batchsize
         if batching.min_batchsize > joined:
             raise ConfigError(

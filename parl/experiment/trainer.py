@@ -13,7 +13,9 @@ The Manager runs the agents while this loop, in the main thread:
   into evaluator tasks and plays deterministic episodes with evaluation agents
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
   whose mean reaches ``train.target_return`` and is confirmed by five times
-  as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`);
+  as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`),
+  and keeps a copy of the weights of the best evaluation (the one that passed,
+  when one did);
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly).
@@ -21,6 +23,9 @@ The Manager runs the agents while this loop, in the main thread:
 Training ends at the step budget, the target, a signal, or when every agent has
 played its games; an agent's error ends it (stop reason ``agents failed``) with an
 :class:`~parl.core.errors.AgentsFailedError` holding every agent error of the run.
+Otherwise the policy of the evaluation that passed (else of the best one; the
+learners' when none ran) plays ``evaluation.final_episodes`` episodes on seeds no
+evaluation used (:func:`parl.utils.evaluation.final_seed`): the run's final figure.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Callable, Dict, Iterable, List, Optional, TextIO, Type
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, TextIO, Type
 
 import numpy as np
 import yaml
@@ -49,12 +54,12 @@ from parl.experiment.progress import ProgressBar
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
 from parl.serving.computation_task import ComputationTask
-from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check
-from parl.utils.training import env_steps
+from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
 
 RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
 AGENTS_FAILED = "agents failed"
+TARGET_REACHED = "target return"  # the stop reason of a run whose evaluation reached its target, confirmed
 
 
 class Trainer:
@@ -91,9 +96,12 @@ class Trainer:
 
     # -- the run -------------------------------------------------------------
     def run(self) -> Dict[str, object]:
-        """Train; returns ``env_steps``, ``episodes``, ``train_seconds``, ``updates`` (per task),
-        ``stop_reason``, ``last_eval`` (mean return of the last evaluation, NaN if none),
-        ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``.
+        """Train; returns ``seed``, ``env_steps``, ``episodes``, ``train_seconds``, ``updates`` (per
+        task), ``stop_reason``, ``reached`` (training stopped at a confirmed target), ``last_eval``
+        (mean return of the last evaluation, NaN if none), ``best_eval`` (the best evaluation's, NaN
+        if none), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
+        nothing trained), ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``;
+        result.json in the log dir holds the same.
 
         A periodic checkpoint that cannot be written (a full disk, a read-only directory) is
         reported in one line on ``stream`` and training goes on; when the final one cannot be
@@ -148,13 +156,18 @@ class Trainer:
             writer.scalars(state.steps, metrics.collect(state.steps))
             final = self._save(manager, state)
             checkpoint_error = None if final is not None else state.checkpoint_error
+        final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
         result: Dict[str, object] = {
+            "seed": config.seed,
             "env_steps": state.steps,
             "episodes": state.episodes,
             "train_seconds": state.elapsed,
             "updates": {name: task.update_steps for name, task in manager.tasks.items()},
             "stop_reason": stop_reason,
+            "reached": stop_reason == TARGET_REACHED,
             "last_eval": state.last_eval,
+            "best_eval": state.best_eval,
+            "final_eval": final_eval,
             "checkpoint": final,
             "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
@@ -207,7 +220,7 @@ class Trainer:
             if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
                 next_eval = state.steps + every_eval
                 if self._evaluate(manager, evaluators, writer, state):
-                    return "target return"
+                    return TARGET_REACHED
             if (next_ckpt is not None and state.steps >= next_ckpt) or (
                 every_seconds is not None and now - last_ckpt_time >= every_seconds
             ):
@@ -254,6 +267,9 @@ class Trainer:
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score
+            if passed or np.isnan(state.best_eval) or check.score > state.best_eval:
+                state.best_eval, state.passed = check.score, passed
+                state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
         finally:
             if pause and not passed:
                 manager.resume()
@@ -267,6 +283,35 @@ class Trainer:
             },
         )
         return passed
+
+    def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
+        """Mean return of the policy of the evaluation that passed (else the best one; the learners'
+        when none ran) over ``evaluation.final_episodes`` episodes on the run's fresh seeds."""
+        config = self.config
+        if state.best_weights is not None:
+            for name, task in evaluators.items():
+                task.set_algorithm_weights(state.best_weights[name])
+            which = "passing" if state.passed else "best evaluated"
+        else:
+            copy_weights(manager.tasks, evaluators)
+            which = "last"
+        episodes = config.evaluation.final_episodes
+        if episodes is None:
+            episodes = CONFIRM_FACTOR * config.evaluation.episodes
+        returns = evaluate_agents(
+            lambda agent_seed: make_agent(config, 0, seed=agent_seed),
+            evaluators,
+            episodes=episodes,
+            seed=final_seed(config.seed),
+        )
+        mean = float(np.mean(returns))
+        if self.progress:
+            print(
+                f"final evaluation of the {which} policy: mean return {mean:.1f} over {episodes} fresh episodes",
+                file=self.stream,
+                flush=True,
+            )
+        return mean
 
     # -- checkpoints ----------------------------------------------------------
     def _save(self, manager: Manager, state: "_RunState") -> Optional[str]:
@@ -314,6 +359,22 @@ class Trainer:
         self._signal = signum
 
 
+def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
+    """:meth:`Trainer.run`'s ``result`` in a few lines, as ``parl train`` and the example scripts print it."""
+    lines = [f"resumed from {result['resumed_from']}"] if result.get("resumed_from") else []
+    lines += [
+        f"stopped ({result['stop_reason']}) after {result['env_steps']} env steps, {result['episodes']} episodes, "
+        f"{result['train_seconds']:.1f} s; updates {result['updates']}",
+        f"evaluation mean return: last {result['last_eval']:.1f}, best {result['best_eval']:.1f}; "
+        f"target reached: {'yes' if result['reached'] else 'no'}",
+        f"final evaluation on fresh seeds, mean return: {result['final_eval']:.1f}",
+        f"log dir: {log_dir}",
+    ]
+    if result.get("checkpoint") is not None:
+        lines.append(f"checkpoint: {result['checkpoint']}")
+    return lines
+
+
 class _RunState:
     """Counters of one run (restored on resume)."""
 
@@ -323,6 +384,10 @@ class _RunState:
         self.episodes = 0
         self.recent: List[float] = []
         self.last_eval = float("nan")
+        self.best_eval = float("nan")
+        #: Task name -> weights of the evaluation of ``best_eval`` (None before one).
+        self.best_weights: Optional[Dict[str, Dict[str, Dict[str, np.ndarray]]]] = None
+        self.passed = False  # the evaluation of best_weights passed
         self.elapsed = 0.0
         self.elapsed_before = 0.0
         self.checkpoint_error: Optional[str] = None
@@ -354,6 +419,15 @@ class _CatchSignals:
     def __exit__(self, *exc_info: object) -> None:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
+
+
+def env_steps(manager: Manager, finished_steps: int) -> int:
+    """Env steps so far: live counts of agents that keep one (``total_steps``, as GymAgent does),
+    otherwise the steps of finished episodes."""
+    counts = [getattr(agent, "total_steps", None) for agent in manager.agents]
+    if counts and all(isinstance(c, int) for c in counts):
+        return int(sum(counts))
+    return finished_steps
 
 
 def _eval_text(state: _RunState) -> str:

@@ -1,10 +1,9 @@
-"""parl.utils: schedules, evaluation, the gymnasium agent and its exploring subclasses, the training loop."""
+"""parl.utils: schedules, evaluation, the gymnasium agent and its exploring subclasses."""
 
 from parl.utils.evaluation import evaluate
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, obs_inputs
 from parl.utils.schedules import LinearSchedule
-from parl.utils.training import greedy_check, train_agents, train_until
 
 __all__ = [
     "EpsilonGreedyAgent",
@@ -16,8 +15,5 @@ __all__ = [
     "RandomStartAgent",
     "env_action_converter",
     "evaluate",
-    "greedy_check",
     "obs_inputs",
-    "train_agents",
-    "train_until",
 ]

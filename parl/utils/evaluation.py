@@ -133,7 +133,7 @@ def confirmed_check(
     falls early) passes only with its mean clear of the target by their
     spread. Training checks a policy many times, and a policy that fails now
     and then passes a small check by luck sooner or later; a confirmation of
-    many episodes (``train_until`` asks ``CONFIRM_FACTOR`` times ``episodes``) is what keeps
+    many episodes (the Trainer asks ``CONFIRM_FACTOR`` times ``episodes``) is what keeps
     a run from stopping on it. Without a ``target`` the check plays
     ``episodes`` episodes and never passes.
     """
