@@ -100,7 +100,7 @@ MALFORMED = {
     "no agents": ({"agents": 0}, "agents: expected an integer >= 1, got 0"),
     "bad choice": (
         {"thread_placement": "fast"},
-        "thread_placement: expected one of ['one_core', 'split', 'os'], got 'fast'",
+        "thread_placement: expected one of ['auto', 'one_core', 'split', 'os'], got 'fast'",
     ),
     "optional integer": (
         {"evaluation": {"every_steps": 0}},
