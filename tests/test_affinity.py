@@ -63,7 +63,12 @@ def test_agent_threads_run_where_planned(placement):
 def test_auto_keeps_few_agent_threads_on_one_core_and_leaves_many_to_the_os():
     limit = affinity.ONE_CORE_MAX_AGENT_THREADS
     assert [affinity.resolve("auto", n) for n in (0, 1, 8, limit, limit + 1, 1024)] == [
-        "one_core", "one_core", "one_core", "one_core", "os", "os"
+        "one_core",
+        "one_core",
+        "one_core",
+        "one_core",
+        "os",
+        "os",
     ]
     assert [affinity.resolve(p, 1024) for p in ("one_core", "split", "os")] == ["one_core", "split", "os"]
     assert affinity.plan("auto", limit + 1) == (None, None)
@@ -72,8 +77,11 @@ def test_auto_keeps_few_agent_threads_on_one_core_and_leaves_many_to_the_os():
 
 @pytest.mark.parametrize(
     "placement, agents, expected",
-    [("threads", 8, "one_core"), ("threads", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "os"),
-     ("cooperative", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "one_core")],
+    [
+        ("threads", 8, "one_core"),
+        ("threads", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "os"),
+        ("cooperative", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "one_core"),
+    ],
 )
 def test_the_managers_default_placement_is_auto_by_agent_threads(placement, agents, expected):
     manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement=placement)

@@ -51,9 +51,7 @@ def test_records_that_left_the_window_unread_are_counted_as_missed() -> None:
 
 def test_concurrent_writers_lose_nothing_for_a_reader_within_the_window() -> None:
     log = EpisodeLog(window=10_000)
-    writers = [
-        threading.Thread(target=lambda a=a: [log.add(record(a, i)) for i in range(2000)]) for a in range(4)
-    ]
+    writers = [threading.Thread(target=lambda a=a: [log.add(record(a, i)) for i in range(2000)]) for a in range(4)]
     seen = []
     for writer in writers:
         writer.start()
