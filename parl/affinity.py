@@ -8,7 +8,14 @@ hand-off then avoids a cross-core wake-up.
 
 Placements (``Manager(..., thread_placement=...)``):
 
-- ``"one_core"`` (default): every robot thread on one core. A training loop
+- ``"auto"`` (default): ``"one_core"`` for robots of at most
+  :data:`ONE_CORE_MAX_AGENT_THREADS` agent threads, ``"os"`` above (see
+  :func:`resolve`). With a thousand agent threads on one core, the agents
+  that wait for Python's lock crowd that core's run queue, and each hand-off
+  of the lock waits behind them: steps come in bursts with pauses of seconds
+  between them, where the OS spreads the same threads over every core and
+  steps them steadily (docs/performance.md has the measurements).
+- ``"one_core"``: every robot thread on one core. A training loop
   on another core gives up and re-takes the GIL around each of the ~60 small
   kernels of an update, and every re-take waits on the agents' core: measured
   with DQN on CartPole (64-64 MLP), updates ran about 4x slower than alone,
@@ -31,11 +38,29 @@ from __future__ import annotations
 import os
 from typing import Optional, Set, Tuple
 
-PLACEMENTS = ("one_core", "split", "os")
+PLACEMENTS = ("auto", "one_core", "split", "os")
+
+#: The most agent threads ``"auto"`` keeps on one core; more are left to the OS.
+ONE_CORE_MAX_AGENT_THREADS = 256
 
 
-def plan(placement: str) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
-    """``(cores for agents and prediction loops, cores for training loops)`` for ``placement``.
+def resolve(placement: str, agent_threads: int) -> str:
+    """The placement ``placement`` stands for in a robot of ``agent_threads`` agent threads: itself,
+    or for ``"auto"``, ``"one_core"`` up to :data:`ONE_CORE_MAX_AGENT_THREADS` and ``"os"`` above.
+
+    Raises:
+        ValueError: ``placement`` is not one of :data:`PLACEMENTS`.
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"thread_placement must be one of {list(PLACEMENTS)}, got {placement!r}")
+    if placement != "auto":
+        return placement
+    return "one_core" if agent_threads <= ONE_CORE_MAX_AGENT_THREADS else "os"
+
+
+def plan(placement: str, agent_threads: int = 0) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
+    """``(cores for agents and prediction loops, cores for training loops)`` for ``placement`` in a
+    robot of ``agent_threads`` agent threads (see :func:`resolve`).
 
     ``(None, None)`` leaves placement to the OS, as on systems without
     thread affinity or processes allowed on a single core.
@@ -43,8 +68,7 @@ def plan(placement: str) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
     Raises:
         ValueError: ``placement`` is not one of :data:`PLACEMENTS`.
     """
-    if placement not in PLACEMENTS:
-        raise ValueError(f"thread_placement must be one of {list(PLACEMENTS)}, got {placement!r}")
+    placement = resolve(placement, agent_threads)
     if placement == "os" or not hasattr(os, "sched_getaffinity"):
         return None, None
     allowed = sorted(os.sched_getaffinity(0))

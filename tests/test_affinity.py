@@ -44,7 +44,7 @@ class RecordingAgent(EchoAgent):
         return super().run_one_episode()
 
 
-@pytest.mark.parametrize("placement", ["one_core", "os"])
+@pytest.mark.parametrize("placement", ["auto", "one_core", "os"])
 def test_agent_threads_run_where_planned(placement):
     manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement=placement)
     agent = RecordingAgent(CountEnv(0), num_games=1)
@@ -58,3 +58,34 @@ def test_agent_threads_run_where_planned(placement):
     else:
         assert agent.cpus == planned and agent.policy == os.SCHED_BATCH
     assert os.sched_getaffinity(0) == set(ALLOWED)  # the calling (main) thread is never pinned
+
+
+def test_auto_keeps_few_agent_threads_on_one_core_and_leaves_many_to_the_os():
+    limit = affinity.ONE_CORE_MAX_AGENT_THREADS
+    assert [affinity.resolve("auto", n) for n in (0, 1, 8, limit, limit + 1, 1024)] == [
+        "one_core",
+        "one_core",
+        "one_core",
+        "one_core",
+        "os",
+        "os",
+    ]
+    assert [affinity.resolve(p, 1024) for p in ("one_core", "split", "os")] == ["one_core", "split", "os"]
+    assert affinity.plan("auto", limit + 1) == (None, None)
+    assert affinity.plan("auto", limit) == affinity.plan("one_core")
+
+
+@pytest.mark.parametrize(
+    "placement, agents, expected",
+    [
+        ("threads", 8, "one_core"),
+        ("threads", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "os"),
+        ("cooperative", affinity.ONE_CORE_MAX_AGENT_THREADS + 1, "one_core"),
+    ],
+)
+def test_the_managers_default_placement_is_auto_by_agent_threads(placement, agents, expected):
+    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement=placement)
+    assert manager.thread_placement == "auto"
+    for code in range(agents):
+        manager.add_agent(EchoAgent(CountEnv(code), num_games=0), {"T": parl.OnPolicyHelper()})
+    assert manager.placed_threads() == expected

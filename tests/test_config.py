@@ -100,7 +100,7 @@ MALFORMED = {
     "no agents": ({"agents": 0}, "agents: expected an integer >= 1, got 0"),
     "bad choice": (
         {"thread_placement": "fast"},
-        "thread_placement: expected one of ['one_core', 'split', 'os'], got 'fast'",
+        "thread_placement: expected one of ['auto', 'one_core', 'split', 'os'], got 'fast'",
     ),
     "optional integer": (
         {"evaluation": {"every_steps": 0}},
@@ -272,7 +272,7 @@ def test_a_valid_config_loads_with_defaults(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, VALID, "ppo_cartpole.yaml"))
     assert isinstance(config, RobotConfig)
     assert (config.name, config.seed, config.agents, config.log_dir) == ("ppo_cartpole", 1, 2, "runs/ppo_cartpole")
-    assert config.thread_placement == "one_core" and config.python_path == []
+    assert config.thread_placement == "auto" and config.python_path == []
     task = config.tasks["RL"]
     assert task.model.cls is MLPActorCritic and task.algorithm.cls is PPO and task.helper.cls is parl.OnPolicyHelper
     assert task.model.kwargs["hidden_sizes"] == [16, 16]

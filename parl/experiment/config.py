@@ -356,7 +356,7 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
     log_dir = _value("log_dir", data.get("log_dir", f"runs/{name}"), _check_string)
     thread_placement = _value(
         "thread_placement",
-        data.get("thread_placement", "one_core"),
+        data.get("thread_placement", "auto"),
         lambda n, v: check_choice(n, v, affinity.PLACEMENTS),
     )
     placement = _value(

@@ -4,8 +4,16 @@
     for i in range(8):
         manager.add_agent(MyAgent(make_env(), num_games=100, seed=i), {"RL": parl.ExpReplayHelper()})
     manager.start()
-    episodes = manager.join()          # every agent's per-episode statistics
+    episodes = manager.join()          # the last episode_window episodes' statistics
+    print(manager.episode_totals())    # episodes, steps, reward sum and mean over every episode
     print(manager.errors)              # agents that failed: which, in which episode, why
+
+What the Manager keeps of finished episodes does not grow with them
+(:mod:`parl.runtime.episode_log`): running totals over every episode
+(:meth:`Manager.episode_totals`, per agent :meth:`Manager.agent_episode_totals`)
+and the records of the last ``episode_window`` episodes (:meth:`Manager.episodes`).
+:meth:`Manager.new_episodes` hands each record out once to a reader that calls it
+at least once per ``episode_window`` episodes.
 
 Where the agents run is one setting, ``placement`` (:mod:`parl.runtime.runner`):
 ``"threads"`` (default) gives each agent its own thread; ``"cooperative"`` runs
@@ -39,6 +47,7 @@ by ``settings.make_task`` owns fresh parameters.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -51,7 +60,9 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.runtime import registry
+from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import RunnerContext, play_games
+from parl.runtime.threads import ThreadRunner
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
@@ -114,7 +125,8 @@ class Manager:
         workers: Optional[int] = None,
         restart_workers: bool = False,
         shared: Optional[SharedParts] = None,
-        thread_placement: str = "one_core",
+        thread_placement: str = "auto",
+        episode_window: int = DEFAULT_WINDOW,
     ) -> None:
         """Build every task and its wrapper.
 
@@ -134,11 +146,16 @@ class Manager:
                 task's object replaces the others', which must have the same layer structure.
                 Tasks linked by any group share their locks (see
                 :meth:`ComputationTask.share_locks_with`).
-            thread_placement: "one_core" (default), "split" (training loops on the
-                other cores) or "os" (no pinning); see :mod:`parl.affinity`.
+            thread_placement: "auto" (default: "one_core" for at most
+                :data:`parl.affinity.ONE_CORE_MAX_AGENT_THREADS` agent threads, "os" above, decided
+                at :meth:`start`), "one_core" (every robot thread on one core), "split" (training
+                loops on the other cores) or "os" (no pinning); see :mod:`parl.affinity`.
+            episode_window: records of the most recent episodes kept for :meth:`episodes` and
+                :meth:`new_episodes` (default 10,000; totals count every episode).
 
         Raises:
-            ValueError: an unknown ``placement``, a bad task setting, or a ``shared`` group that
+            ValueError: an unknown ``placement`` or ``thread_placement``, an ``episode_window``
+                below 1, a bad task setting, or a ``shared`` group that
                 names an unknown task, a path that does not exist, or parts of different structure
                 (the message names ``shared.<group>.<task>``).
         """
@@ -147,7 +164,9 @@ class Manager:
         self.placement = registry.entry(placement).name
         options = {"workers": workers, "restart_workers": restart_workers or None}
         registry.check_options(placement, options)
-        self._agent_cpus, self._training_cpus = affinity.plan(thread_placement)
+        affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
+        self.thread_placement = thread_placement
+        self._episodes = EpisodeLog(episode_window)
         self.tasks: Dict[str, ComputationTask] = {}
         self.wrappers: Dict[str, ComputationWrapper] = {}
         for name, settings in tasks.items():
@@ -167,8 +186,6 @@ class Manager:
             )
         self.agents: List[Agent] = []
         self.errors: List[AgentError] = []
-        self._episodes: List[Dict[str, float]] = []
-        self._read = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._started = False
@@ -177,7 +194,7 @@ class Manager:
             wrappers=self.wrappers,
             play=self._run_agent,
             stopping=self._stop,
-            agent_cpus=self._agent_cpus,
+            agent_cpus=None,  # set by start, once the agents are known
             record_episode=self._record_episode,
             record_error=self._record_error,
             options={k: v for k, v in options.items() if v is not None},
@@ -211,18 +228,30 @@ class Manager:
         if self._started:
             raise RuntimeError("Manager is already started")
         self._started = True
+        agent_cpus, training_cpus = affinity.plan(self.thread_placement, self.agent_threads())
+        self._runner.context = dataclasses.replace(self._runner.context, agent_cpus=agent_cpus)
         for wrapper in self.wrappers.values():
-            wrapper.start(prediction_cpus=self._agent_cpus, training_cpus=self._training_cpus)
+            wrapper.start(prediction_cpus=agent_cpus, training_cpus=training_cpus)
         self._runner.start()
+
+    def agent_threads(self) -> int:
+        """How many threads of this process run agents: one per agent with placement "threads" (and
+        its subclasses), none otherwise (greenlets share their scheduler thread; workers are
+        processes). ``thread_placement="auto"`` decides by it."""
+        return len(self.agents) if isinstance(self._runner, ThreadRunner) else 0
+
+    def placed_threads(self) -> str:
+        """The thread placement ``thread_placement`` stands for with the agents added so far (what
+        :meth:`start` applies): "one_core", "split" or "os"."""
+        return affinity.resolve(self.thread_placement, self.agent_threads())
 
     def _run_agent(self, agent: Agent) -> None:
         """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
         play_games(agent, self._stop.is_set, self._record_episode, self._record_error)
 
     def _record_episode(self, record: Dict[str, float]) -> None:
-        """Keep one finished episode's record."""
-        with self._lock:
-            self._episodes.append(record)
+        """Count one finished episode and keep its record among the recent ones."""
+        self._episodes.add(record)
 
     def _record_error(self, error: AgentError) -> None:
         """Keep and log one agent's error."""
@@ -246,20 +275,38 @@ class Manager:
         """Whether any agent is still playing."""
         return self._runner.running()
 
+    @property
+    def episode_window(self) -> int:
+        """How many of the most recent episodes' records are kept."""
+        return self._episodes.window
+
     def episodes(self) -> List[Dict[str, float]]:
-        """Statistics of every finished episode so far, in finishing order."""
-        with self._lock:
-            return list(self._episodes)
+        """Statistics of the last :attr:`episode_window` finished episodes (all of them while fewer
+        have finished), in finishing order; :meth:`episode_totals` counts every episode."""
+        return self._episodes.recent()
 
     def new_episodes(self) -> List[Dict[str, float]]:
-        """Episodes finished since the last call (for progress reports)."""
-        with self._lock:
-            new = self._episodes[self._read :]
-            self._read = len(self._episodes)
-        return new
+        """Episodes finished since the last call, in finishing order (for progress reports and
+        metrics): each exactly once, when called at least once per :attr:`episode_window`
+        episodes; records that left the window unread are counted in :attr:`missed_episodes`."""
+        return self._episodes.read_new()
+
+    @property
+    def missed_episodes(self) -> int:
+        """Episode records that left the window before :meth:`new_episodes` returned them."""
+        return self._episodes.missed
+
+    def episode_totals(self) -> EpisodeTotals:
+        """Episodes, steps and the reward sum and mean over every finished episode."""
+        return self._episodes.totals()
+
+    def agent_episode_totals(self) -> Dict[int, EpisodeTotals]:
+        """Agent id -> :meth:`episode_totals` over that agent's episodes."""
+        return self._episodes.agent_totals()
 
     def join(self, timeout: Optional[float] = None) -> List[Dict[str, float]]:
-        """Wait for every agent to finish its games, stop the wrappers, return all episode statistics."""
+        """Wait for every agent to finish its games, stop the wrappers, return :meth:`episodes`
+        (the last :attr:`episode_window` episodes' statistics)."""
         self._runner.join(None if timeout is None else time.monotonic() + timeout)
         self.stop()
         return self.episodes()

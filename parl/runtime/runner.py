@@ -40,7 +40,8 @@ class RunnerContext:
         play: plays one agent's games in the calling thread (or greenlet), recording each
             episode and any error; returns when the agent is done, failed, or the Manager stops.
         stopping: set by ``Manager.stop``.
-        agent_cpus: cores for the threads that run agents (None: the OS decides).
+        agent_cpus: cores for the threads that run agents (None: the OS decides); the Manager
+            gives its runner a context with the cores chosen when it starts (the agents known).
         record_episode: keeps one finished episode's record (for runners whose agents play
             elsewhere and send their records back).
         record_error: keeps one agent's error (the same, for errors).

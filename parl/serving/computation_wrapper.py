@@ -32,7 +32,7 @@ from parl.core.errors import RemoteError
 from parl.core.specs import stack
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_task import ComputationTask
-from parl.serving.request_queue import POLL_INTERVAL, Request, RequestQueue
+from parl.serving.request_queue import POLL_INTERVAL, InService, Request, RequestQueue
 from parl.serving.stats import WrapperStats
 from parl.validation import check_int, check_positive
 
@@ -65,6 +65,8 @@ class ComputationWrapper:
             )
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
+        self._predicting = InService()  # the batch the prediction loop is answering
+        self._training = InService()  # the requests the training loop took and has not answered
         self.stats = WrapperStats()
         self._stop = threading.Event()
         self._serving = threading.Event()  # cleared while paused
@@ -94,10 +96,13 @@ class ComputationWrapper:
             self._threads.append(thread)
 
     def stop(self, timeout: Optional[float] = 5.0) -> None:
-        """Stop both threads; blocked agents get StoppedError. Returns once the threads have ended."""
+        """Stop both threads; blocked agents get StoppedError at once (those whose request is
+        inside the task too). Returns once the threads have ended."""
         self._stop.set()
         self.prediction_queue.close()
         self.training_queue.close()
+        self._predicting.cancel()
+        self._training.cancel()
         for thread in self._threads:
             thread.join(timeout)
 
@@ -160,7 +165,7 @@ class ComputationWrapper:
             if not self._serving.wait(POLL_INTERVAL):
                 continue
             requests = queue.take(1, self.max_batchsize, None)
-            if not requests:
+            if not requests or not self._predicting.hold(requests):
                 continue
             n = len(requests)
             try:
@@ -168,9 +173,11 @@ class ComputationWrapper:
                 states = stack([r.payload[1] for r in requests], task.state_specs)
                 actions, next_states = self.predict_batch(n, inputs, states)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-                for request in requests:
+                for request in self._predicting.take_back(n) or ():
                     request.finish(error=self.prediction_error(exc))
                 continue
+            if self._predicting.take_back(n) is None:
+                continue  # stopped meanwhile: the senders have their StoppedError
             for request, action_row, state_row in zip(requests, _rows(actions, n), _rows(next_states, n)):
                 request.finish((action_row, state_row))
 
@@ -178,9 +185,12 @@ class ComputationWrapper:
         queue = self.training_queue
         while not self._stop.is_set():
             requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
-            for group in _update_groups(requests):
+            groups = _update_groups(requests)
+            if not self._training.hold([r for group in groups for r in group]):
+                continue
+            for group in groups:
                 if not self._begin_update():
-                    break  # stopped while paused: the senders see StoppedError
+                    break  # stopped while paused: stop fails the held requests
                 try:
                     self._update(group)
                 finally:
@@ -208,9 +218,11 @@ class ComputationWrapper:
             costs = task.learn(_join_batches(batches))
             replies = _split_costs(costs, sizes)
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-            _fail(requests, f"training in task {task.name!r}", exc)
+            _fail(self._training.take_back(len(requests)) or [], f"training in task {task.name!r}", exc)
             return
         stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
+        if self._training.take_back(len(requests)) is None:
+            return  # stopped meanwhile: the senders have their StoppedError
         for request, reply in zip(requests, replies):
             request.finish(reply)
 

@@ -4,18 +4,30 @@ An agent thread puts a :class:`Request` and blocks on the request's own lock;
 the wrapper thread takes a batch of requests, computes, and releases each
 lock. A released lock wakes exactly one thread, which is the cheapest hand-off
 CPython offers.
+
+Stopping reaches every waiting agent at once, without the agents polling: the
+queue fails its pending requests when it is closed, and a loop keeps the
+requests it has taken in an :class:`InService` that fails them when the robot
+stops (a prediction or update stuck in the algorithm then holds its thread, not
+its agents). A waiting agent still checks ``is_stopped`` every
+:data:`STOP_CHECK_INTERVAL` seconds, as a safety net only: a thousand agents
+waking every 50 ms to look would keep the core that runs them busy taking
+Python's lock for nothing.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence
 
 from parl.core.errors import StoppedError
 
-#: How often a blocked agent re-checks whether the robot is stopping, in seconds.
+#: How often a wrapper loop with nothing to do re-checks whether the robot is stopping, in seconds.
 POLL_INTERVAL = 0.05
+#: How often an agent blocked on a request re-checks whether the robot is stopping, in seconds
+#: (stopping fails its request at once; this only bounds the wait if something else holds it).
+STOP_CHECK_INTERVAL = 1.0
 
 
 class Request:
@@ -46,7 +58,7 @@ class Request:
 
     def wait(self, is_stopped: Callable[[], bool]) -> object:
         """Block until finished; raises the error, or StoppedError if the robot stops first."""
-        while not self._done.acquire(timeout=POLL_INTERVAL):
+        while not self._done.acquire(timeout=STOP_CHECK_INTERVAL):
             if is_stopped():
                 raise StoppedError("the robot was stopped while this agent waited for a reply")
         if self.error is not None:
@@ -111,3 +123,49 @@ class RequestQueue:
     def closed(self) -> bool:
         """Whether :meth:`close` has been called."""
         return self._closed
+
+
+class InService:
+    """The requests a wrapper loop has taken from its queue and not yet answered.
+
+    The loop :meth:`hold` s what it takes and :meth:`take_back` s each part before answering it;
+    :meth:`cancel` (on stop) fails whatever is held with StoppedError. Whoever gets a request
+    out of here answers it, so every request is answered exactly once. One lock acquisition per
+    call, never per request.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: List[Request] = []
+        self._cancelled = False
+
+    def hold(self, requests: Sequence[Request]) -> bool:
+        """Keep ``requests`` (in the order they will be answered); False when already cancelled:
+        they are then failed here, and the caller must not answer them."""
+        with self._lock:
+            if not self._cancelled:
+                self._held = list(requests)
+                return True
+        _fail_stopped(requests, "the robot was stopped before this request ran")
+        return False
+
+    def take_back(self, count: int) -> Optional[List[Request]]:
+        """The next ``count`` held requests, now the caller's to answer; None if :meth:`cancel`
+        failed them."""
+        with self._lock:
+            if self._cancelled:
+                return None
+            taken, self._held = self._held[:count], self._held[count:]
+            return taken
+
+    def cancel(self) -> None:
+        """Fail every held request with StoppedError, and every later :meth:`hold`."""
+        with self._lock:
+            self._cancelled = True
+            held, self._held = self._held, []
+        _fail_stopped(held, "the robot was stopped while this request ran")
+
+
+def _fail_stopped(requests: Sequence[Request], message: str) -> None:
+    for request in requests:
+        request.finish(error=StoppedError(message))
