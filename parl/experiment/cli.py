@@ -14,7 +14,12 @@ a robot built (``parl train: tasks.RL.model: my_models.Model called sys.exit(0)
 while being built``), a checkpoint that is refused (damaged, of the old pickle
 format, of other tasks), and a final checkpoint or ``result.json`` that cannot be
 written print one line and exit with status 1; a run stopped by SIGINT or SIGTERM
-writes its final checkpoint and exits with status 0. A periodic checkpoint or
+writes its final checkpoint and exits with status 0. A run whose agents did not
+all stop, stuck in their environment (an ``env.step`` that never returns), still
+writes its final checkpoint, then prints one line naming them (``parl train:
+stopped by SIGINT; final checkpoint runs/x/checkpoints/ckpt-5000; agents 2, 5 did
+not stop (stuck in their environment for 31 s, 12 s)``) and exits with status 3,
+leaving them behind (daemon threads, killed worker processes). A periodic checkpoint or
 metrics that cannot be written are reported in one line and training goes on
 (metrics switched off).
 """
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+#: The run ended and its final checkpoint was written, but some agents did not stop.
+EXIT_STUCK = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +110,7 @@ def _train(args: argparse.Namespace) -> int:
     from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
     from parl.experiment.trainer import Trainer, summary_lines
+    from parl.runtime.watchdog import describe_stuck
 
     config = load_config(args.config, args.override)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
@@ -115,7 +123,21 @@ def _train(args: argparse.Namespace) -> int:
     if result["checkpoint"] is None:
         print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
         return EXIT_ERROR
+    if trainer.manager is not None and trainer.manager.not_stopped:
+        print(
+            f"parl train: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
+            f"{describe_stuck(trainer.manager.not_stopped)}",
+            file=sys.stderr,
+        )
+        return EXIT_STUCK
     return 0
+
+
+def _stopped_by(stop_reason: str) -> str:
+    """``stopped by SIGINT`` for a signal's stop reason (``signal SIGINT``), else ``stopped (<reason>)``."""
+    if stop_reason.startswith("signal "):
+        return f"stopped by {stop_reason[len('signal ') :]}"
+    return f"stopped ({stop_reason})"
 
 
 def resolve_checkpoint(path: str) -> str:

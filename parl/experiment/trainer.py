@@ -107,7 +107,10 @@ class Trainer:
         reported in one line on ``stream`` and training goes on; when the final one cannot be
         written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None). Metrics
         that cannot be written are reported in one line on ``stream`` and switched off for the rest
-        of the run (:class:`~parl.experiment.metrics.MetricsWriter`); training goes on.
+        of the run (:class:`~parl.experiment.metrics.MetricsWriter`); training goes on. Agents
+        stuck in their environment when the run stops do not keep the final checkpoint from being
+        written (no update is under way once the Manager has stopped); they are listed in
+        ``self.manager.not_stopped``.
 
         Raises:
             AgentsFailedError: an agent failed; it holds every agent error of the run, the first

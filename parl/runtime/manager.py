@@ -27,7 +27,12 @@ raises (``SystemExit`` and ``KeyboardInterrupt`` included) or returns something
 other than its statistics is reported in :attr:`errors` (agent, episode,
 traceback) and ends; the others go on.
 :meth:`stop` ends everything within its timeout, even with agents blocked on
-predictions.
+predictions, and returns the agents that did not stop: those stuck in their
+environment (an ``env.step`` that never returns), left behind in daemon
+threads (or killed with their worker process). A watchdog warns once about
+each agent in its environment longer than ``stall_seconds`` (the time since
+its last call to its helpers, which agents make at every step), and
+:meth:`stalled` lists them (:mod:`parl.runtime.watchdog`).
 
 Tasks can share parts of their models (an RL task and an auxiliary task on one
 trunk). Every task is built on its own; ``shared`` then puts the first task's
@@ -63,12 +68,17 @@ from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import RunnerContext, play_games
 from parl.runtime.threads import ThreadRunner
+from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.validation import check_positive
 
 logger = logging.getLogger("parl")
+
+#: Seconds in its environment after which an agent is reported as stalled (no environment step
+#: of the examples takes a second; a stalled one is waiting on something that may never come).
+DEFAULT_STALL_SECONDS = 60.0
 
 
 @dataclass
@@ -127,6 +137,7 @@ class Manager:
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
+        stall_seconds: Optional[float] = DEFAULT_STALL_SECONDS,
     ) -> None:
         """Build every task and its wrapper.
 
@@ -152,6 +163,9 @@ class Manager:
                 loops on the other cores) or "os" (no pinning); see :mod:`parl.affinity`.
             episode_window: records of the most recent episodes kept for :meth:`episodes` and
                 :meth:`new_episodes` (default 10,000; totals count every episode).
+            stall_seconds: an agent in its environment this long (no call to its helpers) is
+                stalled: warned about once per stall on the ``parl`` logger and listed by
+                :meth:`stalled` (None: no watchdog).
 
         Raises:
             ValueError: an unknown ``placement`` or ``thread_placement``, an ``episode_window``
@@ -161,6 +175,9 @@ class Manager:
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
+        if stall_seconds is not None:
+            check_positive("stall_seconds", stall_seconds)
+        self.stall_seconds = stall_seconds
         self.placement = registry.entry(placement).name
         options = {"workers": workers, "restart_workers": restart_workers or None}
         registry.check_options(placement, options)
@@ -200,6 +217,11 @@ class Manager:
             options={k: v for k, v in options.items() if v is not None},
         )
         self._runner = registry.make_runner(placement, context)
+        self._watchdog = (
+            None if stall_seconds is None else Watchdog(self._runner.idle_agents, stall_seconds, self._stop)
+        )
+        #: The agents that did not stop at the last :meth:`stop` (what it returned).
+        self.not_stopped: List[StuckAgent] = []
 
     def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
         """Bind one helper per task to ``agent``; returns the agent's id.
@@ -233,6 +255,8 @@ class Manager:
         for wrapper in self.wrappers.values():
             wrapper.start(prediction_cpus=agent_cpus, training_cpus=training_cpus)
         self._runner.start()
+        if self._watchdog is not None:
+            self._watchdog.start()
 
     def agent_threads(self) -> int:
         """How many threads of this process run agents: one per agent with placement "threads" (and
@@ -280,6 +304,18 @@ class Manager:
         """How many of the most recent episodes' records are kept."""
         return self._episodes.window
 
+    def in_environment(self) -> Dict[int, float]:
+        """Agent id -> seconds since its last call to its helpers, for each agent playing and waiting
+        on none of them: in its environment (or its own code) now."""
+        now = time.perf_counter()
+        return {agent_id: now - since for agent_id, since in sorted(self._runner.idle_agents().items())}
+
+    def stalled(self) -> Dict[int, float]:
+        """The agents of :meth:`in_environment` there for ``stall_seconds`` or longer (none without
+        a watchdog)."""
+        limit = self.stall_seconds
+        return {} if limit is None else {i: s for i, s in self.in_environment().items() if s >= limit}
+
     def episodes(self) -> List[Dict[str, float]]:
         """Statistics of the last :attr:`episode_window` finished episodes (all of them while fewer
         have finished), in finishing order; :meth:`episode_totals` counts every episode."""
@@ -308,15 +344,20 @@ class Manager:
         """Wait for every agent to finish its games, stop the wrappers, return :meth:`episodes`
         (the last :attr:`episode_window` episodes' statistics)."""
         self._runner.join(None if timeout is None else time.monotonic() + timeout)
-        self.stop()
+        self._warn_not_stopped(self.stop())
         return self.episodes()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop agents and wrappers; agents blocked on requests are released at once.
+    def stop(self, timeout: float = 5.0) -> List[StuckAgent]:
+        """Stop agents and wrappers; agents blocked on requests are released at once. Returns the
+        agents that did not stop within ``timeout`` seconds, stuck in their environment (also kept
+        in :attr:`not_stopped`): their threads go on as daemon threads (in placement "processes",
+        their worker processes are killed). The wrappers have stopped then: no update is under way
+        or will start, so the tasks can be saved.
 
         Raises:
-            RuntimeError: some thread did not end within ``timeout`` seconds
-                (an environment step that never returns).
+            RuntimeError: a wrapper's thread did not end within ``timeout`` seconds, or an agent's
+                thread (or the cooperative scheduler) while no agent is in its environment (a
+                prediction or update stuck inside the algorithm).
         """
         check_positive("timeout", timeout)
         deadline = time.monotonic() + timeout
@@ -325,12 +366,21 @@ class Manager:
         for wrapper in self.wrappers.values():
             wrapper.stop(timeout=max(0.0, deadline - time.monotonic()))
         alive = self._runner.stop(deadline)
-        alive += [w.task.name for w in self.wrappers.values() if w.alive]
-        if alive:
-            raise RuntimeError(f"threads still running {timeout} s after stop: {alive}")
+        wrappers = [w.task.name for w in self.wrappers.values() if w.alive]
+        if self._watchdog is not None:
+            self._watchdog.join(max(0.0, deadline - time.monotonic()))
+        stuck = [StuckAgent(agent_id, seconds) for agent_id, seconds in self.in_environment().items()]
+        if wrappers or (alive and not stuck):
+            raise RuntimeError(f"threads still running {timeout} s after stop: {alive + wrappers}")
+        self.not_stopped = stuck
+        return stuck
+
+    def _warn_not_stopped(self, stuck: List[StuckAgent]) -> None:
+        if stuck:
+            logger.warning("%s", describe_stuck(stuck))
 
     def __enter__(self) -> "Manager":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        self._warn_not_stopped(self.stop())

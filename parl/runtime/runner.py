@@ -6,6 +6,7 @@
     while runner.running(): ...                             # Manager.running
     runner.join(deadline)                                   # Manager.join: the agents finish their games
     still_alive = runner.stop(deadline)                     # Manager.stop, after the wrappers were stopped
+    runner.idle_agents()                                    # the watchdog: agents in their environment
 
 Every placement runs the same Agent code and plays each agent's games through
 :func:`play_games`, as :attr:`RunnerContext.play` does for agents in this
@@ -93,6 +94,13 @@ class AgentRunner(abc.ABC):
 
     def wake(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Look again at the wrappers now (called after ``Manager.resume`` and on stop); optional."""
+
+    def idle_agents(self) -> Dict[int, float]:
+        """Agent id -> the ``perf_counter()`` reading since which it has been in its own code (its
+        environment), for each agent playing and waiting on no call (see :mod:`parl.runtime.watchdog`);
+        also after :meth:`stop`, for the agents that did not stop. Empty by default: a placement
+        that does not tell."""
+        return {}
 
 
 def play_games(

@@ -10,25 +10,33 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import List, Optional
+from time import perf_counter
+from typing import Dict, List, Optional
 
 from parl import affinity
 from parl.core.agent import Agent
 from parl.core.communicator import Communicator
 from parl.runtime.runner import AgentRunner, RunnerContext
+from parl.runtime.watchdog import idle_agents
+from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_wrapper import ComputationWrapper
 
 
 class ThreadRunner(AgentRunner):
-    """One OS thread per agent, named ``parl-agent-<id>``."""
+    """One OS thread per agent, named ``parl-agent-<id>`` (a daemon thread: one stuck in its
+    environment does not keep the process from exiting)."""
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
         self._threads: List[threading.Thread] = []
         self._go = threading.Event()  # set once every agent thread is started
+        self._communicators: Dict[int, List[InProcessCommunicator]] = {}  # agent id -> its communicators
+        self._playing: Dict[int, float] = {}  # agent id -> when it began to play
 
     def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
-        return wrapper.communicator(agent_id)
+        comm = wrapper.communicator(agent_id)
+        self._communicators.setdefault(agent_id, []).append(comm)
+        return comm
 
     def start(self) -> None:
         for agent in self.context.agents:
@@ -40,7 +48,11 @@ class ThreadRunner(AgentRunner):
     def _run(self, agent: Agent) -> None:
         self._go.wait()
         affinity.configure_agent_thread(self.context.agent_cpus)
-        self.context.play(agent)
+        self._playing[agent.id] = perf_counter()
+        try:
+            self.context.play(agent)
+        finally:
+            del self._playing[agent.id]
 
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
@@ -52,3 +64,8 @@ class ThreadRunner(AgentRunner):
     def stop(self, deadline: float) -> List[str]:
         self.join(deadline)
         return [t.name for t in self._threads if t.is_alive()]
+
+    def idle_agents(self) -> Dict[int, float]:
+        return idle_agents(
+            self._playing, lambda i: [(c._parked_at, c._resumed_at) for c in self._communicators.get(i, ())]
+        )

@@ -56,6 +56,10 @@ class InProcessCommunicator(Communicator):
         self._what = f"task {task.name!r}"
         self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
         self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
+        # perf_counter() when the agent's last call began to wait on the robot, and when it got its
+        # reply: read by the runner's watchdog (parl.runtime.watchdog) to tell an agent in its environment.
+        self._parked_at = 0.0
+        self._resumed_at = 0.0
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
@@ -63,19 +67,26 @@ class InProcessCommunicator(Communicator):
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
         inputs, states = self.checked(inputs, states)
         request = Request(self.agent_id, (inputs, states))
-        start = perf_counter()
-        self._wrapper.prediction_queue.put(request)
-        result = request.wait(self._wrapper.is_stopped)
+        self._parked_at = start = perf_counter()
+        try:
+            self._wrapper.prediction_queue.put(request)
+            result = request.wait(self._wrapper.is_stopped)
+        finally:
+            self._resumed_at = end = perf_counter()
         requests, seconds = self._timer.total  # latency the agent sees, for metrics
-        self._timer.total = (requests + 1, seconds + perf_counter() - start)
+        self._timer.total = (requests + 1, seconds + end - start)
         return result
 
     def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update
         (floats, and this batch's rows of a per-row ``td_error``)."""
         request = Request(self.agent_id, batch)
-        self._wrapper.training_queue.put(request)
-        return request.wait(self._wrapper.is_stopped)
+        self._parked_at = perf_counter()
+        try:
+            self._wrapper.training_queue.put(request)
+            return request.wait(self._wrapper.is_stopped)
+        finally:
+            self._resumed_at = perf_counter()
 
     def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Queue a training batch for the wrapper's training thread and return at once."""
@@ -87,12 +98,18 @@ class InProcessCommunicator(Communicator):
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         oldest in flight is waited for first."""
         in_flight, done = self._in_flight, []
-        while in_flight and (wait and not done or in_flight[0].ready()):
-            request = in_flight[0]
-            if done and request.error is not None:
-                break  # raised by the next call, once these costs are taken
-            in_flight.popleft()
-            done.append(request.wait(self._wrapper.is_stopped))  # raises the update's error
+        if wait and in_flight:
+            self._parked_at = perf_counter()
+        try:
+            while in_flight and (wait and not done or in_flight[0].ready()):
+                request = in_flight[0]
+                if done and request.error is not None:
+                    break  # raised by the next call, once these costs are taken
+                in_flight.popleft()
+                done.append(request.wait(self._wrapper.is_stopped))  # raises the update's error
+        finally:
+            if wait:
+                self._resumed_at = perf_counter()
         return done
 
     def batches_in_flight(self) -> int:

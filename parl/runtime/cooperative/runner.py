@@ -31,7 +31,9 @@ install time, else as the Python twins in this module, which behave the same;
 
 What changes against threads mode: agents run one at a time in one thread, so
 an environment step that blocks (sleeps, waits on a socket) holds up every
-agent; such environments belong in threads or worker processes. A prediction
+agent; such environments belong in threads or worker processes. One that never
+returns is named by the watchdog and by ``Manager.stop`` (the other agents wait
+parked meanwhile), and the scheduler thread is left behind as a daemon. A prediction
 stuck inside the algorithm holds the scheduler too: ``Manager.stop`` then
 reports the ``parl-cooperative`` thread as still running, as threads mode
 reports the wrapper's.
@@ -57,6 +59,7 @@ from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.specs import check_dict, fits, layout
 from parl.runtime.runner import AgentRunner, RunnerContext
+from parl.runtime.watchdog import idle_agents
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_wrapper import ComputationWrapper, check_rows
 from parl.serving.request_queue import POLL_INTERVAL, Request
@@ -146,9 +149,8 @@ class CooperativeCommunicator(InProcessCommunicator):
         # The parked request: read by the scheduler while this agent is parked.
         self._inputs: Mapping[str, object] = {}
         self._states: Optional[Mapping[str, object]] = None
-        # perf_counter() at the last park, and when whoever resumed it did so (for the latency metric).
-        self._parked_at = 0.0
-        self._resumed_at = 0.0
+        # _parked_at and _resumed_at (InProcessCommunicator's): perf_counter() at the last park, and when
+        # whoever resumed it did so (for the latency metric and the watchdog).
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
@@ -175,8 +177,12 @@ class CooperativeCommunicator(InProcessCommunicator):
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
         request = _TrainingRequest(self.agent_id, batch, self._runner, self._greenlet)
-        self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
-        return self._hub.switch()  # parked until the scheduler resumes us with the training thread's reply
+        self._parked_at = perf_counter()
+        try:
+            self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
+            return self._hub.switch()  # parked until the scheduler resumes us with the training thread's reply
+        finally:
+            self._resumed_at = perf_counter()
 
     def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Queue a training batch for the wrapper's training thread and go on at once (no park)."""
@@ -203,7 +209,11 @@ class CooperativeCommunicator(InProcessCommunicator):
             if not (wait and not done):
                 break
             in_flight.popleft()
-            done.append(self._hub.switch())  # parked until the scheduler resumes us with the reply
+            self._parked_at = perf_counter()
+            try:
+                done.append(self._hub.switch())  # parked until the scheduler resumes us with the reply
+            finally:
+                self._resumed_at = perf_counter()
         return done
 
     def _outside_error(self) -> Exception:
@@ -274,6 +284,7 @@ class CooperativeRunner(AgentRunner):
         self.ready: List[Tuple[CooperativeCommunicator, Row]] = []
         self._thread: Optional[threading.Thread] = None
         self._live = 0
+        self._playing: Dict[int, float] = {}  # agent id -> when it began to play
         #: True once the scheduler has ended.
         self.finished = False
         # The per-step pieces: the extension's, or their Python twins (the same behaviour).
@@ -315,6 +326,12 @@ class CooperativeRunner(AgentRunner):
     def wake(self) -> None:
         with self._cond:
             self._cond.notify()
+
+    def idle_agents(self) -> Dict[int, float]:
+        # An agent stuck in its environment holds this thread: the others stay parked meanwhile.
+        return idle_agents(
+            self._playing, lambda i: [(c._parked_at, c._resumed_at) for c in self._communicators.get(i, ())]
+        )
 
     # -- the scheduler thread -----------------------------------------------------
     def _training_done(self, request: _TrainingRequest) -> None:
@@ -359,6 +376,7 @@ class CooperativeRunner(AgentRunner):
             self.finished = True
 
     def _play(self, agent: Agent) -> None:
+        self._playing[agent.id] = perf_counter()
         try:
             self.context.play(agent)
         except greenlet.GreenletExit:
@@ -367,6 +385,7 @@ class CooperativeRunner(AgentRunner):
             logger.exception("agent %d ended by an exception outside its episodes", agent.id)
         finally:
             self._live -= 1
+            del self._playing[agent.id]
 
     def _loop(self) -> None:
         queues = list(self._queues.values())
@@ -413,6 +432,7 @@ class CooperativeRunner(AgentRunner):
         except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
             ready.clear()
             for comm in batch:
+                comm._resumed_at = perf_counter()
                 _throw(comm._greenlet, wrapper.prediction_error(exc))
             return
         # The agents run one after the other: each steps its env and, parking at its next predict,
@@ -580,5 +600,6 @@ def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[Co
         return batch
     out = {id(comm) for comm, _ in refused}
     for comm, exc in refused:
+        comm._resumed_at = perf_counter()
         _throw(comm._greenlet, exc)
     return [c for c in batch if id(c) not in out]

@@ -163,6 +163,8 @@ class Slot:
         "payload",
         "timer",
         "reply_layout",
+        "requested_at",
+        "answered_at",
     )
 
     def __init__(
@@ -192,6 +194,10 @@ class Slot:
         #: Counts the slot's predictions and their time in the parent (put to reply) for the wrapper's
         #: metrics (a ``PredictionTimer``; None: not counted).
         self.timer = None
+        #: perf_counter() in the parent when the slot's last request (prediction or update) arrived,
+        #: and when it was answered: the watchdog's view of the agent (parl.runtime.watchdog).
+        self.requested_at = 0.0
+        self.answered_at = 0.0
 
     def bind_views(self, arena: SharedArena) -> None:
         """Turn the reserved handles into views, once the arena is allocated."""
@@ -235,6 +241,7 @@ class SlotRequest(Request):
 
     def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
         slot = self.slot
+        slot.answered_at = perf_counter()  # before the reply: the agent's next request comes after it
         try:
             if error is None:
                 actions, next_states = result
@@ -272,15 +279,21 @@ class SlotRequest(Request):
 
 
 class LearnRequest(Request):
-    """A training request whose costs are pickled back onto the agent's reply pipe."""
+    """A training request whose costs are pickled back onto the agent's reply pipe (and, given its
+    ``slot``, answered at the slot's ``answered_at``)."""
 
-    __slots__ = ("reply_fd",)
+    __slots__ = ("reply_fd", "slot")
 
-    def __init__(self, agent_id: int, batch: Transition[np.ndarray], reply_fd: int) -> None:
+    def __init__(
+        self, agent_id: int, batch: Transition[np.ndarray], reply_fd: int, slot: Optional[Slot] = None
+    ) -> None:
         super().__init__(agent_id, batch)
         self.reply_fd = reply_fd
+        self.slot = slot
 
     def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+        if self.slot is not None:
+            self.slot.answered_at = perf_counter()
         data = None
         if error is None:
             try:

@@ -75,6 +75,7 @@ from parl.runtime.processes.shm_transport import (
     send_message,
 )
 from parl.runtime.runner import AgentRunner, RunnerContext, play_games
+from parl.runtime.watchdog import idle_agents
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.validation import check_int, check_positive
 
@@ -237,9 +238,13 @@ class WorkerPool:
         self._arena.allocate()
         for slot in self._slots:
             slot.bind_views(self._arena)
+        self._slots_of_agent: Dict[int, List[Slot]] = {agent.id: [] for agent in self.agents}
+        for slot in self._slots:
+            self._slots_of_agent[slot.agent_id].append(slot)
         #: Live (episode, total_steps) per agent, written by the workers.
         self.counters = self._arena.array(counters_handle)
         self._done = np.zeros(len(self.agents), dtype=bool)  # agent loop ended (parent's view)
+        self._forked_at = np.zeros(len(self.agents))  # perf_counter() when each agent's process was forked
 
         count = min(workers, len(self.agents))
         self._workers = [_Worker(k, list(range(k, len(self.agents), count))) for k in range(count)]
@@ -268,6 +273,14 @@ class WorkerPool:
             if w.name == name:
                 return [self.agents[p].id for p in w.positions]
         raise ValueError(f"no worker named {name!r}; workers are {self.worker_names}")
+
+    def idle_agents(self) -> Dict[int, float]:
+        """Agent id -> the ``perf_counter()`` reading since which it has waited on no request here,
+        for the agents not done (see :mod:`parl.runtime.watchdog`; an agent's requests are seen as
+        they arrive in this process and are answered)."""
+        playing = {self.agents[p].id: float(self._forked_at[p]) for p in np.flatnonzero(~self._done)}
+        slots = self._slots_of_agent
+        return idle_agents(playing, lambda i: [(s.requested_at, s.answered_at) for s in slots[i]])
 
     def start(self) -> None:
         """Fork the workers (each from its own parent I/O thread, which then serves it)."""
@@ -429,7 +442,9 @@ class WorkerPool:
         slots, reply_fds = self._slots, worker.reply_fds
         for (number,) in SLOT_NUMBER.iter_unpack(data[:whole]):
             slot = slots[number]
-            into.append(SlotRequest(slot, reply_fds[slot.agent_id]))
+            request = SlotRequest(slot, reply_fds[slot.agent_id])
+            slot.requested_at = request.start
+            into.append(request)
         return data[whole:]
 
     def _queue(self, requests: List[SlotRequest]) -> None:
@@ -448,7 +463,8 @@ class WorkerPool:
         if kind == "learn":
             _, number, batch = message
             slot = self._slots[number]
-            request = LearnRequest(slot.agent_id, batch, worker.reply_fds[slot.agent_id])
+            slot.requested_at = time.perf_counter()
+            request = LearnRequest(slot.agent_id, batch, worker.reply_fds[slot.agent_id], slot)
             try:
                 self.wrappers[slot.task].training_queue.put(request)
             except StoppedError as exc:
@@ -515,6 +531,7 @@ class WorkerPool:
                 for fd in (request_w, message_w, control_r, *(r for r, _ in replies.values())):
                     os.close(fd)
             worker.process = process
+            self._forked_at[worker.positions] = time.perf_counter()
 
     def _close_fds(self) -> None:
         if self._closed:
@@ -739,6 +756,9 @@ class ProcessRunner(AgentRunner):
         if self.pool is None:
             return []
         return self.pool.stop(max(0.2, deadline - time.monotonic()))
+
+    def idle_agents(self) -> Dict[int, float]:
+        return {} if self.pool is None else self.pool.idle_agents()
 
     def wake(self) -> None:
         if self.pool is not None and self.context.stopping.is_set():
