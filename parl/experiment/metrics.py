@@ -29,6 +29,9 @@ from parl.validation import check_int
 METRICS_FILE = "metrics.jsonl"
 #: Keys of every JSON row besides the tags.
 ROW_KEYS = ("step", "time")
+#: The cost that counts skipped optimizer steps (``ComputationTask.learn``), reported as a count.
+SKIPPED = "skipped_updates"
+_NONE: Total = (0.0, 0, 0)
 
 
 class MetricsWriter:
@@ -185,8 +188,10 @@ def task_values(name: str, before: StatsSnapshot, after: StatsSnapshot, seconds:
     if updates > 0:
         for cost, total in after.costs.items():
             mean = _mean_since(before.costs.get(cost, (0.0, 0, 0)), total)
-            if mean is not None:
+            if mean is not None and cost != SKIPPED:
                 values[prefix + cost] = mean
+        # A count, not a mean: the optimizer steps skipped for a non-finite loss or gradient.
+        values[prefix + SKIPPED] = after.costs.get(SKIPPED, _NONE)[0] - before.costs.get(SKIPPED, _NONE)[0]
         values[prefix + "training_batch"] = (after.training_rows - before.training_rows) / updates
     grad_norm = _mean_since(before.grad_norm, after.grad_norm)
     if grad_norm is not None:
