@@ -82,7 +82,8 @@ class SkippedUpdates:
         if self._warned_at is None or now - self._warned_at >= self.warning_interval:
             self._warned_at = now
             logger.warning(
-                "task %r skipped an update with a non-finite %s (%d skipped so far, %d in a row; %d in a row stop the run)",
+                "task %r skipped an update with a non-finite %s (%d skipped so far, %d in a row; "
+                "%d in a row stop the run)",
                 self.task,
                 what,
                 self.total,
