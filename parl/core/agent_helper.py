@@ -10,6 +10,14 @@ experience. This base class predicts and checks what is stored; subclasses
 :class:`~parl.ExpReplayHelper`) decide what is kept and when it is sent to
 the task through the bound :class:`~parl.core.communicator.Communicator`.
 
+What an agent gives :meth:`AgentHelper.predict` and :meth:`AgentHelper.store_data`
+is checked there, in the agent's own thread, before anything is queued or
+kept: shapes and dtypes against the model's specs, float values finite (no NaN,
+no infinity), integer values inside their spec's declared range (a discrete
+action below ``num_actions``). A bad value raises ValueError naming the call,
+the field and the value, in that agent only: the other agents of its batch go
+on, and no normalizer, batch or replay buffer ever sees it.
+
 ``terminated`` (the task ended) and ``truncated`` (cut by a time limit) are
 kept apart: a transition's ``next_episode_end`` is 1 only when terminated, so
 algorithms bootstrap from the last input after a truncation and never after a
@@ -57,6 +65,11 @@ class AgentHelper:
         """Route this helper's calls through ``communicator`` (also used by a worker process to
         put its transport in place of the one bound in the parent, with the same specs)."""
         self._comm = communicator
+        #: How store_data's errors name each part, made once per binding.
+        self._what_stored = {
+            part: f"store_data: {getattr(communicator, '_what', 'task')} {part}"
+            for part in ("input", "next input", "state", "next state", "action", "reward")
+        }
         if type(self).predict is AgentHelper.predict and _states_optional(communicator.predict):
             self.predict = communicator.predict  # type: ignore[method-assign]
         else:
@@ -88,7 +101,8 @@ class AgentHelper:
         """Actions and next recurrent states for one sample (no batch axis).
 
         Raises:
-            ValueError: ``inputs`` or ``states`` do not match the model's specs.
+            ValueError: ``inputs`` or ``states`` do not match the model's specs, or hold a NaN,
+                an infinity or an integer outside its spec's range (naming the field and the value).
             RemoteError: the algorithm raised while predicting this request's batch.
         """
         return self.communicator.predict(inputs, states)
@@ -114,7 +128,9 @@ class AgentHelper:
         :class:`~parl.core.batch.Transition` whose ``next_episode_end`` is 1.0 only when ``terminated``.
 
         Raises:
-            ValueError: any part does not match the model's specs.
+            ValueError: any part does not match the model's specs, or holds a NaN, an infinity or
+                an integer outside its spec's range (an action >= ``num_actions``), e.g.
+                ``store_data: task 'RL' reward 'reward' is nan (not finite)``; nothing is stored.
         """
         comm = self.communicator
         if not isinstance(rewards, Mapping):
@@ -123,12 +139,13 @@ class AgentHelper:
                     f"rewards: expected a dict with keys {[s.name for s in comm.reward_specs]}, got {rewards!r}"
                 )
             rewards = {comm.reward_specs[0].name: rewards}
-        inputs = check_dict(comm.input_specs, inputs, "input")
-        next_inputs = check_dict(comm.input_specs, next_inputs, "next input")
-        states = check_dict(comm.state_specs, states or {}, "state")
-        next_states = check_dict(comm.state_specs, next_states or {}, "next state")
-        actions = check_dict(comm.action_specs, actions, "action")
-        rewards = check_dict(comm.reward_specs, rewards, "reward")
+        what = self._what_stored
+        inputs = check_dict(comm.input_specs, inputs, what["input"])
+        next_inputs = check_dict(comm.input_specs, next_inputs, what["next input"])
+        states = check_dict(comm.state_specs, states or {}, what["state"])
+        next_states = check_dict(comm.state_specs, next_states or {}, what["next state"])
+        actions = check_dict(comm.action_specs, actions, what["action"])
+        rewards = check_dict(comm.reward_specs, rewards, what["reward"])
         end = np.array([1.0 if terminated else 0.0], dtype=np.float32)
         # Positional: half the cost of keywords, and this runs every step.
         transition = Transition(inputs, actions, rewards, next_inputs, end, states, next_states)

@@ -14,8 +14,9 @@ brings: such a transport implements this interface.
 
 Contract every implementation keeps (``tests/test_placement_contract.py``):
 
-- ``predict`` checks the sample against the specs in the calling agent and
-  raises ValueError there, failing only that agent;
+- ``predict`` checks the sample against the specs in the calling agent (shape,
+  dtype, finite floats, integers inside a declared range) and raises ValueError
+  there, failing only that agent;
 - an exception in the task's batch reaches each agent of the batch as a
   :class:`~parl.RemoteError`;
 - once the robot stops, a waiting call raises :class:`~parl.core.errors.StoppedError`;
@@ -63,10 +64,11 @@ class Communicator(abc.ABC):
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]]
     ) -> Tuple[ArrayDict, ArrayDict]:
         """``inputs`` and ``states`` (None: none) checked against the specs and converted where they
-        convert: what a transport's ``predict`` does first, in the calling agent.
+        convert: what a transport's ``predict`` does first, in the calling agent. Float values must
+        be finite and integers inside their spec's range (:func:`~parl.core.specs.check_sample`).
 
         Raises:
-            ValueError: naming the task, the spec and the problem.
+            ValueError: naming the task, the spec and the problem (the bad value and its index).
         """
         what = self._what
         return (

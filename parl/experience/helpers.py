@@ -228,7 +228,7 @@ class ExpReplayHelper(AgentHelper):
                 continue
             batch, slots = self.buffer.sample(self.batch_size, self._rng)
             costs = self.communicator.learn(batch)
-            self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+            self._update_priorities(slots, costs)
         return costs
 
     def _hand_over(self) -> Optional[Dict[str, float]]:
@@ -261,14 +261,22 @@ class ExpReplayHelper(AgentHelper):
         their rows (prioritized replay)."""
         if self.prioritized:
             for costs in finished:
-                slots = self._slots_in_flight.popleft()
-                self.buffer.update_priorities(slots, _td_errors(costs, len(slots)))
+                self._update_priorities(self._slots_in_flight.popleft(), costs)
         return finished
 
+    def _update_priorities(self, slots: np.ndarray, costs: Mapping[str, object]) -> None:
+        """The rows in ``slots`` take the priorities of their update's ``td_error``; the rows of an
+        update the task skipped (a non-finite loss or gradient: no ``td_error``) keep theirs."""
+        td_errors = _td_errors(costs, len(slots))
+        if td_errors is not None:
+            self.buffer.update_priorities(slots, td_errors)
 
-def _td_errors(costs: Mapping[str, object], rows: int) -> np.ndarray:
-    """This batch's per-row ``td_error`` from the costs of one update."""
+
+def _td_errors(costs: Mapping[str, object], rows: int) -> Optional[np.ndarray]:
+    """This batch's per-row ``td_error`` from the costs of one update; None when the task skipped it."""
     td_error = costs.get("td_error")
+    if td_error is None and costs.get("skipped_updates"):
+        return None
     if td_error is None:
         raise ValueError(
             "prioritized replay needs Algorithm.learn to return a per-row 'td_error' (one optimizer step per "

@@ -32,6 +32,9 @@ METRICS_FILE = "metrics.jsonl"
 ROW_KEYS = ("step", "time")
 #: Seconds between flushes of the TensorBoard event file (rows of metrics.jsonl are flushed each).
 EVENTS_FLUSH_SECONDS = 10.0
+#: The cost that counts skipped optimizer steps (``ComputationTask.learn``), reported as a count.
+SKIPPED = "skipped_updates"
+_NONE: Total = (0.0, 0, 0)
 
 
 class MetricsWriter:
@@ -249,8 +252,10 @@ def task_values(name: str, before: StatsSnapshot, after: StatsSnapshot, seconds:
     if updates > 0:
         for cost, total in after.costs.items():
             mean = _mean_since(before.costs.get(cost, (0.0, 0, 0)), total)
-            if mean is not None:
+            if mean is not None and cost != SKIPPED:
                 values[prefix + cost] = mean
+        # A count, not a mean: the optimizer steps skipped for a non-finite loss or gradient.
+        values[prefix + SKIPPED] = after.costs.get(SKIPPED, _NONE)[0] - before.costs.get(SKIPPED, _NONE)[0]
         values[prefix + "training_batch"] = (after.training_rows - before.training_rows) / updates
     grad_norm = _mean_since(before.grad_norm, after.grad_norm)
     if grad_norm is not None:

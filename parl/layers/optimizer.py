@@ -9,7 +9,8 @@ sixth of the overhead.
 
 With clipping, the global gradient norm of each step is kept for metrics
 (:attr:`Adam.last_grad_norm`); :func:`global_grad_norm` and
-:func:`grad_norm_value` compute it for any list of gradients.
+:func:`grad_norm_value` compute it for any list of gradients, and
+:func:`grads_finite` tells whether a step's gradients are safe to apply.
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ def grad_norm_value(grads: Sequence[Optional[paddle.Tensor]]) -> Optional[float]
     if present[0].place.is_cpu_place():
         return math.sqrt(sum(float(np.vdot(array, array)) for array in (g.numpy() for g in present)))
     return float(global_grad_norm(present).numpy().reshape(-1)[0])
+
+
+def grads_finite(grads: Sequence[Optional[paddle.Tensor]]) -> bool:
+    """Whether no gradient holds a NaN or an infinity (None entries hold nothing): in numpy for CPU
+    tensors, by paddle's reductions and one copy otherwise."""
+    present = [g for g in grads if g is not None]
+    if not present:
+        return True
+    if present[0].place.is_cpu_place():
+        return all(bool(np.isfinite(g.numpy()).all()) for g in present)
+    return bool(paddle.stack([paddle.isfinite(g).all() for g in present]).all().numpy())
 
 
 class Adam:

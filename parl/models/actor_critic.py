@@ -79,7 +79,7 @@ class ActorCriticModel(Model):
 
     def get_action_specs(self) -> SpecList:
         if self.discrete:
-            return [("action", dict(shape=[1], dtype="int64"))]
+            return [("action", dict(shape=[1], dtype="int64", range=[0, self.num_actions]))]
         return [("action", dict(shape=[self.action_dim], dtype="float32"))]
 
     def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:

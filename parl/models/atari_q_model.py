@@ -48,7 +48,7 @@ class AtariQModel(Model):
         return [("obs", dict(shape=[self.frames, self.screen_size, self.screen_size], dtype="uint8"))]
 
     def get_action_specs(self) -> SpecList:
-        return [("action", dict(shape=[1], dtype="int64"))]
+        return [("action", dict(shape=[1], dtype="int64", range=[0, self.num_actions]))]
 
     def value(self, inputs: Dict[str, paddle.Tensor]) -> paddle.Tensor:
         # Any dtype is accepted (evaluation may pass float32 pixel values); the scale is the same.

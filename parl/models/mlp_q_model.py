@@ -42,7 +42,7 @@ class MLPQModel(Model):
         return [("obs", dict(shape=[self.obs_dim], dtype="float32"))]
 
     def get_action_specs(self) -> SpecList:
-        return [("action", dict(shape=[1], dtype="int64"))]
+        return [("action", dict(shape=[1], dtype="int64", range=[0, self.num_actions]))]
 
     def value(self, inputs: TensorDict) -> paddle.Tensor:
         """Q-values of every action, ``[B, num_actions]``."""

@@ -6,7 +6,12 @@
     task.save("ckpt/RL.pdckpt"); task.load("ckpt/RL.pdckpt")
 
 It owns the optimizer, the update counter, the data transforms (input
-normalization, reward scaling and clipping) and checkpoints, and is safe to
+normalization, reward scaling and clipping) and checkpoints. An update whose
+loss or gradient is not finite is skipped (no optimizer step, weights and
+optimizer state unchanged), counted in ``skipped_updates`` and in its costs,
+and ``max_skipped_updates`` of them in a row raise
+:class:`~parl.serving.skipped_updates.NonFiniteUpdatesError`, which stops the
+run (:mod:`parl.serving.skipped_updates`). The task is safe to
 call from the wrapper's prediction and training threads at once: the
 optimizer step (the only write to weights) and each prediction run under one
 lock, so a prediction never sees half-updated weights, while the training
@@ -33,9 +38,10 @@ from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
 from parl.layers.compiled import reads_mode
 from parl.layers.layer_func import LayersNotBuilt, training_mode
-from parl.layers.optimizer import Optimizer, grad_norm_value
+from parl.layers.optimizer import Optimizer, grad_norm_value, grads_finite
 from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
 from parl.serving.checkpoint_format import CheckpointError, read_task_checkpoint, write_task_checkpoint
+from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpdates
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
@@ -74,6 +80,9 @@ class ComputationTask:
         input_clip: normalized inputs are clipped to [-input_clip, input_clip].
         reward_scale: rewards are multiplied by this before learning.
         reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
+        max_skipped_updates: optimizer steps in a row skipped for a non-finite loss or gradient
+            that raise ``NonFiniteUpdatesError`` (default 100: a diverged network skips every
+            step, while one overflow now and then is survived).
     """
 
     def __init__(
@@ -85,6 +94,7 @@ class ComputationTask:
         input_clip: float = 10.0,
         reward_scale: float = 1.0,
         reward_clip: Optional[float] = None,
+        max_skipped_updates: int = DEFAULT_MAX_SKIPPED_UPDATES,
     ) -> None:
         if not isinstance(algorithm, Algorithm):
             raise ValueError(f"task {name!r}: expected a parl.Algorithm, got {type(algorithm).__name__}")
@@ -99,6 +109,8 @@ class ComputationTask:
         self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
         self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
+        #: Optimizer steps skipped for a non-finite loss or gradient (:attr:`skipped_updates`).
+        self._skips = SkippedUpdates(name, max_skipped_updates)
         #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
         #: unless the optimizer clips by norm and has it already).
         self.track_grad_norm = False
@@ -106,6 +118,7 @@ class ComputationTask:
         #: finite), replaced as one value so a reader in another thread sees the three in step.
         self.grad_norm_total: Tuple[float, int, int] = (0.0, 0, 0)
         self._optimizer: Optional[Optimizer] = None
+        self._parameters: List[paddle.Tensor] = []  # the optimizer's, once it is made
         self._pending_optimizer_state: Optional[dict] = None
         self._weights_lock = threading.Lock()
         self._learn_lock = threading.Lock()
@@ -255,8 +268,14 @@ class ComputationTask:
         come back as floats (averaged over the steps of an algorithm that takes several); a per-row
         ``td_error`` as an array.
 
+        A step whose loss or gradient is not finite is skipped: no optimizer step, no
+        ``after_update``; its costs are kept as they came (NaN shows in the metrics), the
+        costs also hold ``skipped_updates`` (the steps of this call skipped), and a skipped step's
+        ``td_error`` is left out (so no priority becomes NaN).
+
         Raises:
             ValueError: ``batch`` is not a Transition, or its row structure does not fit its rows.
+            NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
         """
         check_transition(batch, f"task {self.name!r}: learn")
         if self.normalizer is not None:
@@ -268,15 +287,31 @@ class ComputationTask:
             batch = batch._replace(rewards=self.reward_transform(batch.rewards))
         tensors = batch.to_tensors(tensor)
         with self._learn_lock, training_mode(True):
+            skipped_before = self._skips.total
             result = self.algorithm.learn(tensors)
             if isinstance(result, Mapping):
-                return self._step(result)
-            if not isinstance(result, Iterator):
+                costs = self._step(result)
+            elif isinstance(result, Iterator):
+                costs = _mean_costs([self._step(step_costs) for step_costs in result])
+            else:
                 raise ValueError(
                     f"{type(self.algorithm).__name__}.learn must return a dict of costs or an iterator of them, "
                     f"got {type(result).__name__}"
                 )
-            return _mean_costs([self._step(costs) for costs in result])
+            skipped = self._skips.total - skipped_before
+            if skipped:
+                costs["skipped_updates"] = float(skipped)
+            return costs
+
+    @property
+    def skipped_updates(self) -> int:
+        """Optimizer steps skipped so far for a non-finite loss or gradient."""
+        return self._skips.total
+
+    @property
+    def max_skipped_updates(self) -> int:
+        """Skipped optimizer steps in a row that raise ``NonFiniteUpdatesError``."""
+        return self._skips.max_in_a_row
 
     def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
         if not isinstance(costs, Mapping) or "loss" not in costs:
@@ -289,18 +324,36 @@ class ComputationTask:
                     f"got shape {list(value.shape)}"
                 )
         optimizer = self._get_optimizer()
+        values = {k: _cost_value(k, v) for k, v in costs.items()}
         try:
+            loss = values["loss"]
+            if not math.isfinite(loss):
+                self._skip(values, f"loss ({loss})")
+                return values
             costs["loss"].backward()
+            if not grads_finite([p.grad for p in self._parameters]):
+                self._skip(values, "gradient")
+                return values
             with self._weights_lock:
                 optimizer.step()
                 self.update_steps += 1
                 self.algorithm.after_update(self.update_steps)
+            self._skips.passed()
             if self.track_grad_norm:
                 self._record_grad_norm(optimizer)
         finally:
-            # Also after a failure, so a bad batch leaves no gradient behind for the next one.
+            # Also after a failure or a skip, so a bad batch leaves no gradient behind for the next one.
             optimizer.clear_grad(set_to_zero=False)
-        return {k: _cost_value(k, v) for k, v in costs.items()}
+        return values
+
+    def _skip(self, values: Costs, what: str) -> None:
+        """Count a step not taken for a non-finite ``what``; its ``td_error`` is dropped from ``values``.
+
+        Raises:
+            NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
+        """
+        values.pop("td_error", None)
+        self._skips.skipped(what)
 
     def _get_optimizer(self) -> Optimizer:
         # Layers create their parameters on first call, so the optimizer is made
@@ -310,6 +363,7 @@ class ComputationTask:
             if not params:
                 raise ValueError(f"task {self.name!r}: the algorithm has no trainable parameters")
             self._optimizer = self.algorithm.make_optimizer(params)
+            self._parameters = list(params)
             if self._pending_optimizer_state is not None:
                 self._optimizer.set_state_dict(self._from_structural(self._pending_optimizer_state))
                 self._pending_optimizer_state = None

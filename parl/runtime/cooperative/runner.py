@@ -11,7 +11,8 @@ scheduler (the thread's main greenlet), which runs this loop::
         resume the agents whose training replies have come back
         for each task with parked predictions, unless its wrapper is paused:
             take up to max_batchsize of them, check and stack their samples (a sample
-            that breaks the specs raises its ValueError in its own agent), task.predict
+            that breaks the specs or holds a NaN or an infinity raises its ValueError in
+            its own agent), task.predict
             once (in this thread), resume the agents of the batch one after the other,
             each with its row:
             it steps its env and, parking at its next predict, switches to the next
@@ -57,7 +58,7 @@ from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
-from parl.core.specs import check_dict, fits, layout
+from parl.core.specs import all_finite, check_dict, fits, layout
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.runtime.watchdog import idle_agents
 from parl.serving.communicator import InProcessCommunicator
@@ -104,6 +105,9 @@ class _TaskQueue:
         "one_input",
         "what_input",
         "what_state",
+        "float_inputs",
+        "float_states",
+        "ranged",
     )
 
     def __init__(self, wrapper: ComputationWrapper) -> None:
@@ -118,10 +122,15 @@ class _TaskQueue:
         self.state_specs = layout(task.state_specs)
         #: The common case, one input spec of at least one dimension and no state, checked on the
         #: joined batch (None otherwise).
-        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1]
+        #: Specs whose values only the full check reads (a declared range).
+        self.ranged = any(s.value_range is not None for s in task.input_specs + task.state_specs)
+        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1] and not self.ranged
         self.one_input = self.input_specs[0] if one else None
         self.what_input = f"task {task.name!r} input"
         self.what_state = f"task {task.name!r} state"
+        #: The float specs, whose stacked values must be finite.
+        self.float_inputs = [s.name for s in task.input_specs if s.floating]
+        self.float_states = [s.name for s in task.state_specs if s.floating]
 
 
 class CooperativeCommunicator(InProcessCommunicator):
@@ -530,60 +539,94 @@ def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
 def _gather(
     queue: _TaskQueue, batch: List[CooperativeCommunicator], join=None
 ) -> Tuple[List[CooperativeCommunicator], ArrayDict, ArrayDict]:
-    """The requests of ``batch`` whose samples fit the task's specs, and their samples stacked.
+    """The requests of ``batch`` whose samples pass the task's checks, and their samples stacked.
 
     Arrays of the spec's exact dtype and shape are taken as they are; anything else goes through
-    the full check, which converts it or names the problem: such an agent gets that ValueError at
-    its ``predict`` (it may catch it and predict again) and leaves the batch. ``join`` is the
-    extension's (None: joined here), which answers None when any sample is unusual.
+    the full check (:func:`~parl.core.specs.check_dict`), which converts it or names the problem:
+    such an agent gets that ValueError at its ``predict`` (it may catch it and predict again) and
+    leaves the batch. The values are checked on the stacked batch (floats finite: one reduction
+    per float spec); a batch that fails it takes every sample through the full check, so the
+    agents whose samples hold the bad values get the error and the others are served. Specs with
+    a declared range always take the full check. ``join`` is the extension's (None: joined here),
+    which answers None when any sample is unusual.
     """
+    stacked = _joined(queue, batch, join)
+    if stacked is None:
+        batch = _checked(queue, batch, every=queue.ranged)
+        stacked = _stacked(queue, batch)
+    if _finite(queue, stacked):
+        return (batch, *stacked)
+    batch = _checked(queue, batch, every=True)
+    return (batch, *_stacked(queue, batch))
+
+
+def _joined(
+    queue: _TaskQueue, batch: List[CooperativeCommunicator], join=None
+) -> Optional[Tuple[ArrayDict, ArrayDict]]:
+    """The common case (one input spec of at least one dimension, no state, no declared range):
+    the samples joined in one pass when every one fits the spec exactly, else None."""
     one = queue.one_input
-    if one is not None and join is not None:
-        name, shape, dtype = one
+    if one is None:
+        return None
+    name, shape, dtype = one
+    if join is not None:
         joined = join(batch, name, shape, dtype)
-        if joined is not None:
-            return batch, {name: joined}, {}
-    elif one is not None:
-        # The common case (one input, no state), checked on the joined batch: a dtype other than
-        # the spec's shows in the join's dtype, and a row of another shape in the join's shape or
-        # in the rows' lengths (rows of another number of dimensions cannot be joined at all).
-        name, shape, dtype = one
-        n = len(batch)
-        try:
-            samples = [c._inputs for c in batch]
-            values = [sample[name] for sample in samples]
-            joined = np.concatenate(values)
-            fits = (
-                joined.dtype is dtype
-                and joined.shape == (n * shape[0],) + shape[1:]
-                and len(set(map(len, values))) == 1
-                and sum(map(len, samples)) == n  # no other names
-                and not any([c._states for c in batch])
-            )
-        except Exception:  # noqa: BLE001 - anything unusual takes the full check below
-            fits = False
-        if fits:
-            return batch, {name: joined.reshape((n,) + shape)}, {}
-    batch = _checked(queue, batch)
+        return None if joined is None else ({name: joined}, {})
+    # Checked on the joined batch: a dtype other than the spec's shows in the join's dtype, and a
+    # row of another shape in the join's shape or in the rows' lengths (rows of another number of
+    # dimensions cannot be joined at all).
+    n = len(batch)
+    try:
+        samples = [c._inputs for c in batch]
+        values = [sample[name] for sample in samples]
+        joined = np.concatenate(values)
+        fitting = (
+            joined.dtype is dtype
+            and joined.shape == (n * shape[0],) + shape[1:]
+            and len(set(map(len, values))) == 1
+            and sum(map(len, samples)) == n  # no other names
+            and not any([c._states for c in batch])
+        )
+    except Exception:  # noqa: BLE001 - anything unusual takes the full check
+        return None
+    return ({name: joined.reshape((n,) + shape)}, {}) if fitting else None
+
+
+def _stacked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> Tuple[ArrayDict, ArrayDict]:
+    """The samples of ``batch`` (each of its spec's exact shape and dtype) stacked by spec."""
     n = len(batch)
     if not n:
-        return batch, {}, {}
+        return {}, {}
     inputs = {
         name: _stack([c._inputs[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.input_specs
     }
     if not queue.state_specs:
-        return batch, inputs, {}
+        return inputs, {}
     states = {
         name: _stack([c._states[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.state_specs
     }
-    return batch, inputs, states
+    return inputs, states
 
 
-def _checked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> List[CooperativeCommunicator]:
-    """The requests of ``batch`` whose samples fit the specs or convert to them (converted in place);
-    the others get the check's error (a ValueError naming the problem) thrown in and are left out."""
+def _finite(queue: _TaskQueue, stacked: Tuple[ArrayDict, ArrayDict]) -> bool:
+    """Whether the float inputs and states of a stacked batch are all finite."""
+    inputs, states = stacked
+    return all(all_finite(inputs[name]) for name in queue.float_inputs if name in inputs) and all(
+        all_finite(states[name]) for name in queue.float_states if name in states
+    )
+
+
+def _checked(
+    queue: _TaskQueue, batch: List[CooperativeCommunicator], every: bool = False
+) -> List[CooperativeCommunicator]:
+    """The requests of ``batch`` whose samples pass the full check (converted in place where they
+    convert); the others get the check's error (a ValueError naming the problem) thrown in and are
+    left out. Samples that fit the specs exactly are taken without it unless ``every``."""
     inputs, states = queue.input_specs, queue.state_specs
-    misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
+    if every:
+        misfits = batch
+    else:
+        misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
     if not misfits:
         return batch
     task = queue.task
