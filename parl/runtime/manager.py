@@ -113,6 +113,7 @@ class Manager:
         placement: str = "threads",
         workers: Optional[int] = None,
         restart_workers: bool = False,
+        heartbeat_timeout: Optional[float] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "one_core",
     ) -> None:
@@ -126,6 +127,9 @@ class Manager:
             workers: worker processes for placement "processes" (None: one per core).
             restart_workers: placement "processes": fork a worker that died (SIGKILL, a crash)
                 again with its unfinished agents, instead of reporting them in :attr:`errors`.
+            heartbeat_timeout: placement "processes": seconds a worker may send nothing before it is
+                ended as one that stopped answering (None: 20 s; see
+                :mod:`parl.runtime.processes.worker_pool`).
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -145,7 +149,11 @@ class Manager:
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
         self.placement = registry.entry(placement).name
-        options = {"workers": workers, "restart_workers": restart_workers or None}
+        options = {
+            "workers": workers,
+            "restart_workers": restart_workers or None,
+            "heartbeat_timeout": heartbeat_timeout,
+        }
         registry.check_options(placement, options)
         self._agent_cpus, self._training_cpus = affinity.plan(thread_placement)
         self.tasks: Dict[str, ComputationTask] = {}
