@@ -119,6 +119,7 @@ def test_a_pickle_written_into_a_worker_pipe_is_never_unpickled_and_ends_that_wo
     "pipe, data, reason",
     [
         ("message", wire.pack(["run", "os.system"]), "its message pipe carried a message that is not one of"),
+        ("message", wire.pack(7), "its message pipe carried a message that is not one of"),
         ("message", wire.pack(["learn", 0, None]), "slot number 0, which is not one of parl-worker-1's agents'"),
         ("request", SLOT_NUMBER.pack(0), "its request pipe carried slot number 0, which is not one of"),
         ("request", SLOT_NUMBER.pack(10**6), "its request pipe carried slot number 1000000"),

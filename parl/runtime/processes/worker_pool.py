@@ -516,7 +516,7 @@ class WorkerPool:
             return False
         kind = message[0] if isinstance(message, list) and message else None
         arity = _MESSAGE_ARITY.get(kind) if isinstance(kind, str) else None
-        if arity != len(message):
+        if arity is None or arity != len(message):
             raise ValueError(f"a message that is not one of {sorted(_MESSAGE_ARITY)}: {_brief(message)}")
         if kind == "learn":
             _, number, batch = message
