@@ -100,8 +100,7 @@ def assert_worker_1_was_ended(manager: parl.Manager, pid: int, reason: str) -> N
         assert f"parl-worker-1 (pid {pid}) was ended by the parent: " in str(error)
     assert wait_for(lambda: not alive(pid))
     played = len(manager.episodes())
-    assert wait_for(lambda: len(manager.episodes()) > played + 10)
-    assert {e["agent_id"] for e in manager.episodes()[played:]} == {0, 2}
+    assert wait_for(lambda: {e["agent_id"] for e in manager.episodes()[played:]} == {0, 2}, WAIT * 2)
 
 
 def test_a_pickle_written_into_a_worker_pipe_is_never_unpickled_and_ends_that_worker(running, tmp_path) -> None:
