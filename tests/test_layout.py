@@ -11,7 +11,7 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     experience                         what helpers keep
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
-    leaf modules                       validation, affinity, threads, seeding: import no parl module
+    leaf modules                       validation, affinity, threads, seeding, wire: import no parl module
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ RANKS = {
     "affinity": -1,
     "threads": -1,
     "seeding": -1,
+    "wire": -1,
 }
 
 

@@ -19,7 +19,7 @@ def settings() -> dict:
 
 def test_the_built_in_placements_and_their_options() -> None:
     assert registry.names()[:3] == ["threads", "cooperative", "processes"]
-    assert registry.entry("processes").options == ("workers", "restart_workers")
+    assert registry.entry("processes").options == ("workers", "restart_workers", "heartbeat_timeout")
     assert registry.entry("threads").options == ()
     assert registry.entry("threads").runner_class() is ThreadRunner
 
@@ -34,6 +34,8 @@ def test_an_option_the_placement_does_not_take_is_refused_naming_the_placements_
         parl.Manager(settings(), workers=2)
     with pytest.raises(ValueError, match="restart_workers applies to placement 'processes' only"):
         parl.Manager(settings(), placement="cooperative", restart_workers=True)
+    with pytest.raises(ValueError, match="heartbeat_timeout applies to placement 'processes' only"):
+        parl.Manager(settings(), heartbeat_timeout=5.0)
 
 
 def test_a_registered_placement_is_used_by_the_manager_and_can_be_removed() -> None:

@@ -134,6 +134,7 @@ class Manager:
         placement: str = "threads",
         workers: Optional[int] = None,
         restart_workers: bool = False,
+        heartbeat_timeout: Optional[float] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
@@ -149,6 +150,9 @@ class Manager:
             workers: worker processes for placement "processes" (None: one per core).
             restart_workers: placement "processes": fork a worker that died (SIGKILL, a crash)
                 again with its unfinished agents, instead of reporting them in :attr:`errors`.
+            heartbeat_timeout: placement "processes": seconds a worker may send nothing before it is
+                ended as one that stopped answering (None: 20 s; see
+                :mod:`parl.runtime.processes.worker_pool`).
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -179,7 +183,11 @@ class Manager:
             check_positive("stall_seconds", stall_seconds)
         self.stall_seconds = stall_seconds
         self.placement = registry.entry(placement).name
-        options = {"workers": workers, "restart_workers": restart_workers or None}
+        options = {
+            "workers": workers,
+            "restart_workers": restart_workers or None,
+            "heartbeat_timeout": heartbeat_timeout,
+        }
         registry.check_options(placement, options)
         affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
         self.thread_placement = thread_placement

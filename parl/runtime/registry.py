@@ -15,7 +15,7 @@ Built in:
 - ``"threads"``: one OS thread per agent (:mod:`parl.runtime.threads`).
 - ``"cooperative"``: every agent a greenlet in one scheduler thread (:mod:`parl.runtime.cooperative`).
 - ``"processes"``: agents in forked worker processes, predictions through shared memory
-  (:mod:`parl.runtime.processes`); options ``workers`` and ``restart_workers``.
+  (:mod:`parl.runtime.processes`); options ``workers``, ``restart_workers`` and ``heartbeat_timeout``.
 """
 
 from __future__ import annotations
@@ -130,6 +130,6 @@ register(
 register(
     "processes",
     "parl.runtime.processes.worker_pool:ProcessRunner",
-    options=("workers", "restart_workers"),
+    options=("workers", "restart_workers", "heartbeat_timeout"),
     description="agents in forked worker processes; predictions cross through shared memory",
 )

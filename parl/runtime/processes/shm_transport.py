@@ -19,20 +19,20 @@ The slot is written by one side at a time: the worker writes the request area
 only while no request of that slot is in flight, the parent writes the reply
 area only while one is. A failed prediction sends REPLY_ERROR and the error's
 text; a stopped wrapper sends REPLY_STOPPED. A reply that does not match the
-specs (an extra output, another dtype) is pickled whole (REPLY_PICKLED), so the
-agent gets what an in-process agent would.
+specs (an extra output, another dtype) is sent whole as a :mod:`parl.wire` frame
+(REPLY_DATA), so the agent gets what an in-process agent would.
 
-Training batches are sent per many steps, so they are pickled onto the
-worker's message pipe (framed by :func:`send_message`); the costs come back on
-the agent's reply pipe (REPLY_COSTS, framed) from the wrapper's training loop
-(:class:`LearnRequest`).
+Training batches are sent per many steps, as :mod:`parl.wire` frames on the
+worker's message pipe (:func:`send_message`); the costs come back on the
+agent's reply pipe (REPLY_COSTS and a frame) from the wrapper's training loop
+(:class:`LearnRequest`). Nothing read from a pipe is unpickled: a frame that
+does not decode raises ValueError (:func:`receive_message`).
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import pickle
 import struct
 import threading
 from time import perf_counter
@@ -40,6 +40,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from parl import wire
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
@@ -50,62 +51,67 @@ ArrayDict = Dict[str, np.ndarray]
 
 #: First byte of what the parent writes to an agent's reply pipe.
 REPLY_OK = b"\x01"
-REPLY_ERROR = b"\x02"  # then a framed UTF-8 error text
+REPLY_ERROR = b"\x02"  # then a frame of the error's text
 REPLY_STOPPED = b"\x03"  # the wrapper is stopped, or the worker is stopping
-REPLY_COSTS = b"\x04"  # then a framed pickle of the update's costs
-REPLY_PICKLED = b"\x05"  # then a framed pickle of (actions, next_states) that do not fit the slot
+REPLY_COSTS = b"\x04"  # then a frame of the update's costs
+REPLY_DATA = b"\x05"  # then a frame of (actions, next_states) that do not fit the slot
 
 _ALIGN = 64
-_LENGTH = struct.Struct("<I")
 SLOT_NUMBER = struct.Struct("<I")
 
 
 # -- framing on raw pipes ---------------------------------------------------------
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` to ``fd`` (a pipe write may be partial above PIPE_BUF)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def write_all(fd: int, *parts: bytes) -> None:
+    """Write every byte of ``parts``, in order, to ``fd``: one ``writev`` when the pipe takes them
+    whole, so a frame of at most PIPE_BUF bytes is never split by another writer's bytes."""
+    views = [memoryview(part) for part in parts if len(part)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if written:
+            views[0] = views[0][written:]
 
 
-def read_exact(fd: int, n: int) -> Optional[bytes]:
-    """Exactly ``n`` bytes from ``fd``; None at end of file."""
-    chunks, left = [], n
-    while left:
-        chunk = os.read(fd, left)
-        if not chunk:
+def read_exact(fd: int, n: int) -> Optional[bytearray]:
+    """Exactly ``n`` bytes from ``fd``, read straight into one buffer; None at end of file."""
+    buffer = bytearray(n)
+    view, got = memoryview(buffer), 0
+    while got < n:
+        count = os.readv(fd, [view[got:]])
+        if not count:
             return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def frame(payload: bytes) -> bytes:
-    """``payload`` with its 4-byte length in front."""
-    return _LENGTH.pack(len(payload)) + payload
-
-
-def read_frame(fd: int) -> Optional[bytes]:
-    """One :func:`frame` from ``fd``; None at end of file."""
-    header = read_exact(fd, _LENGTH.size)
-    if header is None:
-        return None
-    return read_exact(fd, _LENGTH.unpack(header)[0])
+        got += count
+    return buffer
 
 
 def send_message(fd: int, lock: threading.Lock, message: object) -> None:
-    """Pickle ``message`` and write it as one frame; ``lock`` keeps frames of several threads whole."""
-    data = frame(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    """Write ``message`` as one :mod:`parl.wire` frame; ``lock`` keeps frames of several threads whole.
+
+    Raises:
+        ValueError: ``message`` holds something that does not cross (nothing is written).
+    """
+    header, body = wire.pack_parts(message)
     with lock:
-        write_all(fd, data)
+        write_all(fd, header, body)
 
 
 def receive_message(fd: int) -> Optional[object]:
-    """One :func:`send_message` message; None at end of file (the sender died mid-way or closed)."""
-    data = read_frame(fd)
-    return None if data is None else pickle.loads(data)
+    """One :func:`send_message` message; None at end of file (the sender died mid-way or closed).
+
+    Raises:
+        ValueError: what was read is not a whole frame of plain data (its one-line reason).
+    """
+    header = read_exact(fd, wire.HEADER.size)
+    if header is None:
+        return None
+    size = wire.body_size(header)
+    body = read_exact(fd, size)
+    if body is None:
+        raise ValueError(f"the pipe ended inside a frame of {size} bytes")
+    return wire.unpack_body(body)
 
 
 # -- slots ----------------------------------------------------------------------------
@@ -224,6 +230,15 @@ def error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def error_reply(error: BaseException) -> bytes:
+    """What an agent's reply pipe gets for a failed request: REPLY_STOPPED, or REPLY_ERROR and a frame
+    of :func:`error_text`."""
+    if isinstance(error, StoppedError):
+        return REPLY_STOPPED
+    text = error_text(error).encode("utf-8", "replace").decode("utf-8")  # lone surrogates replaced
+    return REPLY_ERROR + wire.pack(text)
+
+
 class SlotRequest(Request):
     """A prediction request whose reply is written into its slot and signalled on the agent's pipe.
 
@@ -257,17 +272,14 @@ class SlotRequest(Request):
                 # Not what the specs declare (an extra output, another dtype): sent whole, as the
                 # in-process Communicator would hand it over.
                 try:
-                    data = REPLY_PICKLED + frame(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-                except Exception as exc:  # noqa: BLE001 - the agent gets the error instead of a reply
+                    data = REPLY_DATA + wire.pack((actions, next_states))
+                except ValueError as exc:  # the agent gets the error instead of a reply
                     error = RemoteError(f"the reply of task {slot.task!r} to agent {slot.agent_id}", exc)
                 else:
                     write_all(self.reply_fd, data)
                     self._count()
                     return
-            if isinstance(error, StoppedError):
-                os.write(self.reply_fd, REPLY_STOPPED)
-            else:
-                write_all(self.reply_fd, REPLY_ERROR + frame(error_text(error).encode("utf-8", "replace")))
+            write_all(self.reply_fd, error_reply(error))
         except OSError:
             pass  # the worker is gone (EPIPE): nobody waits for this reply
 
@@ -279,8 +291,8 @@ class SlotRequest(Request):
 
 
 class LearnRequest(Request):
-    """A training request whose costs are pickled back onto the agent's reply pipe (and, given its
-    ``slot``, answered at the slot's ``answered_at``)."""
+    """A training request whose costs go back onto the agent's reply pipe as a :mod:`parl.wire` frame
+    (and, given its ``slot``, answered at the slot's ``answered_at``)."""
 
     __slots__ = ("reply_fd", "slot")
 
@@ -297,15 +309,11 @@ class LearnRequest(Request):
         data = None
         if error is None:
             try:
-                data = REPLY_COSTS + frame(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-            except Exception as exc:  # noqa: BLE001 - the agent gets the error instead of the costs
+                data = REPLY_COSTS + wire.pack(result)
+            except ValueError as exc:  # the agent gets the error instead of the costs
                 error = RemoteError(f"sending the costs to agent {self.agent_id}", exc)
         try:
-            if data is None and isinstance(error, StoppedError):
-                data = REPLY_STOPPED
-            elif data is None:
-                data = REPLY_ERROR + frame(error_text(error).encode("utf-8", "replace"))
-            write_all(self.reply_fd, data)
+            write_all(self.reply_fd, error_reply(error) if data is None else data)
         except OSError:
             pass  # the worker is gone
 
@@ -363,37 +371,48 @@ class ShmCommunicator(Communicator):
             view[...] = states[name]
         self._publish_counters()
         os.write(self._request_fd, self._number)
-        pickled = self._wait(b"")
-        if pickled is not None:
-            return pickled
+        whole = self._wait(b"")
+        if whole is not None:
+            return whole
         return (
             {name: view.copy() for name, view in slot.actions.items()},
             {name: view.copy() for name, view in slot.next_states.items()},
         )
 
     def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
-        """Send a training batch (pickled: a Transition is a tuple of its fields); returns the costs of
-        the update."""
+        """Send a training batch (a :mod:`parl.wire` frame: a Transition crosses as the tuple of its
+        fields); returns the costs of the update.
+
+        Raises:
+            ValueError: the batch holds something that does not cross (an object array, say).
+        """
         if self._stopped.is_set():
             raise StoppedError("the worker is stopping")
         self._publish_counters()
-        self._send(("learn", self._slot.number, batch))
+        self._send(["learn", self._slot.number, batch])
         return self._wait(REPLY_COSTS)
 
     def _wait(self, expected: bytes) -> object:
-        """Block for this agent's reply: None for REPLY_OK (the reply is in the slot), else what was pickled."""
+        """Block for this agent's reply: None for REPLY_OK (the reply is in the slot), else the frame's
+        value. Raises ValueError for a frame that does not decode (the agent fails with it)."""
         while True:
             code = os.read(self._reply_fd, 1)
             if code == REPLY_OK and not expected:
                 return None
-            if code == REPLY_PICKLED and not expected:
-                return pickle.loads(read_frame(self._reply_fd))
+            if code == REPLY_DATA and not expected:
+                return self._receive(tuple, "a reply")
             if code == REPLY_COSTS and expected == REPLY_COSTS:
-                return pickle.loads(read_frame(self._reply_fd))
+                return self._receive(dict, "the costs of an update")
             if code == REPLY_ERROR:
-                raise TransportedError(read_frame(self._reply_fd).decode("utf-8", "replace"))
+                raise TransportedError(self._receive(str, "an error"))
             if code == REPLY_STOPPED or not code:
                 raise StoppedError("the robot was stopped while this agent waited for a reply")
             # An unexpected code (left from a request given up on): wait on, unless stopping.
             if self._stopped.is_set():
                 raise StoppedError("the worker is stopping")
+
+    def _receive(self, kind: type, what: str) -> object:
+        value = receive_message(self._reply_fd)
+        if not isinstance(value, kind) or (kind is tuple and len(value) != 2):
+            raise ValueError(f"{what} on the reply pipe of agent {self.agent_id} is a {type(value).__name__}")
+        return value

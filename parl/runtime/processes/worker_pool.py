@@ -17,14 +17,16 @@ unchanged; agent ``i`` goes to worker ``i % workers``. Inside a worker every
 agent runs its episodes in its own thread, exactly as :class:`~parl.Manager`
 runs them, and each helper talks to the parent through a
 :class:`~parl.runtime.processes.shm_transport.ShmCommunicator` (predictions through
-shared memory, training batches pickled; see
+shared memory, training batches as :mod:`parl.wire` frames; see
 :mod:`parl.runtime.processes.shm_transport`). Agents in workers must not run Paddle
 themselves: the models live in the parent.
 
 What crosses back to the parent:
 
 - episode records and agent errors (an :class:`~parl.AgentError` with the agent's id, its
-  episode and the worker-side traceback text), on the worker's message pipe;
+  episode and the worker-side traceback text; the exception crosses as data, see
+  :mod:`parl.runtime.processes.error_data`), on the worker's message pipe, as :mod:`parl.wire`
+  frames: nothing a worker sends is unpickled;
 - live counters: each agent's ``episode`` and ``total_steps`` (GymAgent) in a shared int64
   array, copied onto the parent's agent objects every :data:`COUNTER_INTERVAL` seconds, so
   ``manager.agents[i].total_steps`` reads as it does with threads.
@@ -40,6 +42,16 @@ forked again from the parent's copies (taking up their live ``episode`` and
 workers go on. Workers die with the parent: PR_SET_PDEATHSIG (Linux, tied to
 the parent's I/O thread that forked them) and a parent-alive check on the
 control pipe.
+
+The parent trusts no pipe. A frame that does not decode, a message of an
+unknown kind or shape, or a slot number not of the worker's agents ends that
+worker (SIGKILL to its pid) and is reported like a death, the WorkerError
+naming the problem (``was ended by the parent: its message pipe carried ...``).
+A worker that sends nothing for ``heartbeat_timeout`` seconds (stopped by
+SIGSTOP, deadlocked, its interpreter stuck) is ended and reported the same
+way. Any traffic counts; besides, each worker's control thread sends a small
+``alive`` message every ``heartbeat_timeout / 5`` seconds, so nothing is added
+per step.
 """
 
 from __future__ import annotations
@@ -49,7 +61,6 @@ import gc
 import logging
 import multiprocessing
 import os
-import pickle
 import select
 import signal
 import sys
@@ -61,8 +72,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
 import numpy as np
 
 from parl.core.agent import Agent
+from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import AgentError, StoppedError
+from parl.runtime.processes.error_data import error_data, rebuild_error
 from parl.runtime.processes.shm_transport import (
     REPLY_STOPPED,
     SLOT_NUMBER,
@@ -87,6 +100,14 @@ COUNTER_INTERVAL = 0.02
 POLL_SECONDS = 0.05
 #: Seconds between a worker's checks that its parent is alive.
 PARENT_CHECK_SECONDS = 0.5
+#: Default seconds of silence after which the parent ends a worker (option ``heartbeat_timeout``):
+#: long enough for a worker starved of CPU on a busy machine, short enough to notice a stop.
+HEARTBEAT_TIMEOUT = 20.0
+#: Heartbeats a worker sends per ``heartbeat_timeout``.
+HEARTBEATS_PER_TIMEOUT = 5
+
+#: What a worker sends on its message pipe: kind -> length of the message list.
+_MESSAGE_ARITY = {"learn": 3, "episode": 2, "error": 4, "done": 2, "exit": 1, "alive": 1}
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -94,14 +115,29 @@ _NO_COUNT = -1  # total_steps of an agent that keeps none
 
 
 class WorkerError(RuntimeError):
-    """A worker process ended before its agents finished: which worker, which pid, how, which agents."""
+    """A worker process ended before its agents finished: which worker, which pid, how, which agents.
 
-    def __init__(self, name: str, pid: Optional[int], exitcode: Optional[int], agent_ids: Sequence[int], fate: str):
+    ``reason`` is set when the parent ended the worker (a frame that does not decode, a silence
+    longer than the heartbeat timeout) and says why.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        pid: Optional[int],
+        exitcode: Optional[int],
+        agent_ids: Sequence[int],
+        fate: str,
+        reason: Optional[str] = None,
+    ):
         self.name = name
         self.pid = pid
         self.exitcode = exitcode
         self.agent_ids = list(agent_ids)
-        if exitcode is not None and exitcode < 0:
+        self.reason = reason
+        if reason is not None:
+            how = f"was ended by the parent: {reason}"
+        elif exitcode is not None and exitcode < 0:
             try:
                 how = f"was killed by signal {signal.Signals(-exitcode).name}"
             except ValueError:
@@ -112,45 +148,34 @@ class WorkerError(RuntimeError):
 
 
 def _describe(error: AgentError) -> Dict[str, object]:
-    """An agent's error as data the parent can rebuild (its exception itself when it pickles)."""
-    exc = error.original
-    try:
-        original = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.loads(original)
-    except Exception:  # noqa: BLE001 - many exceptions do not survive pickling
-        original = None
+    """An agent's error as plain data the parent can rebuild (see :mod:`~parl.runtime.processes.error_data`)."""
     return {
-        "original": original,
-        "repr": repr(exc),
+        "original": error_data(error.original),
         "description": error.description,
         "where": error.where,
         "traceback": error.traceback_text,
     }
 
 
-class WorkerFailure(RuntimeError):
-    """Stands for an agent's exception that could not be sent from its worker as it was."""
-
-
 def _agent_error(agent_id: int, episode: int, described: Mapping[str, object]) -> AgentError:
-    """An AgentError built in the parent from a worker's description, with the worker's traceback."""
-    original: Optional[BaseException]
-    try:
-        original = pickle.loads(described["original"]) if described["original"] else None
-    except Exception:  # noqa: BLE001
-        original = None
-    if original is None:
-        original = WorkerFailure(str(described["repr"]))
-    error = AgentError(
-        agent_id,
-        episode,
-        original,
-        where=described["where"],
-        traceback_text=str(described["traceback"]),
-        description=str(described["description"]),
-    )
-    error.args = (f"agent {agent_id} failed in episode {episode}: {described['repr']}\n{error.traceback_text}",)
+    """An AgentError built in the parent from a worker's description, with the worker's traceback.
+
+    Raises:
+        ValueError: ``described`` is not what :func:`_describe` makes.
+    """
+    original = described.get("original")
+    texts = [described.get(key) for key in ("description", "traceback")]
+    where = described.get("where")
+    if not isinstance(original, dict) or not all(isinstance(t, str) for t in texts) or not _str_or_none(where):
+        raise ValueError(f"an error message of agent {agent_id} has fields of the wrong types")
+    exc = rebuild_error(original)
+    error = AgentError(agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0])
+    error.args = (f"agent {agent_id} failed in episode {episode}: {original.get('repr')}\n{error.traceback_text}",)
     return error
+
+
+def _str_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)
 
 
 class _Worker:
@@ -166,6 +191,7 @@ class _Worker:
         self.control_fd = -1  # parent writes framed messages
         self.reply_fds: Dict[int, int] = {}  # agent id -> the parent's write end of its reply pipe
         self.exited = False  # the worker said goodbye before ending
+        self.fault: Optional[str] = None  # why the parent ended the worker
         self.restarts = 0
         self.started = threading.Event()
         self.start_error: Optional[BaseException] = None
@@ -181,12 +207,15 @@ class WorkerPool:
         workers: number of worker processes (at most one per agent is used).
         restart_workers: fork a dead worker's unfinished agents again instead of ending them.
         max_restarts: restarts allowed per worker before its agents are ended and reported.
+        heartbeat_timeout: seconds a worker may send nothing before it is ended (and reported, or
+            restarted) as a worker that stopped answering.
         on_episode: called in a parent I/O thread with each finished episode's record
             (``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned).
         on_error: called with each :class:`~parl.AgentError` (an agent's exception, or a dead worker).
 
     Raises:
-        ValueError: no agents, a bad number of workers, or an agent whose helper names no wrapper.
+        ValueError: no agents, a bad number of workers or timeout, or an agent whose helper names no
+            wrapper.
     """
 
     def __init__(
@@ -197,11 +226,13 @@ class WorkerPool:
         workers: int,
         restart_workers: bool = False,
         max_restarts: int = 3,
+        heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         on_episode: Optional[Callable[[Dict[str, object]], None]] = None,
         on_error: Optional[Callable[[AgentError], None]] = None,
     ) -> None:
         check_int("workers", workers, 1)
         check_int("max_restarts", max_restarts, 0)
+        self.heartbeat_timeout = check_positive("heartbeat_timeout", heartbeat_timeout)
         if not agents:
             raise ValueError("WorkerPool needs at least one agent, got none")
         if not isinstance(restart_workers, bool):
@@ -324,7 +355,7 @@ class WorkerPool:
                 if worker.control_fd < 0:
                     continue
                 try:
-                    send_message(worker.control_fd, self._control_lock, ("stop",))
+                    send_message(worker.control_fd, self._control_lock, ["stop"])
                 except OSError:
                     pass  # already gone
 
@@ -374,7 +405,8 @@ class WorkerPool:
             ids = [self.agents[p].id for p in ending]
             restart = self.restart_workers and ending and worker.restarts < self.max_restarts
             process = worker.process
-            error = WorkerError(worker.name, process.pid, process.exitcode, ids, "are restarted" if restart else "end")
+            fate = "are restarted" if restart else "end"
+            error = WorkerError(worker.name, process.pid, process.exitcode, ids, fate, worker.fault)
             if not ending:
                 logger.warning("%s", error)
                 return
@@ -405,46 +437,80 @@ class WorkerPool:
         for fd in (request_fd, message_fd, sentinel):
             poller.register(fd, select.POLLIN)
         leftover = b""
-        next_sync = time.monotonic() + COUNTER_INTERVAL
+        now = time.monotonic()
+        next_sync, heard = now + COUNTER_INTERVAL, now
         while True:
             dead = False
-            for fd, _ in poller.poll(POLL_SECONDS * 1000):
-                if fd == request_fd:
-                    data = os.read(request_fd, 65536)
-                    if not data:
-                        poller.unregister(request_fd)
-                        continue
-                    requests: List[SlotRequest] = []
-                    leftover = self._requests(worker, leftover + data, requests)
-                    self._queue(requests)
-                elif fd == message_fd:
-                    if not self._handle_message(worker, receive_message(message_fd)):
-                        poller.unregister(message_fd)
-                else:
-                    dead = True
+            events = poller.poll(POLL_SECONDS * 1000)
             now = time.monotonic()
+            try:
+                for fd, _ in events:
+                    if fd == request_fd:
+                        data = os.read(request_fd, 65536)
+                        if not data:
+                            poller.unregister(request_fd)
+                            continue
+                        requests: List[SlotRequest] = []
+                        leftover = self._requests(worker, leftover + data, requests)
+                        self._queue(requests)
+                    elif fd == message_fd:
+                        if not self._handle_message(worker, receive_message(message_fd)):
+                            poller.unregister(message_fd)
+                    else:
+                        dead = True
+            except ValueError as exc:
+                self._end(worker, f"its {'request' if fd == request_fd else 'message'} pipe carried {exc}")
+                for pipe in (request_fd, message_fd):
+                    try:
+                        poller.unregister(pipe)
+                    except KeyError:  # already at its end of file
+                        pass
+            if events:
+                heard = now  # any traffic is a heartbeat
+            elif now - heard > self.heartbeat_timeout and worker.fault is None:
+                self._end(
+                    worker, f"it sent nothing for {now - heard:.1f} s (heartbeat_timeout {self.heartbeat_timeout:g} s)"
+                )
             if now >= next_sync:
                 next_sync = now + COUNTER_INTERVAL
                 self._sync_counters(worker.positions)
             if dead:
                 break
-        # The process has ended: gather what it sent before.
-        while _readable(message_fd, 0.0):
-            if not self._handle_message(worker, receive_message(message_fd)):
-                break
+        # The process has ended: gather what it sent before (unless what it sent is why it ended).
+        while worker.fault is None and _readable(message_fd, 0.0):
+            try:
+                if not self._handle_message(worker, receive_message(message_fd)):
+                    break
+            except ValueError as exc:
+                worker.fault = f"its message pipe carried {exc}"
         process.join()
         self._sync_counters(worker.positions)
 
+    def _end(self, worker: _Worker, reason: str) -> None:
+        """End a worker that broke the protocol or stopped answering: SIGKILL to the process this
+        pool forked (a stopped one included); its death is then reported with ``reason``."""
+        worker.fault = reason
+        logger.warning("ending %s (pid %s): %s", worker.name, worker.process.pid, reason)
+        worker.process.kill()
+
     def _requests(self, worker: _Worker, data: bytes, into: List[SlotRequest]) -> bytes:
         """One prediction request per slot number in ``data``, appended to ``into``; returns an
-        incomplete tail."""
+        incomplete tail.
+
+        Raises:
+            ValueError: a slot number that is not one of the worker's agents' (nothing is queued).
+        """
         whole = len(data) - len(data) % SLOT_NUMBER.size
         slots, reply_fds = self._slots, worker.reply_fds
+        requests = []
         for (number,) in SLOT_NUMBER.iter_unpack(data[:whole]):
+            if number >= len(slots) or slots[number].agent_id not in reply_fds:
+                raise ValueError(f"slot number {number}, which is not one of {worker.name}'s agents'")
             slot = slots[number]
             request = SlotRequest(slot, reply_fds[slot.agent_id])
             slot.requested_at = request.start
-            into.append(request)
+            requests.append(request)
+        into.extend(requests)
         return data[whole:]
 
     def _queue(self, requests: List[SlotRequest]) -> None:
@@ -455,30 +521,58 @@ class WorkerPool:
             except StoppedError as exc:
                 request.finish(error=exc)
 
-    def _handle_message(self, worker: _Worker, message: Optional[tuple]) -> bool:
-        """Act on one message from a worker; False at end of file."""
+    def _handle_message(self, worker: _Worker, message: object) -> bool:
+        """Act on one message from a worker; False at end of file.
+
+        Raises:
+            ValueError: a message of an unknown kind or shape, or about an agent not of the worker.
+        """
         if message is None:
             return False
-        kind = message[0]
+        kind = message[0] if isinstance(message, list) and message else None
+        arity = _MESSAGE_ARITY.get(kind) if isinstance(kind, str) else None
+        if arity is None or arity != len(message):
+            raise ValueError(f"a message that is not one of {sorted(_MESSAGE_ARITY)}: {_brief(message)}")
         if kind == "learn":
             _, number, batch = message
-            slot = self._slots[number]
+            slot = self._own_slot(worker, number)
             slot.requested_at = time.perf_counter()
+            if isinstance(batch, tuple) and len(batch) == len(Transition._fields):
+                batch = Transition(*batch)  # else the wrapper tells the agent what it sent
             request = LearnRequest(slot.agent_id, batch, worker.reply_fds[slot.agent_id], slot)
             try:
                 self.wrappers[slot.task].training_queue.put(request)
             except StoppedError as exc:
                 request.finish(error=exc)
         elif kind == "episode":
-            self._on_episode(message[1])
+            record = message[1]
+            if not (isinstance(record, dict) and self._own_agent(worker, record.get("agent_id"))):
+                raise ValueError(f"an episode record of no agent of {worker.name}: {_brief(record)}")
+            self._on_episode(record)
         elif kind == "error":
             _, agent_id, episode, described = message
+            if not (self._own_agent(worker, agent_id) and type(episode) is int and isinstance(described, dict)):
+                raise ValueError(f"an error message of no agent of {worker.name}: {_brief(message)}")
             self._on_error(_agent_error(agent_id, episode, described))
         elif kind == "done":
-            self._done[message[1]] = True
+            position = message[1]
+            if not self._own_agent(worker, position):  # positions are agent ids
+                raise ValueError(f"a 'done' of no agent of {worker.name}: {_brief(position)}")
+            self._done[position] = True
         elif kind == "exit":
             worker.exited = True
         return True
+
+    def _own_slot(self, worker: _Worker, number: object) -> Slot:
+        if type(number) is not int or not 0 <= number < len(self._slots):
+            raise ValueError(f"a slot number {_brief(number)} out of range")
+        slot = self._slots[number]
+        if slot.agent_id not in worker.reply_fds:
+            raise ValueError(f"slot number {number}, which is not one of {worker.name}'s agents'")
+        return slot
+
+    def _own_agent(self, worker: _Worker, agent_id: object) -> bool:
+        return type(agent_id) is int and agent_id in worker.reply_fds
 
     def _sync_counters(self, positions: Optional[Sequence[int]] = None) -> None:
         """Copy the live counters onto the parent's agent objects."""
@@ -512,6 +606,7 @@ class WorkerPool:
             worker.request_fd, worker.message_fd, worker.control_fd = request_r, message_r, control_w
             worker.reply_fds = {agent_id: w for agent_id, (_, w) in replies.items()}
             worker.exited = False
+            worker.fault = None
             parent_fds = {request_r, message_r, control_w, *worker.reply_fds.values()}
             self._parent_fds.update(parent_fds)
             child = {
@@ -520,6 +615,7 @@ class WorkerPool:
                 "control_fd": control_r,
                 "reply_fds": {agent_id: pair for agent_id, pair in replies.items()},
                 "keep": set(worker.reply_fds.values()),
+                "heartbeat_interval": self.heartbeat_timeout / HEARTBEATS_PER_TIMEOUT,
                 "close": set(self._parent_fds) - set(worker.reply_fds.values()),
             }
             process = self._context.Process(
@@ -599,6 +695,7 @@ class _WorkerRuntime:
         self.send_lock = threading.Lock()
         self.stopped = threading.Event()
         self.grace = 1.0
+        self.heartbeat_interval: float = child["heartbeat_interval"]
         counters = pool.counters
         for position in worker.positions:
             agent = pool.agents[position]
@@ -642,7 +739,7 @@ class _WorkerRuntime:
             deadline = time.monotonic() + self.grace
             for thread in threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
-        self.send(("exit",))
+        self.send(["exit"])
         return 0
 
     def _run_agent(self, agent: Agent, position: int) -> None:
@@ -652,36 +749,54 @@ class _WorkerRuntime:
             # Counted (by play_games) before it is sent: a worker killed in between loses the record,
             # and a restart never plays the episode twice.
             publish()
-            self.send(("episode", record))
+            try:
+                self.send(["episode", record])
+            except ValueError as exc:  # a value in the record that does not cross
+                what = f"the record of episode {record['episode']}"
+                raise _RecordError(f"{what} cannot reach the parent: {exc}") from None
+
+        def on_error(error: AgentError) -> None:
+            self.send(["error", error.agent_id, error.episode, _describe(error)])
 
         try:
-            play_games(
-                agent,
-                self.stopped.is_set,
-                on_episode,
-                lambda error: self.send(("error", error.agent_id, error.episode, _describe(error))),
-            )
+            play_games(agent, self.stopped.is_set, on_episode, on_error)
+        except _RecordError as exc:
+            on_error(AgentError(agent.id, agent.episode - 1, exc))
         except OSError:
             os._exit(1)  # the parent is gone
         finally:
             publish()
             try:
-                self.send(("done", position))
+                self.send(["done", position])
             except OSError:
                 pass
 
     def _control(self) -> None:
-        """Wait for the parent's stop; end the worker if the parent dies."""
+        """Wait for the parent's stop; send a heartbeat every ``heartbeat_interval``; end the worker
+        if the parent dies or its control pipe carries what does not decode."""
+        wait = min(PARENT_CHECK_SECONDS, self.heartbeat_interval)
+        next_beat = time.monotonic()
         while True:
-            ready = _readable(self.control_fd, PARENT_CHECK_SECONDS)
+            now = time.monotonic()
+            if now >= next_beat:
+                next_beat = now + self.heartbeat_interval
+                try:
+                    self.send(["alive"])
+                except OSError:
+                    os._exit(1)  # the parent is gone
+            ready = _readable(self.control_fd, wait)
             if os.getppid() != self.parent_pid:
                 os._exit(1)
             if not ready:
                 continue
-            message = receive_message(self.control_fd)
+            try:
+                message = receive_message(self.control_fd)
+            except ValueError as exc:
+                print(f"{self.worker.name}: its control pipe carried {exc}", file=sys.stderr, flush=True)
+                os._exit(2)
             if message is None:  # end of file: the parent closed or died
                 os._exit(1)
-            if message[0] == "stop":
+            if message == ["stop"]:
                 self.stopped.set()
                 for _, reply_w in self.reply_fds.values():
                     try:
@@ -689,6 +804,10 @@ class _WorkerRuntime:
                     except OSError:
                         pass
                 return
+
+
+class _RecordError(ValueError):
+    """An episode record that cannot be sent to the parent (a value :mod:`parl.wire` does not carry)."""
 
 
 def _counter_publisher(agent: Agent, row: np.ndarray) -> Callable[[], None]:
@@ -709,7 +828,8 @@ def _counter_publisher(agent: Agent, row: np.ndarray) -> Callable[[], None]:
 class ProcessRunner(AgentRunner):
     """``Manager(..., placement="processes", workers=N)``: the Manager's agents in a :class:`WorkerPool`.
 
-    Options (``context.options``): ``workers`` (None: one per core) and ``restart_workers``.
+    Options (``context.options``): ``workers`` (None: one per core), ``restart_workers`` and
+    ``heartbeat_timeout`` (seconds; None: :data:`HEARTBEAT_TIMEOUT`).
 
     Helpers are bound to in-process communicators in the parent (they give the specs);
     each worker swaps in its shared-memory transport after the fork. Episodes and
@@ -724,6 +844,10 @@ class ProcessRunner(AgentRunner):
         if not isinstance(restart_workers, bool):
             raise ValueError(f"restart_workers must be True or False, got {restart_workers!r}")
         self.restart_workers = restart_workers
+        heartbeat_timeout = context.options.get("heartbeat_timeout")
+        self.heartbeat_timeout = check_positive(
+            "heartbeat_timeout", HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
+        )
         self._on_episode = context.record_episode
         self._on_error = context.record_error
         #: The pool, once started.
@@ -740,6 +864,7 @@ class ProcessRunner(AgentRunner):
             self.context.wrappers,
             workers=self.workers,
             restart_workers=self.restart_workers,
+            heartbeat_timeout=self.heartbeat_timeout,
             on_episode=self._on_episode,
             on_error=self._on_error,
         )
@@ -770,6 +895,12 @@ def _default_workers() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def _brief(value: object) -> str:
+    """``repr(value)``, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _readable(fd: int, timeout: float) -> bool:
