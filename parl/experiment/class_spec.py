@@ -29,8 +29,9 @@ from pydantic_core import ErrorDetails, core_schema
 from parl.validation import ParameterError
 
 CLASS_KEY = "class"
-#: Config values are validated strictly (no bool for an int, no text for a number); any class may be a hint.
-STRICT = ConfigDict(strict=True, arbitrary_types_allowed=True)
+#: Config values are validated strictly (no bool for an int, no text for a number, no inf or nan for a float);
+#: any class may be a hint.
+STRICT = ConfigDict(strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
 
 class ConfigError(ValueError):
@@ -376,7 +377,8 @@ def error_line(error: ErrorDetails, hint: Any, value: Any, key_path: str) -> str
     if kind == "extra_forbidden":
         known = list(hint.model_fields)
         return f"{path}: unknown key{did_you_mean(str(loc[-1]), known) or '; expected one of: ' + ', '.join(known)}"
-    return f"{path}: expected {describe(hint, bounds=kind not in _NOT_AN_INTEGER)}, got {value!r}"
+    words = "a finite number" if kind == "finite_number" else describe(hint, "" if kind in _NOT_AN_INTEGER else kind)
+    return f"{path}: expected {words}, got {value!r}"
 
 
 def _follow(loc: Tuple[Any, ...], hint: Any, value: Any, key_path: str) -> Tuple[str, Any, Any]:
@@ -414,12 +416,12 @@ _PLURALS = {bool: "booleans (true or false)", int: "integers", float: "numbers",
 _SEQUENCES = (tuple, list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable)
 
 
-def describe(hint: Any, bounds: bool = False) -> str:
-    """What a type hint asks for, in words (``"a list of numbers or null"``); with ``bounds``, with its
-    constraints (``"an integer >= 1"``)."""
+def describe(hint: Any, bounds: str = "") -> str:
+    """What a type hint asks for, in words (``"a list of numbers or null"``); with ``bounds``, pydantic's error
+    type, its constraints too (``"an integer >= 1"``)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
-        return _bounded(args[0], args[1:]) if bounds else describe(args[0])
+        return _bounded(args[0], args[1:], bounds) if bounds else describe(args[0])
     if origin in _UNIONS:
         words = " or ".join(describe(a, bounds) for a in args if a is not type(None))
         return words + (" or null" if type(None) in args else "")
@@ -443,23 +445,20 @@ def describe(hint: Any, bounds: bool = False) -> str:
     )
 
 
-def _bounded(hint: Any, metadata: Sequence[Any]) -> str:
-    """``hint`` with its constraints (``Field(ge=1, le=64)``, ``gt=0``, ``min_length=1``, ``allow_inf_nan=False``)."""
+def _bounded(hint: Any, metadata: Sequence[Any], kind: str) -> str:
+    """``hint`` with its constraints (``Field(ge=1, le=64)``, ``gt=0``, ``min_length=1``) for pydantic's error
+    ``kind``: a value below a range is told the lower bound (``an integer >= 1``, as check_int says), others
+    the whole range."""
     found: Dict[str, Any] = {}
     for constraint in (c for m in metadata for c in (m.metadata if isinstance(m, FieldInfo) else [m])):
-        names = ("gt", "ge", "le", "min_length", "allow_inf_nan")
+        names = ("gt", "ge", "le", "min_length")
         found.update({k: getattr(constraint, k) for k in names if getattr(constraint, k, None) is not None})
     noun, low, high = "an integer" if hint is int else "a number", found.get("ge"), found.get("le")
+    high = None if kind == "greater_than_equal" else high
+    if low is not None and high is not None:
+        return f"{noun} in [{low}, {high}]"
     if low is not None or high is not None:
-        text = (
-            f"{noun} in [{low}, {high}]"
-            if None not in (low, high)
-            else f"{noun} >= {low}"
-            if high is None
-            else f"{noun} <= {high}"
-        )
-    elif found.get("gt") == 0:
-        text = "a positive number"
-    else:
-        text = "a non-empty string" if found.get("min_length") == 1 and hint is str else describe(hint, bounds=True)
-    return text.replace("a number", "a finite number") if found.get("allow_inf_nan") is False else text
+        return f"{noun} >= {low}" if low is not None else f"{noun} <= {high}"
+    if found.get("gt") == 0:
+        return "a positive number"
+    return "a non-empty string" if found.get("min_length") == 1 and hint is str else describe(hint, kind)

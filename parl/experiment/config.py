@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import os
 import re
 import sys
 import typing
@@ -55,11 +56,21 @@ _TASK_DEFAULTS = {f.name: f.default for f in fields(parl.TaskSettings)}
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")  # task names: file names and metric tags
 _RUN_NAME = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
 
+_CPUS = os.cpu_count() or 1
+#: The most agents: 64 per CPU, and under 1000 so that two robot seeds' agent seeds (seed * 1000 + i) never meet.
+MAX_AGENTS = min(999, 64 * _CPUS)
+#: The most worker processes: 4 per CPU.
+MAX_WORKERS = 4 * _CPUS
+#: The largest batch size (requests or training batches).
+MAX_BATCH = 1 << 16
+#: The largest seed: numpy's global generator takes seeds below 2**32.
+MAX_SEED = 2**32 - 1
+
 PositiveInt = Annotated[int, Field(ge=1)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 #: A batch size: an integer, or ``agents`` for the robot's agent count (put in at load).
-BatchSize = Union[PositiveInt, Literal["agents"]]
+BatchSize = Union[Annotated[int, Field(ge=1, le=MAX_BATCH)], Literal["agents"]]
 #: A mapping that YAML's empty value (null) leaves empty.
 OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 
@@ -67,7 +78,7 @@ OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 class _Section(BaseModel):
     """A mapping of the config: unknown keys are errors, values strict, null all defaults."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -201,13 +212,13 @@ class RobotConfig(_Section):
     """A checked robot config; :mod:`parl.experiment.build` turns it into a Manager."""
 
     name: str
-    seed: Annotated[int, Field(ge=0)] = 0
-    agents: PositiveInt = 1
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    agents: Annotated[int, Field(ge=1, le=MAX_AGENTS)] = 1
     log_dir: NonEmptyStr = Field(default_factory=lambda data: f"runs/{data['name']}")
     python_path: List[str] = []
     thread_placement: Literal[affinity.PLACEMENTS] = "one_core"
     placement: str = "threads"
-    workers: Optional[PositiveInt] = None
+    workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
     env: EnvConfig
     agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
         default={"class": DEFAULT_AGENT}, validate_default=True
@@ -229,6 +240,15 @@ class RobotConfig(_Section):
     def _run_name(cls, value: Any) -> str:
         if not isinstance(value, str) or not _RUN_NAME.match(value):
             raise ParameterError("name", "a name of letters, digits, '_', '-' and '.'", value)
+        return value
+
+    @field_validator("log_dir")
+    @classmethod
+    def _a_directory(cls, value: str) -> str:
+        path = Path(value).resolve()
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise ValueError(f"not writable: {str(blocker)!r} is a file, not a directory")
         return value
 
     @field_validator("python_path", mode="before")
@@ -300,7 +320,9 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
         raise ConfigError(f"{source}: expected a mapping of config keys, got a {type(data).__name__}")
     config = _validated(RobotConfig, {"name": Path(source).stem, **data}, "", {"base_dir": base_dir})
     config._source = source
-    spaces = EnvSpaces.of(lambda: config.env.make(checked=True), f"env {config.env.id or config.env.factory}")
+    env = config.env
+    where = "env.id" if env.id is not None else "env.factory"
+    spaces = EnvSpaces.of(lambda: env.make(checked=True), f"env {env.id or env.factory}", where)
     for task in config.tasks.values():
         task._model_sizes = spaces.model_sizes(task.model)
     _check_by_building(config, spaces)

@@ -45,13 +45,16 @@ class EnvSpaces:
     unavailable: Dict[str, str]
 
     @classmethod
-    def of(cls, make_env: Callable[[], Any], name: str) -> "EnvSpaces":
-        """The spaces of one environment from ``make_env()``, closed at once.
+    def of(cls, make_env: Callable[[], Any], name: str, key_path: str = "env") -> "EnvSpaces":
+        """The spaces of one environment from ``make_env()`` (configured at ``key_path``), closed at once.
 
         Raises:
-            ConfigError: ``env.id: ...`` for an id gymnasium does not know, ``env: ...`` for any other failure.
+            ConfigError: ``env.id: ...`` for an id gymnasium does not know, ``<key_path>: ...`` for what
+                has no spaces, ``env: ...`` for any other failure.
         """
         instance = _made(make_env)
+        if not (hasattr(instance, "observation_space") and hasattr(instance, "action_space")):
+            raise ConfigError(f"{key_path}: expected an environment (with spaces), got {instance!r}"[:300])
         try:
             observation_space, action_space = instance.observation_space, instance.action_space
         finally:
