@@ -472,3 +472,37 @@ def test_build_manager_gives_a_robot_that_plays(tmp_path: Path) -> None:
     assert stats.predictions == sum(e["steps"] for e in episodes) and stats.training_batches > 0
     actions, _ = manager.tasks["RL"].predict({"obs": np.zeros((3, 4), np.float32)}, {})
     assert actions["action"].shape == (3, 1)
+
+
+def test_final_episodes_default_to_null_and_take_a_positive_integer(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, VALID))
+    assert config.evaluation.final_episodes is None and config.to_dict()["evaluation"]["final_episodes"] is None
+    assert load_config(write(tmp_path, VALID), ["evaluation.final_episodes=50"]).evaluation.final_episodes == 50
+    assert error_of(write(tmp_path, VALID), ["evaluation.final_episodes=0"]) == (
+        "evaluation.final_episodes: expected an integer >= 1 or null, got 0"
+    )
+
+
+def test_batch_sizes_may_say_agents(tmp_path: Path) -> None:
+    batching = {"max_batchsize": "agents", "min_batchsize": "agents", "max_training_batchsize": "agents"}
+    path = write(tmp_path, changed({"tasks.RL.batching": {**batching, "training_timeout": 1.0}}))
+    for agents in (2, 8):
+        config = load_config(path, [f"agents={agents}"])
+        sizes = config.tasks["RL"].batching
+        assert (sizes.max_batchsize, sizes.min_batchsize, sizes.max_training_batchsize) == (agents,) * 3
+        assert config.to_dict()["tasks"]["RL"]["batching"] == {
+            **dict.fromkeys(batching, agents),
+            "training_timeout": 1.0,
+        }
+        settings = task_settings(config, "RL")
+        assert (settings.max_batchsize, settings.min_batchsize, settings.max_training_batchsize) == (agents,) * 3
+    assert error_of(path, ["tasks.RL.batching.max_batchsize=agent"]) == (
+        "tasks.RL.batching.max_batchsize: expected an integer or 'agents', got 'agent'"
+    )
+
+
+def test_min_batchsize_is_at_most_the_number_of_agents(tmp_path: Path) -> None:
+    sizes = {"max_batchsize": 8, "min_batchsize": 8, "max_training_batchsize": 8}
+    path = write(tmp_path, changed({"agents": 4, "tasks.RL.batching": sizes}))
+    assert error_of(path) == "tasks.RL.batching.min_batchsize: expected at most the number of agents (4), got 8"
+    assert load_config(path, ["agents=8"]).tasks["RL"].batching.min_batchsize == 8

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 import parl
+from parl.experiment.class_spec import build_checked
 from parl.experiment.config import RobotConfig
 from parl.validation import check_int
 
@@ -54,9 +55,13 @@ def make_env(config: RobotConfig) -> Any:
 
 def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None) -> parl.Agent:
     """Agent ``index``, in a new environment: ``cls(env, seed=seed * 1000 + index, **kwargs)``;
-    ``seed`` replaces that seed (evaluation agents)."""
+    ``seed`` replaces that seed (evaluation agents).
+
+    Raises:
+        ConfigError: the agent class fails in its constructor (one line at ``agent``).
+    """
     seed = agent_seed(config, index) if seed is None else seed
-    return config.agent.build(args=(make_env(config),), extra={"seed": seed})
+    return build_checked(config.agent, args=(make_env(config),), extra={"seed": seed})
 
 
 def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]:

@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
@@ -80,8 +81,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from parl.core.errors import EpisodeResultError
     from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
+    from parl.experiment.class_spec import UserExitError
     from parl.experiment.config import ConfigError
-    from parl.experiment.exits import describe_exit
     from parl.experiment.trainer import ResultWriteError
 
     try:
@@ -92,14 +93,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "export":
             return _export(args)
         return _plot(args)
+    except UserExitError as exc:  # before ConfigError, of which it is one: the code, not the config, failed
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (CheckpointWriteError, EpisodeResultError, ResultWriteError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except SystemExit as exc:  # user code (a model, an agent, a module of a class path) exited
-        print(f"parl {args.command}: {describe_exit(exc)}", file=sys.stderr)
+    except SystemExit as exc:  # user code exited elsewhere than in what the config builds
+        print(f"parl {args.command}: {_exit_site(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except (FileNotFoundError, ValueError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
@@ -131,6 +135,17 @@ def _train(args: argparse.Namespace) -> int:
         )
         return EXIT_STUCK
     return 0
+
+
+def _exit_site(exc: SystemExit) -> str:
+    """``<file>:<line> (<function>) called sys.exit(3)``: where the innermost frame of ``exc`` exited."""
+    from parl.experiment.class_spec import exit_call
+
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    if not frames:
+        return f"{exit_call(exc)} was called"
+    frame, line = frames[-1]
+    return f"{frame.f_code.co_filename}:{line} ({frame.f_code.co_name}) called {exit_call(exc)}"
 
 
 def _stopped_by(stop_reason: str) -> str:

@@ -9,6 +9,9 @@ from paddle import _C_ops
 
 from parl.layers.layer_func import LayerFunc, ParamSpec, activation
 
+#: The widest fully connected layer: a 16384 x 16384 float32 weight is 1 GiB.
+MAX_SIZE = 1 << 14
+
 
 class FC(LayerFunc):
     """``act(x @ w + b)`` over the last axis of ``x``."""
@@ -23,8 +26,8 @@ class FC(LayerFunc):
         name: Optional[str] = None,
         weight_init: Optional[paddle.nn.initializer.Initializer] = None,
     ) -> None:
-        if not isinstance(size, int) or size < 1:
-            raise ValueError(f"fc size must be a positive integer, got {size!r}")
+        if not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
+            raise ValueError(f"fc size must be an integer in [1, {MAX_SIZE}], got {size!r}")
         super().__init__("fc", name)
         self.size = size
         self.act_name = act
