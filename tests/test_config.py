@@ -506,3 +506,11 @@ def test_min_batchsize_is_at_most_the_number_of_agents(tmp_path: Path) -> None:
     path = write(tmp_path, changed({"agents": 4, "tasks.RL.batching": sizes}))
     assert error_of(path) == "tasks.RL.batching.min_batchsize: expected at most the number of agents (4), got 8"
     assert load_config(path, ["agents=8"]).tasks["RL"].batching.min_batchsize == 8
+
+
+def test_stall_seconds_reaches_the_managers_watchdog(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID)
+    assert load_config(path).stall_seconds == 60.0
+    assert build_manager(load_config(path, ["stall_seconds=5"])).stall_seconds == 5.0
+    assert build_manager(load_config(path, ["stall_seconds=null"])).stall_seconds is None
+    assert error_of(path, ["stall_seconds=0"]).startswith("stall_seconds: expected a positive number")

@@ -80,6 +80,7 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         workers=config.workers,
         shared=config.shared,
         thread_placement=config.thread_placement,
+        stall_seconds=config.stall_seconds,
     )
     for index in range(config.agents):
         manager.add_agent(make_agent(config, index), make_helpers(config, index))

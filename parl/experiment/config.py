@@ -46,6 +46,7 @@ from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_check
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
+from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
@@ -226,6 +227,7 @@ class RobotConfig(_Section):
     thread_placement: Literal[affinity.PLACEMENTS] = "auto"
     placement: str = "threads"
     workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
+    stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
     env: EnvConfig
     agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
         default={"class": DEFAULT_AGENT}, validate_default=True
