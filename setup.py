@@ -55,6 +55,7 @@ setup(
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
-        "test": ["pytest>=7", "ale-py>=0.10", "opencv-python-headless>=4.10"],
+        # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
+        "test": ["pytest>=7", "pytest-timeout>=2.2", "ale-py>=0.10", "opencv-python-headless>=4.10"],
     },
 )
