@@ -79,8 +79,8 @@ PPO_OPTIONS = (
     "num_minibatches, value_clip, value_coef"
 )
 TOP_KEYS = (
-    "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, env, agent, tasks, shared, "
-    "train, evaluation, checkpoint"
+    "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, env, agent, "
+    "tasks, shared, train, evaluation, checkpoint"
 )
 
 MALFORMED = {
