@@ -79,8 +79,8 @@ PPO_OPTIONS = (
     "num_minibatches, value_clip, value_coef"
 )
 TOP_KEYS = (
-    "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, env, agent, "
-    "tasks, shared, train, evaluation, checkpoint"
+    "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, heartbeat_timeout, "
+    "env, agent, tasks, shared, train, evaluation, checkpoint"
 )
 
 MALFORMED = {
@@ -514,3 +514,23 @@ def test_stall_seconds_reaches_the_managers_watchdog(tmp_path: Path) -> None:
     assert build_manager(load_config(path, ["stall_seconds=5"])).stall_seconds == 5.0
     assert build_manager(load_config(path, ["stall_seconds=null"])).stall_seconds is None
     assert error_of(path, ["stall_seconds=0"]).startswith("stall_seconds: expected a positive number")
+
+
+def test_max_skipped_updates_reaches_the_task(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID)
+    assert load_config(path).tasks["RL"].max_skipped_updates == 100
+    task = task_settings(load_config(path, ["tasks.RL.max_skipped_updates=3"]), "RL").make_task("RL")
+    assert task._skips.max_in_a_row == 3
+    assert error_of(path, ["tasks.RL.max_skipped_updates=0"]) == (
+        "tasks.RL.max_skipped_updates: expected an integer >= 1, got 0"
+    )
+
+
+def test_heartbeat_timeout_is_an_option_of_worker_processes_only(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID)
+    config = load_config(path, ["placement=processes", "heartbeat_timeout=2.5"])
+    assert config.heartbeat_timeout == 2.5 and load_config(path).heartbeat_timeout is None
+    assert error_of(path, ["heartbeat_timeout=2.5"]).startswith(
+        "heartbeat_timeout: heartbeat_timeout applies to placement 'processes' only"
+    )
+    assert error_of(path, ["workers=2"]).startswith("workers: workers applies to placement 'processes' only")

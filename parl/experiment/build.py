@@ -45,6 +45,7 @@ def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
         input_clip=transforms.input_clip,
         reward_scale=transforms.reward_scale,
         reward_clip=transforms.reward_clip,
+        max_skipped_updates=task.max_skipped_updates,
     )
 
 
@@ -81,6 +82,7 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         shared=config.shared,
         thread_placement=config.thread_placement,
         stall_seconds=config.stall_seconds,
+        heartbeat_timeout=config.heartbeat_timeout,
     )
     for index in range(config.agents):
         manager.add_agent(make_agent(config, index), make_helpers(config, index))

@@ -174,6 +174,7 @@ class TaskConfig(_Section):
     helper: Annotated[ClassSpec, Spec(base=parl.AgentHelper)]
     batching: BatchingConfig = Field(default_factory=BatchingConfig)
     transforms: TransformsConfig = Field(default_factory=TransformsConfig)
+    max_skipped_updates: PositiveInt = _TASK_DEFAULTS["max_skipped_updates"]
     _model_sizes: Dict[str, int] = PrivateAttr(default_factory=dict)
 
     @property
@@ -228,6 +229,7 @@ class RobotConfig(_Section):
     placement: str = "threads"
     workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
     stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
+    heartbeat_timeout: Optional[PositiveFloat] = None
     env: EnvConfig
     agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
         default={"class": DEFAULT_AGENT}, validate_default=True
@@ -292,6 +294,17 @@ class RobotConfig(_Section):
             if not isinstance(name, str) or not _TASK_NAME.match(name):
                 raise ValueError(f"task names are letters, digits, '_' and '-', got {name!r}")
         return {name: _validated(TaskConfig, task, f"tasks.{name}", info.context) for name, task in value.items()}
+
+    @model_validator(mode="after")
+    def _placement_options(self) -> "RobotConfig":
+        try:
+            registry.check_options(
+                self.placement, {"workers": self.workers, "heartbeat_timeout": self.heartbeat_timeout}
+            )
+        except ValueError as exc:
+            option = "workers" if str(exc).startswith("workers") else "heartbeat_timeout"
+            raise ConfigError(f"{option}: {exc}") from None
+        return self
 
     @model_validator(mode="after")
     def _agent_batches(self) -> "RobotConfig":

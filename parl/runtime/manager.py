@@ -72,6 +72,7 @@ from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
+from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_positive
 
 logger = logging.getLogger("parl")
@@ -100,6 +101,8 @@ class TaskSettings:
         input_clip: bound on normalized inputs.
         reward_scale: rewards are multiplied by this before learning.
         reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
+        max_skipped_updates: updates in a row skipped for a non-finite loss or gradient before the task
+            raises (see :class:`~parl.serving.computation_task.ComputationTask`).
     """
 
     algorithm_func: Callable[[], Algorithm]
@@ -111,6 +114,7 @@ class TaskSettings:
     input_clip: float = 10.0
     reward_scale: float = 1.0
     reward_clip: Optional[float] = None
+    max_skipped_updates: int = DEFAULT_MAX_SKIPPED_UPDATES
 
     def make_task(self, name: str) -> ComputationTask:
         """A ComputationTask built from these settings (the Manager's, or a separate evaluator)."""
@@ -121,6 +125,7 @@ class TaskSettings:
             input_clip=self.input_clip,
             reward_scale=self.reward_scale,
             reward_clip=self.reward_clip,
+            max_skipped_updates=self.max_skipped_updates,
         )
 
 
