@@ -39,11 +39,11 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
-from parl.serving.checkpoint_format import ARRAYS_SUFFIX, CheckpointError
+from parl.experiment.metrics import report_stderr
+from parl.serving.checkpoint_format import ARRAYS_SUFFIX, CheckpointError, arrays_path
 from parl.serving.computation_task import ComputationTask, TaskCheckpoint
 from parl.validation import check_int
 
@@ -53,8 +53,8 @@ ROBOT_FILE = "robot.json"
 LATEST_FILE = "latest"
 #: The file name of a task's checkpoint metadata, from the task's name (its arrays: ``{task}.safetensors``).
 TASK_FILE = "{task}.json"
-#: The task file of the pickle format before, refused when found.
-LEGACY_TASK_FILE = "{task}.ckpt"
+#: The ending of a task file of the pickle format before (``<task>.ckpt``), refused when found.
+LEGACY_SUFFIX = ".ckpt"
 
 _CHECKPOINT_DIR = re.compile(r"ckpt-(\d{10,})")
 _TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -158,10 +158,10 @@ class CheckpointManager:
             CheckpointError: there are checkpoints, but none of them is intact and fits ``tasks``
                 (the message names the newest and why it was refused).
         """
-        report = report or _report_stderr
+        report = report or report_stderr
         candidates = self._candidates()
-        legacy = self._legacy_checkpoints()
-        if not candidates and legacy:
+        legacy = [] if candidates else self._legacy_checkpoints()  # looked for only when nothing else is there
+        if legacy:
             raise CheckpointError(_legacy_message(legacy[0]))
         named, problem = self._named_latest()
         if problem is not None:
@@ -343,7 +343,7 @@ def _is_legacy(path: str) -> bool:
         names = os.listdir(path)
     except OSError:
         return False
-    return any(n.endswith(".ckpt") for n in names) and not any(n.endswith(ARRAYS_SUFFIX) for n in names)
+    return any(n.endswith(LEGACY_SUFFIX) for n in names) and not any(n.endswith(ARRAYS_SUFFIX) for n in names)
 
 
 def _legacy_message(path: str) -> str:
@@ -357,7 +357,7 @@ def _legacy_message(path: str) -> str:
 def _task_files(task: str) -> List[str]:
     """The file names of task ``task``'s checkpoint."""
     meta = TASK_FILE.format(task=task)
-    return [meta, os.path.splitext(meta)[0] + ARRAYS_SUFFIX]
+    return [meta, arrays_path(meta)]
 
 
 def _file_sha256(path: str) -> str:
@@ -372,10 +372,6 @@ def _reason(exc: OSError) -> str:
     """An OSError in a few words: its message and the file."""
     text = exc.strerror or str(exc)
     return f"{text} ({exc.filename})" if exc.filename else text
-
-
-def _report_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def check_writable(directory: str) -> None:

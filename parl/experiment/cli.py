@@ -155,28 +155,10 @@ def _stopped_by(stop_reason: str) -> str:
     return f"stopped ({stop_reason})"
 
 
-def resolve_checkpoint(path: str) -> str:
-    """The checkpoint directory ``path`` means: itself when it is one, else the latest one in
-    ``path`` (a checkpoints directory) or in ``path/checkpoints`` (a run's log dir).
-
-    Raises:
-        FileNotFoundError: no checkpoint there.
-    """
-    from parl.experiment.checkpoints import CheckpointManager
-
-    if os.path.isfile(os.path.join(path, "robot.json")):
-        return path
-    for directory in (os.path.join(path, "checkpoints"), path):
-        if os.path.isdir(directory):
-            latest = CheckpointManager(directory).latest()
-            if latest is not None:
-                return latest
-    raise FileNotFoundError(f"no checkpoint in {path}")
-
-
 def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str, Dict[str, object]]:
-    """Restore ``tasks`` from the checkpoint ``path`` means (as :func:`resolve_checkpoint`);
-    return its directory and counters. A checkpoint directory named itself is loaded or refused;
+    """Restore ``tasks`` from the checkpoint ``path`` means (itself when it is a checkpoint directory,
+    else the latest in ``path`` or ``path/checkpoints``); return its directory and counters. A
+    checkpoint directory named itself is loaded or refused;
     in a checkpoints directory or a run's log dir, damaged checkpoints are skipped (one line each
     on stderr) for the newest intact one.
 

@@ -65,7 +65,7 @@ class MetricsWriter:
     ) -> None:
         self.log_dir = log_dir
         self.path = os.path.join(log_dir, METRICS_FILE)
-        self._report = report or _report_stderr
+        self._report = report or report_stderr
         self._lock = threading.Lock()
         self._closed = False
         #: Why writing stopped (one line), or None while the writer writes.
@@ -171,7 +171,9 @@ class MetricsWriter:
         self.close()
 
 
-def _report_stderr(line: str) -> None:
+def report_stderr(line: str) -> None:
+    """Print one report line on ``sys.stderr`` as it is now (the default ``report`` of the writers here
+    and of :class:`~parl.experiment.checkpoints.CheckpointManager`)."""
     print(line, file=sys.stderr, flush=True)
 
 

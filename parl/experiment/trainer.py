@@ -332,13 +332,11 @@ class Trainer:
             return self.checkpoints.save(manager.tasks, counters, step=state.steps)
         except CheckpointWriteError as exc:
             state.checkpoint_error = str(exc)
-            print(f"parl train: {exc}; older checkpoints kept", file=self.stream, flush=True)
+            self._report(f"parl train: {exc}; older checkpoints kept")
             return None
 
     def _restore(self, manager: Manager, state: "_RunState") -> str:
-        found = self.checkpoints.load_latest(
-            manager.tasks, report=lambda line: print(line, file=self.stream, flush=True)
-        )
+        found = self.checkpoints.load_latest(manager.tasks, report=self._report)
         if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
         path, counters = found
