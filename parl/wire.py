@@ -86,8 +86,6 @@ def pack_parts(value: object, *, max_bytes: int = MAX_FRAME_BYTES) -> Tuple[byte
     """
     try:
         body = msgpack.packb(value, default=_default, use_bin_type=True, strict_types=True)
-    except ValueError:
-        raise
     except (TypeError, OverflowError) as exc:
         raise ValueError(f"value does not cross the wire: {exc}") from None
     if len(body) > max_bytes:

@@ -67,7 +67,6 @@ from parl.core.errors import AgentError
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import RunnerContext, play_games
-from parl.runtime.threads import ThreadRunner
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
@@ -272,10 +271,10 @@ class Manager:
             self._watchdog.start()
 
     def agent_threads(self) -> int:
-        """How many threads of this process run agents: one per agent with placement "threads" (and
-        its subclasses), none otherwise (greenlets share their scheduler thread; workers are
-        processes). ``thread_placement="auto"`` decides by it."""
-        return len(self.agents) if isinstance(self._runner, ThreadRunner) else 0
+        """How many threads of this process run agents: one per agent with placement "threads", none
+        otherwise (the runner's :meth:`~parl.runtime.runner.AgentRunner.agent_threads`).
+        ``thread_placement="auto"`` decides by it."""
+        return self._runner.agent_threads()
 
     def placed_threads(self) -> str:
         """The thread placement ``thread_placement`` stands for with the agents added so far (what

@@ -95,6 +95,11 @@ class AgentRunner(abc.ABC):
     def wake(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Look again at the wrappers now (called after ``Manager.resume`` and on stop); optional."""
 
+    def agent_threads(self) -> int:
+        """How many threads of this process play agents (``thread_placement="auto"`` decides by it):
+        none by default (greenlets share their scheduler's thread; worker processes are apart)."""
+        return 0
+
     def idle_agents(self) -> Dict[int, float]:
         """Agent id -> the ``perf_counter()`` reading since which it has been in its own code (its
         environment), for each agent playing and waiting on no call (see :mod:`parl.runtime.watchdog`);

@@ -54,6 +54,10 @@ class ThreadRunner(AgentRunner):
         finally:
             del self._playing[agent.id]
 
+    def agent_threads(self) -> int:
+        """One thread per agent."""
+        return len(self.context.agents)
+
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 

@@ -123,7 +123,7 @@ class _TaskQueue:
         #: The common case, one input spec of at least one dimension and no state, checked on the
         #: joined batch (None otherwise).
         #: Specs whose values only the full check reads (a declared range).
-        self.ranged = any(s.value_range is not None for s in task.input_specs + task.state_specs)
+        self.ranged = any(not s.floating and s.value_range is not None for s in task.input_specs + task.state_specs)
         one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1] and not self.ranged
         self.one_input = self.input_specs[0] if one else None
         self.what_input = f"task {task.name!r} input"
@@ -554,6 +554,8 @@ def _gather(
     if stacked is None:
         batch = _checked(queue, batch, every=queue.ranged)
         stacked = _stacked(queue, batch)
+        if queue.ranged:  # every sample took the full check, its values included
+            return (batch, *stacked)
     if _finite(queue, stacked):
         return (batch, *stacked)
     batch = _checked(queue, batch, every=True)

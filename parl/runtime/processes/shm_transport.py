@@ -291,21 +291,18 @@ class SlotRequest(Request):
 
 
 class LearnRequest(Request):
-    """A training request whose costs go back onto the agent's reply pipe as a :mod:`parl.wire` frame
-    (and, given its ``slot``, answered at the slot's ``answered_at``)."""
+    """A training request of the agent of ``slot``, whose costs go back onto its reply pipe
+    ``reply_fd`` as a :mod:`parl.wire` frame (answered at the slot's ``answered_at``)."""
 
     __slots__ = ("reply_fd", "slot")
 
-    def __init__(
-        self, agent_id: int, batch: Transition[np.ndarray], reply_fd: int, slot: Optional[Slot] = None
-    ) -> None:
-        super().__init__(agent_id, batch)
+    def __init__(self, slot: Slot, batch: Transition[np.ndarray], reply_fd: int) -> None:
+        super().__init__(slot.agent_id, batch)
         self.reply_fd = reply_fd
         self.slot = slot
 
     def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
-        if self.slot is not None:
-            self.slot.answered_at = perf_counter()
+        self.slot.answered_at = perf_counter()
         data = None
         if error is None:
             try:

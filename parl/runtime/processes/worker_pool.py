@@ -539,7 +539,7 @@ class WorkerPool:
             slot.requested_at = time.perf_counter()
             if isinstance(batch, tuple) and len(batch) == len(Transition._fields):
                 batch = Transition(*batch)  # else the wrapper tells the agent what it sent
-            request = LearnRequest(slot.agent_id, batch, worker.reply_fds[slot.agent_id], slot)
+            request = LearnRequest(slot, batch, worker.reply_fds[slot.agent_id])
             try:
                 self.wrappers[slot.task].training_queue.put(request)
             except StoppedError as exc:
