@@ -53,6 +53,14 @@ class Communicator(abc.ABC):
 
     #: Names the task in errors about a sample (``"task 'RL'"``); set by every transport.
     _what: str = "task"
+    _what_input: str = "task input"
+    _what_state: str = "task state"
+
+    def _name_task(self, name: str) -> None:
+        """Name task ``name`` in this transport's errors (``task 'RL' input 'obs': ...``); the labels
+        are made once here, not at every :meth:`checked`."""
+        self._what = f"task {name!r}"
+        self._what_input, self._what_state = f"{self._what} input", f"{self._what} state"
 
     agent_id: int
     input_specs: List[Spec]
@@ -70,10 +78,9 @@ class Communicator(abc.ABC):
         Raises:
             ValueError: naming the task, the spec and the problem (the bad value and its index).
         """
-        what = self._what
         return (
-            check_dict(self.input_specs, inputs, f"{what} input"),
-            check_dict(self.state_specs, states if states is not None else {}, f"{what} state"),
+            check_dict(self.input_specs, inputs, self._what_input),
+            check_dict(self.state_specs, states if states is not None else {}, self._what_state),
         )
 
     @abc.abstractmethod

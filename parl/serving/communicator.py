@@ -53,7 +53,7 @@ class InProcessCommunicator(Communicator):
         self.state_specs: List[Spec] = task.state_specs
         self.action_specs: List[Spec] = task.action_specs
         self.reward_specs: List[Spec] = task.reward_specs
-        self._what = f"task {task.name!r}"
+        self._name_task(task.name)
         self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
         self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its

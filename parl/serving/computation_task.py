@@ -378,7 +378,7 @@ class ComputationTask:
     def _record_grad_norm(self, optimizer: Optimizer) -> None:
         norm = getattr(optimizer, "last_grad_norm", None)  # parl's optimizers have it when they clip
         if norm is None:
-            norm = grad_norm_value([p.grad for p in self.algorithm.parameters()])
+            norm = grad_norm_value([p.grad for p in self._parameters])
             if norm is None:
                 return
         total, steps, nonfinite = self.grad_norm_total

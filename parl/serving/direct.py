@@ -33,7 +33,7 @@ class DirectCommunicator(Communicator):
         self.state_specs: List[Spec] = task.state_specs
         self.action_specs: List[Spec] = task.action_specs
         self.reward_specs: List[Spec] = task.reward_specs
-        self._what = f"task {task.name!r}"
+        self._name_task(task.name)
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None

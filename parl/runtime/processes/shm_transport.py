@@ -352,7 +352,7 @@ class ShmCommunicator(Communicator):
         self._send = send
         self._stopped = stopped
         self._publish_counters = publish_counters
-        self._what = f"task {slot.task!r}"
+        self._name_task(slot.task)
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
