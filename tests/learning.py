@@ -1,11 +1,8 @@
-"""Training the examples' robot configs, and loading example scripts as modules, for the tests that do."""
+"""Training the examples' robot configs, for the tests that do."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
-from types import ModuleType
 from typing import Dict
 
 from parl.experiment.config import load_config
@@ -31,14 +28,3 @@ def train_example_config(
         ],
     )
     return Trainer(config, progress=False).run()
-
-
-def load_example(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` as a module (with ``examples/`` importable, as when run as a script)."""
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location(f"{name}_example", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module

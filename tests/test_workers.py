@@ -194,7 +194,6 @@ def test_workers_end_on_stop_before_a_stuck_prediction_returns(make_manager) -> 
 _ORPHAN_SCRIPT = """
 import multiprocessing, sys, time
 sys.path.insert(0, {tests!r})
-from learning import load_example
 
 import parl
 from toys import CountEnv, EchoAgent, echo_algorithm_func
