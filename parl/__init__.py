@@ -31,6 +31,7 @@ from parl.experience.helpers import ExpReplayHelper, OnPolicyHelper  # noqa: E40
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
 from parl.experience.replay_buffer import ReplayBuffer  # noqa: E402
 from parl.runtime.manager import Manager, TaskSettings  # noqa: E402
+from parl.runtime.ray.options import RayOptions  # noqa: E402 - the options only; Ray is imported on use
 from parl.seeding import seed_everything  # noqa: E402
 
 
@@ -60,6 +61,7 @@ __all__ = [
     "Model",
     "OnPolicyHelper",
     "PrioritizedReplayBuffer",
+    "RayOptions",
     "RemoteError",
     "ReplayBuffer",
     "TaskSettings",

@@ -84,10 +84,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def placement_case(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> PlacementCase:
-    """The placement case of this test run, prepared."""
+    """The placement case of this test run, prepared (placement "ray" on the session's cluster)."""
     case: PlacementCase = request.param
+    if case.placement == "ray":
+        request.getfixturevalue("ray_cluster")
     case.prepare(monkeypatch)
     return case
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray cluster on 127.0.0.1, joined by this process: a head and two more nodes of one CPU
+    each, started once per test session by the first test that needs it and shut down at the end
+    (every process of it is this session's; nothing else is stopped)."""
+    from parl.runtime.ray.session import import_ray
+
+    ray = import_ray()  # sets the environment that keeps a local Ray on the loopback address
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, configure_logging=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
 
 
 @pytest.fixture

@@ -623,7 +623,7 @@ def child_pids() -> Set[int]:
 # -- placement cases: every registered placement, for the placement contract ------------------------
 
 #: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
-TEST_OPTIONS: Dict[str, Dict[str, object]] = {"processes": {"workers": 2}}
+TEST_OPTIONS: Dict[str, Dict[str, object]] = {"processes": {"workers": 2}, "ray": {"workers": 2}}
 
 
 def _unprepared(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,6 +78,17 @@ class AgentHelper:
     def _on_bind(self, communicator: Communicator) -> None:
         """Hook for subclasses that size storage by the specs."""
 
+    def unbind(self) -> None:
+        """Forget the bound communicator and what was made for it (storage sized by its specs), as
+        before :meth:`bind`; counters are kept. Done by a placement that sends the agent to be bound
+        again elsewhere (placement "ray"), so that no transport or empty buffer travels with it."""
+        self._comm = None
+        self.__dict__.pop("predict", None)
+        self._on_unbind()
+
+    def _on_unbind(self) -> None:
+        """Hook for subclasses whose :meth:`_on_bind` made storage."""
+
     def counters(self) -> Dict[str, int]:
         """The integers a resumed run needs to go on where this helper stopped (annealing
         schedules, say); none for the base class."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from fractions import Fraction
-from typing import Deque, Dict, List, Mapping, Optional, Union
+from typing import Deque, Dict, List, Mapping, Optional, Protocol, Union
 
 import numpy as np
 
@@ -27,6 +27,16 @@ from parl.validation import check_int, check_positive, check_range
 
 ArrayDict = Dict[str, np.ndarray]
 Rewards = Union[float, int, Mapping[str, object]]
+
+
+class TransitionWriter(Protocol):
+    """Where :meth:`ExpReplayHelper.store_only` sends transitions."""
+
+    def add(self, transition: Transition[np.ndarray]) -> None:
+        """Keep one transition (its arrays may be the agent's own: copy what is kept)."""
+
+    def flush(self) -> None:
+        """Send what is kept now (called at every episode's end)."""
 
 
 class OnPolicyHelper(AgentHelper):
@@ -158,6 +168,7 @@ class ExpReplayHelper(AgentHelper):
         self._updates_sent = 0  # batches sent since then
         self._n_step = NStepAccumulator(self.n_step, gamma=self.gamma) if self.n_step > 1 else None
         self.buffer: Optional[Union[ReplayBuffer, PrioritizedReplayBuffer]] = None
+        self._writer: Optional[TransitionWriter] = None  # set by store_only
         self._restored_added = 0  # transitions added before a resume, until the buffer exists
 
     def _on_bind(self, communicator: Communicator) -> None:
@@ -182,6 +193,11 @@ class ExpReplayHelper(AgentHelper):
         else:
             self.buffer = ReplayBuffer(self.capacity, *specs, bootstrap_steps=multi_step)
 
+    def _on_unbind(self) -> None:
+        if self.buffer is not None and self.prioritized:
+            self._restored_added = self.buffer.added
+        self.buffer = None
+
     def counters(self) -> Dict[str, int]:
         """``replay_added`` (transitions added to the buffer, which anneal beta) when prioritized;
         none for uniform replay."""
@@ -198,12 +214,23 @@ class ExpReplayHelper(AgentHelper):
         if self.buffer is not None:
             self.buffer.added = self._restored_added
 
+    def store_only(self, writer: TransitionWriter) -> None:
+        """From now on hand every transition to ``writer`` instead of this helper's buffer (after the
+        n-step sums, so what is stored is what this helper would store) and send no batches: a
+        learner elsewhere samples them (distributed replay: :mod:`parl.runtime.ray.replay`)."""
+        self._writer = writer
+
     def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
+        store = self.buffer.add if self._writer is None else self._writer.add
         if self._n_step is None:
-            self.buffer.add(transition)
+            store(transition)
         else:
             for n_step_transition in self._n_step.add(transition, episode_over):
-                self.buffer.add(n_step_transition)
+                store(n_step_transition)
+        if self._writer is not None:
+            if episode_over:
+                self._writer.flush()
+            return
         if len(self.buffer) >= max(self.warmup_steps, 1):
             self._steps_ready += 1
 
@@ -218,6 +245,8 @@ class ExpReplayHelper(AgentHelper):
         """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn,
         or handed over with at most ``max_in_flight`` in flight; returns the costs of the last
         update finished, or None when none finished."""
+        if self._writer is not None:
+            return None  # the learner samples the stored transitions itself
         if self.max_in_flight:
             return self._hand_over()
         costs = None

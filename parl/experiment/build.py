@@ -83,6 +83,7 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         thread_placement=config.thread_placement,
         stall_seconds=config.stall_seconds,
         heartbeat_timeout=config.heartbeat_timeout,
+        ray=None if config.ray is None else config.ray.options(),
     )
     for index in range(config.agents):
         manager.add_agent(make_agent(config, index), make_helpers(config, index))

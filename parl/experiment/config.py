@@ -47,6 +47,7 @@ from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
+from parl.runtime.ray.options import WORKER_PLACEMENTS
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
@@ -217,6 +218,22 @@ class CheckpointConfig(_Section):
     keep: PositiveInt = 3
 
 
+class RayConfig(_Section):
+    """``ray``: placement "ray"'s settings (:class:`parl.RayOptions`; docs/distributed.md)."""
+
+    address: Optional[NonEmptyStr] = None
+    worker_cpus: PositiveFloat = 1.0
+    worker_placement: Literal[WORKER_PLACEMENTS] = "cooperative"
+    broadcast_interval: PositiveInt = 10
+    sample_timeout: PositiveFloat = 60.0
+    replay_shards: Annotated[int, Field(ge=0, le=1024)] = 0
+    local_cpus: Optional[PositiveInt] = None
+
+    def options(self) -> parl.RayOptions:
+        """These settings as the Manager's ``ray`` option."""
+        return parl.RayOptions(**self.model_dump())
+
+
 class RobotConfig(_Section):
     """A checked robot config; :mod:`parl.experiment.build` turns it into a Manager."""
 
@@ -230,6 +247,7 @@ class RobotConfig(_Section):
     workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
     stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
     heartbeat_timeout: Optional[PositiveFloat] = None
+    ray: Optional[RayConfig] = None
     env: EnvConfig
     agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
         default={"class": DEFAULT_AGENT}, validate_default=True
@@ -299,10 +317,11 @@ class RobotConfig(_Section):
     def _placement_options(self) -> "RobotConfig":
         try:
             registry.check_options(
-                self.placement, {"workers": self.workers, "heartbeat_timeout": self.heartbeat_timeout}
+                self.placement,
+                {"workers": self.workers, "heartbeat_timeout": self.heartbeat_timeout, "ray": self.ray},
             )
         except ValueError as exc:
-            option = "workers" if str(exc).startswith("workers") else "heartbeat_timeout"
+            option = str(exc).split(" ", 1)[0]
             raise ConfigError(f"{option}: {exc}") from None
         return self
 

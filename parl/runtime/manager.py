@@ -57,7 +57,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from parl import affinity
 from parl.core.agent import Agent
@@ -73,6 +73,9 @@ from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_positive
+
+if TYPE_CHECKING:  # the options only: Ray itself is imported when a robot starts on it
+    from parl.runtime.ray.options import RayOptions
 
 logger = logging.getLogger("parl")
 
@@ -139,6 +142,7 @@ class Manager:
         workers: Optional[int] = None,
         restart_workers: bool = False,
         heartbeat_timeout: Optional[float] = None,
+        ray: Optional["RayOptions"] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
@@ -157,6 +161,8 @@ class Manager:
             heartbeat_timeout: placement "processes": seconds a worker may send nothing before it is
                 ended as one that stopped answering (None: 20 s; see
                 :mod:`parl.runtime.processes.worker_pool`).
+            ray: placement "ray": where the Ray cluster is and how the workers run
+                (:class:`~parl.runtime.ray.options.RayOptions`; None: a local Ray, the defaults).
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -191,6 +197,7 @@ class Manager:
             "workers": workers,
             "restart_workers": restart_workers or None,
             "heartbeat_timeout": heartbeat_timeout,
+            "ray": ray,
         }
         registry.check_options(placement, options)
         affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
@@ -227,6 +234,8 @@ class Manager:
             record_episode=self._record_episode,
             record_error=self._record_error,
             options={k: v for k, v in options.items() if v is not None},
+            task_settings=dict(tasks),
+            shared=shared,
         )
         self._runner = registry.make_runner(placement, context)
         self._watchdog = (
@@ -300,9 +309,11 @@ class Manager:
         that needs the weights of one moment, such as an evaluation."""
         for wrapper in self.wrappers.values():
             wrapper.pause()
+        self._runner.pause()
 
     def resume(self) -> None:
         """Let the agents go on after :meth:`pause`."""
+        self._runner.resume()
         for wrapper in self.wrappers.values():
             wrapper.resume()
         self._runner.wake()

@@ -16,6 +16,8 @@ Built in:
 - ``"cooperative"``: every agent a greenlet in one scheduler thread (:mod:`parl.runtime.cooperative`).
 - ``"processes"``: agents in forked worker processes, predictions through shared memory
   (:mod:`parl.runtime.processes`); options ``workers``, ``restart_workers`` and ``heartbeat_timeout``.
+- ``"ray"``: agents on Ray worker actors, each acting with copies of the tasks; the learners stay in
+  this process (:mod:`parl.runtime.ray`); options ``workers`` and ``ray``.
 """
 
 from __future__ import annotations
@@ -132,4 +134,10 @@ register(
     "parl.runtime.processes.worker_pool:ProcessRunner",
     options=("workers", "restart_workers", "heartbeat_timeout"),
     description="agents in forked worker processes; predictions cross through shared memory",
+)
+register(
+    "ray",
+    "parl.runtime.ray.runner:RayRunner",
+    options=("workers", "ray"),
+    description="agents on Ray worker actors acting with copies of the tasks; learners in this process",
 )

@@ -21,7 +21,7 @@ import abc
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set
 
 from greenlet import GreenletExit
 
@@ -48,6 +48,9 @@ class RunnerContext:
         record_error: keeps one agent's error (the same, for errors).
         options: the placement's own settings that the user set (``workers``, say), already
             checked by the registry against the names the placement accepts.
+        task_settings: task name -> the :class:`~parl.TaskSettings` the tasks were built from
+            (for runners that build copies of the tasks elsewhere).
+        shared: the Manager's ``shared`` parts (the same).
     """
 
     agents: List[Agent]
@@ -58,6 +61,8 @@ class RunnerContext:
     record_episode: Callable[[Dict[str, object]], None]
     record_error: Callable[[AgentError], None]
     options: Mapping[str, object] = field(default_factory=dict)
+    task_settings: Mapping[str, Any] = field(default_factory=dict)
+    shared: Optional[Mapping[str, Mapping[str, str]]] = None
 
 
 class AgentRunner(abc.ABC):
@@ -91,6 +96,13 @@ class AgentRunner(abc.ABC):
         """End the agents (``context.stopping`` is set and the wrappers are stopped); returns the
         names of threads (or processes) still running at ``deadline``."""
         raise NotImplementedError
+
+    def pause(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Hold agents that predict elsewhere than the Manager's wrappers (called by
+        ``Manager.pause`` after the wrappers are paused; returns once they are held); optional."""
+
+    def resume(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Undo :meth:`pause` (called by ``Manager.resume`` before the wrappers resume); optional."""
 
     def wake(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Look again at the wrappers now (called after ``Manager.resume`` and on stop); optional."""

@@ -601,6 +601,27 @@ class ComputationTask:
             self._set_algorithm_weights(weights)
             self._set_normalizer_state(stats, "the weights")
 
+    def take_input_changes(self) -> Dict[str, ArrayDict]:
+        """Statistics of the inputs this task normalized since the last call (empty when it does not
+        normalize; the first call starts counting): what a copy acting apart sends its learner."""
+        if self.normalizer is None:
+            return {}
+        with self._weights_lock:
+            return self.normalizer.take_changes()
+
+    def merge_input_changes(self, changes: Mapping[str, ArrayDict]) -> None:
+        """Fold another copy's :meth:`take_input_changes` into this task's input statistics.
+
+        Raises:
+            ValueError: ``changes`` do not fit the normalized inputs, or this task normalizes none.
+        """
+        if not changes:
+            return
+        if self.normalizer is None:
+            raise ValueError(f"task {self.name!r} normalizes no inputs, got statistics of {sorted(changes)}")
+        with self._weights_lock:
+            self.normalizer.merge(changes)
+
     def _algorithm_weights(self) -> Dict[str, ArrayDict]:
         return {attr: model.get_weights() for attr, model in self._models()}
 

@@ -39,10 +39,17 @@ class RunningMeanStd:
         mean = np.add.reduce(batch, axis=0) / n
         centred = batch - mean
         var = np.add.reduce(centred * centred, axis=0) / n
-        total = self.count + n
+        self.merge(mean, var, n)
+
+    def merge(self, mean: np.ndarray, var: np.ndarray, count: float) -> None:
+        """Fold in the statistics of ``count`` other samples (their mean and variance): the same as
+        updating with those samples, so statistics gathered apart (worker by worker) can be joined."""
+        if count <= 0:
+            return
+        total = self.count + count
         delta = mean - self.mean
-        self.mean = self.mean + delta * (n / total)
-        self.var = (self.var * self.count + var * n + delta**2 * (self.count * n / total)) / total
+        self.mean = self.mean + delta * (count / total)
+        self.var = (self.var * self.count + var * count + delta**2 * (self.count * count / total)) / total
         self.count = total
 
     def state_dict(self) -> Dict[str, np.ndarray]:
@@ -72,12 +79,44 @@ class InputNormalizer:
         self.clip = check_positive("clip", clip)
         self.epsilon = check_positive("epsilon", epsilon)
         self.stats = {name: RunningMeanStd(shape) for name, shape in shapes.items()}
+        self._shapes = {name: tuple(shape) for name, shape in shapes.items()}
         self._cache: Optional[Dict[str, tuple]] = None
+        #: Statistics of the batches since the last :meth:`take_changes` (None: not tracked).
+        self._changes: Optional[Dict[str, RunningMeanStd]] = None
 
     def update(self, inputs: Mapping[str, np.ndarray]) -> None:
         """Fold one batch of inputs into the statistics."""
         for name, stats in self.stats.items():
             stats.update(inputs[name])
+        if self._changes is not None:
+            for name, changes in self._changes.items():
+                changes.update(inputs[name])
+        self._cache = None
+
+    def take_changes(self) -> Dict[str, Dict[str, np.ndarray]]:
+        """Statistics of the batches folded in since the last call (the first call starts tracking
+        them and returns none): what a copy acting elsewhere sends its learner to :meth:`merge`."""
+        changes = self._changes or {}
+        self._changes = {name: RunningMeanStd(shape) for name, shape in self._shapes.items()}
+        return {name: s.state_dict() for name, s in changes.items() if s.count > 0}
+
+    def merge(self, changes: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Fold in another copy's :meth:`take_changes`.
+
+        Raises:
+            ValueError: ``changes`` names an input this normalizer does not normalize.
+        """
+        unknown = sorted(set(changes) - set(self.stats))
+        if unknown:
+            raise ValueError(f"normalizer changes for inputs {unknown}, expected some of {sorted(self.stats)}")
+        for name, state in changes.items():
+            stats = self.stats[name]
+            mean, var = np.asarray(state["mean"], np.float64), np.asarray(state["var"], np.float64)
+            if mean.shape != stats.mean.shape or var.shape != stats.mean.shape:
+                raise ValueError(
+                    f"normalizer changes of {name!r} have shape {list(mean.shape)}, expected {list(stats.mean.shape)}"
+                )
+            stats.merge(mean, var, float(np.asarray(state["count"]).reshape(-1)[0]))
         self._cache = None
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> ArrayDict:

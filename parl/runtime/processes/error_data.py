@@ -2,6 +2,8 @@
 
     data = error_data(exc)        # in the worker: type, args, plain attributes, repr (parl.wire crosses it)
     exc = rebuild_error(data)     # in the parent: an instance of the same class, or a WorkerFailure
+    data = describe_agent_error(agent_error)       # an AgentError the same way, with its traceback text
+    agent_error = rebuild_agent_error(agent_id, episode, data)
 
 The parent never imports a module and never runs a class's Python code to
 rebuild an exception: the class is looked up among the modules it has already
@@ -21,6 +23,7 @@ from types import ModuleType
 from typing import Dict, Mapping, Optional
 
 from parl import wire
+from parl.core.errors import AgentError
 
 
 class WorkerFailure(RuntimeError):
@@ -87,3 +90,34 @@ def _crosses(value: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+def describe_agent_error(error: AgentError) -> Dict[str, object]:
+    """An agent's error as plain data another process can rebuild with :func:`rebuild_agent_error`."""
+    return {
+        "original": error_data(error.original),
+        "description": error.description,
+        "where": error.where,
+        "traceback": error.traceback_text,
+    }
+
+
+def rebuild_agent_error(agent_id: int, episode: int, described: Mapping[str, object]) -> AgentError:
+    """An AgentError built from another process's description, with the worker's traceback.
+
+    Raises:
+        ValueError: ``described`` is not what :func:`describe_agent_error` makes.
+    """
+    original = described.get("original")
+    texts = [described.get(key) for key in ("description", "traceback")]
+    where = described.get("where")
+    if not isinstance(original, dict) or not all(isinstance(t, str) for t in texts) or not _str_or_none(where):
+        raise ValueError(f"an error message of agent {agent_id} has fields of the wrong types")
+    exc = rebuild_error(original)
+    error = AgentError(agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0])
+    error.args = (f"agent {agent_id} failed in episode {episode}: {original.get('repr')}\n{error.traceback_text}",)
+    return error
+
+
+def _str_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)

@@ -75,7 +75,7 @@ from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import AgentError, StoppedError
-from parl.runtime.processes.error_data import error_data, rebuild_error
+from parl.runtime.processes.error_data import describe_agent_error, rebuild_agent_error
 from parl.runtime.processes.shm_transport import (
     REPLY_STOPPED,
     SLOT_NUMBER,
@@ -145,37 +145,6 @@ class WorkerError(RuntimeError):
         else:
             how = f"exited with code {exitcode}"
         super().__init__(f"worker process {name} (pid {pid}) {how}; its agents {self.agent_ids} {fate}")
-
-
-def _describe(error: AgentError) -> Dict[str, object]:
-    """An agent's error as plain data the parent can rebuild (see :mod:`~parl.runtime.processes.error_data`)."""
-    return {
-        "original": error_data(error.original),
-        "description": error.description,
-        "where": error.where,
-        "traceback": error.traceback_text,
-    }
-
-
-def _agent_error(agent_id: int, episode: int, described: Mapping[str, object]) -> AgentError:
-    """An AgentError built in the parent from a worker's description, with the worker's traceback.
-
-    Raises:
-        ValueError: ``described`` is not what :func:`_describe` makes.
-    """
-    original = described.get("original")
-    texts = [described.get(key) for key in ("description", "traceback")]
-    where = described.get("where")
-    if not isinstance(original, dict) or not all(isinstance(t, str) for t in texts) or not _str_or_none(where):
-        raise ValueError(f"an error message of agent {agent_id} has fields of the wrong types")
-    exc = rebuild_error(original)
-    error = AgentError(agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0])
-    error.args = (f"agent {agent_id} failed in episode {episode}: {original.get('repr')}\n{error.traceback_text}",)
-    return error
-
-
-def _str_or_none(value: object) -> bool:
-    return value is None or isinstance(value, str)
 
 
 class _Worker:
@@ -553,7 +522,7 @@ class WorkerPool:
             _, agent_id, episode, described = message
             if not (self._own_agent(worker, agent_id) and type(episode) is int and isinstance(described, dict)):
                 raise ValueError(f"an error message of no agent of {worker.name}: {_brief(message)}")
-            self._on_error(_agent_error(agent_id, episode, described))
+            self._on_error(rebuild_agent_error(agent_id, episode, described))
         elif kind == "done":
             position = message[1]
             if not self._own_agent(worker, position):  # positions are agent ids
@@ -756,7 +725,7 @@ class _WorkerRuntime:
                 raise _RecordError(f"{what} cannot reach the parent: {exc}") from None
 
         def on_error(error: AgentError) -> None:
-            self.send(["error", error.agent_id, error.episode, _describe(error)])
+            self.send(["error", error.agent_id, error.episode, describe_agent_error(error)])
 
         try:
             play_games(agent, self.stopped.is_set, on_episode, on_error)

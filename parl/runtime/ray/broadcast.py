@@ -1,0 +1,67 @@
+"""Broadcaster: the learners' weights for the workers, numbered, one object in Ray's store each time.
+
+    broadcaster = Broadcaster(ray, tasks)        # version 0: the weights the workers start from
+    broadcaster.after_update("RL", every=1)      # called after each update: publishes when due
+    current = broadcaster.current()              # task -> (version, [ref]), what deliveries carry
+
+Each broadcast takes one consistent snapshot of a task's weights and input statistics
+(:meth:`~parl.serving.computation_task.ComputationTask.algorithm_weights`, under the task's
+weights lock) and puts it in Ray's object store once (``ray.put``); every worker fetches that
+one object when a delivery tells it of a version newer than its own, and applies it under its
+copy's weights lock. Versions count the broadcasts of a task from 0.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+from typing import Callable, Dict, List, Mapping, Tuple
+
+from parl.serving.computation_task import ComputationTask
+
+
+class Broadcaster:
+    """Publishes each task's weights when enough updates have passed since its last broadcast."""
+
+    def __init__(self, ray: ModuleType, tasks: Mapping[str, ComputationTask]) -> None:
+        self._ray = ray
+        self._tasks = dict(tasks)
+        self._lock = threading.Lock()
+        self._published: Dict[str, Tuple[int, list]] = {}
+        self._steps_at: Dict[str, int] = {}
+        self._listeners: List[Callable[[], None]] = []
+        for name in self._tasks:
+            self._publish(name, 0)
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every broadcast (a worker's delivery thread wakes up)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def after_update(self, name: str, every: int) -> bool:
+        """Publish task ``name``'s weights if it made ``every`` or more optimizer steps since its last
+        broadcast; returns whether it did."""
+        task = self._tasks[name]
+        with self._lock:
+            if task.update_steps - self._steps_at[name] < every:
+                return False
+            self._publish(name, self._published[name][0] + 1)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+        return True
+
+    def version(self, name: str) -> int:
+        """The version of task ``name``'s latest broadcast."""
+        with self._lock:
+            return self._published[name][0]
+
+    def current(self) -> Dict[str, Tuple[int, list]]:
+        """Task name -> (version, [object ref]) of every task's latest broadcast."""
+        with self._lock:
+            return dict(self._published)
+
+    def _publish(self, name: str, version: int) -> None:
+        task = self._tasks[name]
+        self._steps_at[name] = task.update_steps
+        self._published[name] = (version, [self._ray.put(task.algorithm_weights())])

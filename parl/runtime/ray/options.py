@@ -1,0 +1,58 @@
+"""RayOptions: the settings of placement ``"ray"`` besides ``workers``.
+
+    manager = parl.Manager(tasks, placement="ray", workers=4, ray=RayOptions(address="auto"))
+
+In configs they are the ``ray:`` block (docs/distributed.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from parl.validation import check_choice, check_int, check_positive
+
+#: Runners a worker actor may play its agents with (never "processes": Ray forbids fork in actors).
+WORKER_PLACEMENTS = ("cooperative", "threads")
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How placement ``"ray"`` runs a robot.
+
+    Attributes:
+        address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``);
+            None: use the Ray this process has already joined, else start a local one bound to
+            127.0.0.1 that ends with the robot.
+        worker_cpus: CPUs each worker actor asks Ray for (its agents and their local predictions).
+        worker_placement: how a worker plays its agents: ``"cooperative"`` (greenlets, batched
+            predictions; the default) or ``"threads"`` (one thread per agent, for environments that
+            block on I/O).
+        broadcast_interval: updates between weight broadcasts of a task fed by replay samples;
+            tasks fed by time-ordered segments (on-policy) broadcast after every update.
+        sample_timeout: seconds a worker may leave a call unanswered before it is taken for lost:
+            it is killed, reported and started again (it answers every ``POLL_SECONDS`` when well).
+        replay_shards: replay shard actors per task whose helpers keep a replay buffer (0: every
+            agent keeps its own buffer, as in the other placements).
+        local_cpus: CPUs of the local Ray started when no Ray is joined (None: this machine's cores,
+            at least ``workers * worker_cpus``).
+    """
+
+    address: Optional[str] = None
+    worker_cpus: float = 1.0
+    worker_placement: str = "cooperative"
+    broadcast_interval: int = 10
+    sample_timeout: float = 60.0
+    replay_shards: int = 0
+    local_cpus: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.address is not None and (not isinstance(self.address, str) or not self.address):
+            raise ValueError(f"ray address must be a non-empty string or None, got {self.address!r}")
+        check_positive("worker_cpus", self.worker_cpus)
+        check_choice("worker_placement", self.worker_placement, WORKER_PLACEMENTS)
+        check_int("broadcast_interval", self.broadcast_interval, 1)
+        check_positive("sample_timeout", self.sample_timeout)
+        check_int("replay_shards", self.replay_shards, 0, 1024)
+        if self.local_cpus is not None:
+            check_int("local_cpus", self.local_cpus, 1)

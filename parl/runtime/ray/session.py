@@ -1,0 +1,91 @@
+"""Joining Ray: the optional import, and a local Ray bound to loopback when none is joined.
+
+    ray = import_ray()                       # ImportError in one line when Ray is not installed
+    session = RaySession.join(options, cpus_wanted=4)
+    ...
+    session.leave()                          # shuts down only a Ray this session started
+
+A Ray started here listens on 127.0.0.1 only (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray
+use the loopback address as its node address; set before Ray is first imported), so a robot on
+one machine opens no port to the network. Joining a cluster (``address``) uses that cluster's
+own addresses: see docs/distributed.md for what crosses the network then.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from types import ModuleType
+
+from parl.runtime.ray.options import RayOptions
+
+logger = logging.getLogger("parl")
+
+#: What to install for placement "ray" (one line in the error when Ray is missing).
+INSTALL_HINT = "pip install 'parl[ray]'"
+
+#: Environment set before Ray is imported, unless the user set it: no usage reports sent, a local
+#: Ray on the loopback address, and worker logs not folded into "repeated Nx" lines.
+RAY_ENVIRONMENT = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_DEDUP_LOGS": "0",
+}
+
+
+def import_ray() -> ModuleType:
+    """The ``ray`` module, with :data:`RAY_ENVIRONMENT` set first.
+
+    Raises:
+        ImportError: Ray is not installed; the message says how to install it.
+    """
+    if "ray" not in sys.modules:
+        for key, value in RAY_ENVIRONMENT.items():
+            os.environ.setdefault(key, value)
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(f"placement 'ray' needs Ray, which is not installed: {INSTALL_HINT}") from exc
+    return ray
+
+
+@dataclass
+class RaySession:
+    """This process's hold on Ray for one robot.
+
+    Attributes:
+        ray: the ``ray`` module.
+        started: whether this session started the Ray it uses (and so shuts it down on :meth:`leave`).
+    """
+
+    ray: ModuleType
+    started: bool
+
+    @classmethod
+    def join(cls, options: RayOptions, cpus_wanted: float) -> "RaySession":
+        """Use the Ray this process has joined, else join ``options.address``, else start a local Ray
+        with ``options.local_cpus`` CPUs (default: this machine's, at least ``cpus_wanted``)."""
+        ray = import_ray()
+        if ray.is_initialized():
+            return cls(ray, started=False)
+        if options.address is not None:
+            ray.init(address=options.address, log_to_driver=True)
+            return cls(ray, started=False)
+        cpus = options.local_cpus or max(os.cpu_count() or 1, int(-(-cpus_wanted // 1)))
+        ray.init(
+            num_cpus=cpus,
+            include_dashboard=False,
+            _temp_dir=os.path.join(tempfile.gettempdir(), "parl-ray"),
+            configure_logging=False,
+        )
+        logger.info("started a local Ray with %d CPUs on 127.0.0.1", cpus)
+        return cls(ray, started=True)
+
+    def leave(self) -> None:
+        """Shut down the Ray this session started (its processes end); nothing otherwise."""
+        if self.started and self.ray.is_initialized():
+            self.ray.shutdown()
+        self.started = False

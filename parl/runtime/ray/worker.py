@@ -1,0 +1,275 @@
+"""RolloutWorker: the Ray actor that plays a share of a robot's agents.
+
+Inside the actor an ordinary :class:`~parl.Manager` runs the agents (cooperative or threads
+placement, never forking), over its own copy of every task: predictions are batched and answered
+here, by the copy, so acting needs no network. Training requests are not learned here: each
+task's :class:`ForwardingWrapper` moves them to an :class:`Outbox`, the driver takes them with
+:meth:`RolloutWorker.take`, learns them in its own wrappers, and answers them with
+:meth:`RolloutWorker.deliver`, which first applies the newest weights it brings (under the
+copy's weights lock, so no prediction reads half-updated weights), then wakes the agents. An
+agent's helper sees the same ``learn`` / ``put_batch`` / ``take_costs`` it sees in any placement.
+
+Agent ids: the driver's. Records, errors and counters leave with the driver's ids; the inner
+Manager numbers its agents from 0 and is never asked about them by id from outside.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from parl.core.agent import Agent
+from parl.core.errors import RemoteError, StoppedError
+from parl.runtime.manager import Manager
+from parl.runtime.processes.error_data import describe_agent_error, rebuild_error
+from parl.runtime.ray.replay import Allowance, ShardWriter
+from parl.serving.computation_task import ComputationTask
+from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.request_queue import Request
+
+#: A request taken for the driver: (ticket, task name, driver agent id, batch, weights version).
+Outgoing = Tuple[int, str, int, object, int]
+#: An answer from the driver: (ticket, costs, error) with error None or (where, error data).
+Answer = Tuple[int, Optional[Dict[str, object]], Optional[Tuple[str, Dict[str, object]]]]
+#: Weights the driver broadcast: task name -> (version, [object ref]) (the ref in a list, so that
+#: Ray hands it over as a ref and the worker fetches it only when the version is new to it).
+Broadcast = Mapping[str, Tuple[int, list]]
+
+
+class Outbox:
+    """Training requests of the worker's agents on their way to the driver, each held until answered."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._new: List[Tuple[int, str, Request, int]] = []
+        self._held: Dict[int, Request] = {}
+        self._next_ticket = 0
+        self._closed = False
+
+    def put(self, task: str, requests: Sequence[Request], version: int) -> None:
+        """Hold ``requests`` (of task ``task``, made with weights ``version``) for the next :meth:`take`."""
+        with self._cond:
+            if self._closed:
+                _fail(requests)
+                return
+            for request in requests:
+                ticket = self._next_ticket
+                self._next_ticket += 1
+                self._held[ticket] = request
+                self._new.append((ticket, task, request, version))
+            self._cond.notify_all()
+
+    def take(self, timeout: float) -> List[Tuple[int, str, Request, int]]:
+        """The requests put since the last call, waiting up to ``timeout`` seconds for one."""
+        with self._cond:
+            if not self._new and not self._closed:
+                self._cond.wait(timeout)
+            new, self._new = self._new, []
+            return new
+
+    def answer(self, ticket: int, result: Optional[Dict[str, object]], error: Optional[BaseException]) -> None:
+        """Finish the request of ``ticket`` (one this outbox no longer holds is ignored: answered
+        already, or failed by :meth:`close`)."""
+        with self._cond:
+            request = self._held.pop(ticket, None)
+        if request is not None:
+            request.finish(result, error)
+
+    def close(self) -> None:
+        """Fail every held request with StoppedError; later ones are failed as they come."""
+        with self._cond:
+            self._closed = True
+            held, self._held, self._new = list(self._held.values()), {}, []
+            self._cond.notify_all()
+        _fail(held)
+
+
+def _fail(requests: Sequence[Request]) -> None:
+    for request in requests:
+        request.finish(error=StoppedError("the robot was stopped before this update was learned"))
+
+
+class ForwardingWrapper(ComputationWrapper):
+    """A worker's wrapper of one task copy: predictions as any wrapper's; training requests moved
+    to the outbox (tagged with the copy's weights version) instead of learned."""
+
+    def __init__(self, task: ComputationTask, *, max_batchsize: int, outbox: Outbox, versions: Dict[str, int]) -> None:
+        super().__init__(task, max_batchsize=max_batchsize)
+        self._outbox = outbox
+        self._versions = versions
+
+    def _training_loop(self) -> None:
+        queue, name = self.training_queue, self.task.name
+        while not self._stop.is_set():
+            requests = queue.take(1, 1 << 30, None)
+            if requests:
+                self._outbox.put(name, requests, self._versions[name])
+
+
+class RolloutWorker:
+    """One worker actor (made a Ray actor class by :func:`parl.runtime.ray.runner.RayRunner`).
+
+    The agents and the task settings come pickled, and are unpickled once the driver's
+    ``sys.path`` entries that exist on this node are on this process's path, so classes from the
+    driver's own modules (a config's ``python_path``, a test directory) are found on a machine that
+    shares its files.
+
+    Args:
+        name: the worker's name in reports (``parl-ray-worker-1``).
+        paths: the driver's ``sys.path``.
+        robot: the pickled ``(task settings, shared parts, agents)``: the robot's tasks (each built
+            again here, as a copy for acting), their shared parts (the copies share them as the
+            learners do) and this worker's agents, with their helpers unbound.
+        agent_ids: each agent's id in the driver's Manager.
+        counters: driver id -> (episode, total_steps) to take up (a worker started again).
+        placement: ``"cooperative"`` or ``"threads"``.
+        weights: the weights to start from (the driver's broadcast).
+        shards: task name -> replay shard actors, for tasks whose replay is distributed.
+        limits: task name -> rows this worker may send to its shards for now (see
+            :class:`~parl.runtime.ray.replay.Allowance`; raised by :meth:`deliver`).
+        seed: seeds this worker's random generators (its sampling of actions).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        paths: Sequence[str],
+        robot: bytes,
+        agent_ids: Sequence[int],
+        counters: Mapping[int, Tuple[int, int]],
+        placement: str,
+        weights: Broadcast,
+        shards: Mapping[str, list],
+        limits: Mapping[str, int],
+        seed: int,
+    ) -> None:
+        from ray import cloudpickle
+
+        from parl.seeding import seed_everything
+
+        seed_everything(seed)
+        sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
+        tasks, shared, agents = cloudpickle.loads(robot)
+        self.name = name
+        self._outbox = Outbox()
+        self._versions: Dict[str, int] = {task: -1 for task in tasks}
+        self._allowance = Allowance(limits)
+        self.manager = Manager(
+            dict(tasks), placement=placement, shared=shared, thread_placement="os", stall_seconds=None
+        )
+        for task_name, settings in tasks.items():
+            # The runner's context holds this same dict, so the agents bind to the forwarding wrappers.
+            self.manager.wrappers[task_name] = ForwardingWrapper(
+                self.manager.tasks[task_name],
+                max_batchsize=settings.max_batchsize,
+                outbox=self._outbox,
+                versions=self._versions,
+            )
+        for task in self.manager.tasks.values():
+            task.build_layers()
+            task.take_input_changes()  # counting starts: what is sent back is what this copy saw
+        self._apply(weights)
+        self._ids: List[int] = list(agent_ids)
+        self.agents: List[Agent] = agents
+        self._writers: List[ShardWriter] = []
+        for local, agent in enumerate(self.agents):
+            self.manager.add_agent(agent, agent.helpers)
+            episode, steps = counters.get(self._ids[local], (agent.episode, -1))
+            agent.episode = episode
+            if steps >= 0 and hasattr(agent, "total_steps"):
+                agent.total_steps = steps
+            for task_name, actors in shards.items():
+                writer = ShardWriter(task_name, actors, local + seed, self._allowance)
+                agent.helpers[task_name].store_only(writer)
+                self._writers.append(writer)
+        self._errors_sent = 0
+        self.manager.start()
+
+    # -- called by the driver ------------------------------------------------------------
+    def take(self, timeout: float) -> Dict[str, object]:
+        """What the driver needs now: the training requests put since the last call (waiting up to
+        ``timeout`` seconds for one), finished episodes, agent errors, live counters, the input
+        statistics gathered, transitions sent to replay shards, agents in their environment, and
+        whether any agent is still playing."""
+        ids = self._ids
+        batches = [
+            (ticket, task, ids[request.agent_id], request.payload, version)
+            for ticket, task, request, version in self._outbox.take(timeout)
+        ]
+        episodes = self.manager.new_episodes()
+        for record in episodes:
+            record["agent_id"] = ids[int(record["agent_id"])]
+        errors = self.manager.errors[self._errors_sent :]
+        self._errors_sent += len(errors)
+        return {
+            "batches": batches,
+            "episodes": episodes,
+            "errors": [(ids[e.agent_id], e.episode, describe_agent_error(e)) for e in errors],
+            "counters": {ids[i]: (a.episode, int(getattr(a, "total_steps", -1))) for i, a in enumerate(self.agents)},
+            "input_changes": {name: task.take_input_changes() for name, task in self.manager.tasks.items()},
+            "stored": dict(self._allowance.sent),
+            "idle": {ids[i]: seconds for i, seconds in self.manager.in_environment().items()},
+            "running": self.manager.running(),
+        }
+
+    def deliver(self, answers: Sequence[Answer], weights: Broadcast, limits: Mapping[str, int]) -> int:
+        """Apply the newest ``weights`` and replay ``limits``, then answer the requests of ``answers``;
+        returns how many."""
+        self._apply(weights)
+        self._allowance.raise_to(limits)
+        for ticket, costs, error in answers:
+            failure = None if error is None else RemoteError(error[0], rebuild_error(error[1]))
+            self._outbox.answer(ticket, costs, failure)
+        return len(answers)
+
+    def versions(self) -> Dict[str, int]:
+        """Task name -> the weights version the copy acts with."""
+        return dict(self._versions)
+
+    def pause(self) -> None:
+        """Hold every agent at its next prediction (returns once held)."""
+        self.manager.pause()
+
+    def resume(self) -> None:
+        """Let the agents go on."""
+        self.manager.resume()
+
+    def stop(self, timeout: float) -> List[int]:
+        """End the agents; returns the driver ids of those stuck in their environment."""
+        self._outbox.close()
+        self._allowance.close()
+        stuck = self.manager.stop(timeout)
+        return [self._ids[s.agent_id] for s in stuck]
+
+    def ping(self) -> float:
+        """Answers at once (whether the actor is up)."""
+        return time.time()
+
+    # -- inside ------------------------------------------------------------------------
+    def _apply(self, weights: Broadcast) -> None:
+        import ray
+
+        for name, (version, holder) in weights.items():
+            if version > self._versions[name]:
+                arrays = ray.get(holder[0])
+                # Arrays from Ray's object store are read-only views; the copies' layers copy them in.
+                self.manager.tasks[name].set_algorithm_weights(_writable(arrays))
+                self._versions[name] = version
+
+
+def _writable(weights: Mapping[str, object]) -> Dict[str, object]:
+    """``weights`` (nested dicts of arrays) with every read-only array copied."""
+    out: Dict[str, object] = {}
+    for key, value in weights.items():
+        if isinstance(value, Mapping):
+            out[key] = _writable(value)
+        elif isinstance(value, np.ndarray) and not value.flags.writeable:
+            out[key] = value.copy()
+        else:
+            out[key] = value
+    return out
