@@ -8,6 +8,7 @@ from typing import List
 import pytest
 
 import parl
+from parl.runtime import registry
 
 from toys import EchoAlgorithm, PlacementCase, Robots, echo_algorithm_func, open_gates, parl_threads, placement_cases
 
@@ -76,9 +77,13 @@ def make_manager():
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test that takes ``placement_case`` (or ``robot``) runs once per placement case."""
+    """A test that takes ``placement_case`` (or ``robot``) runs once per placement case; one marked
+    ``in_process_predictions`` (it watches predictions inside the Manager's own tasks and wrappers)
+    runs over the placements whose agents predict through those tasks only."""
     if "placement_case" in metafunc.fixturenames:
         cases = placement_cases()
+        if metafunc.definition.get_closest_marker("in_process_predictions"):
+            cases = [case for case in cases if not registry.entry(case.placement).predicts_in_copies]
         metafunc.parametrize("placement_case", cases, ids=[case.id for case in cases], indirect=True)
 
 

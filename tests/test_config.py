@@ -80,7 +80,7 @@ PPO_OPTIONS = (
 )
 TOP_KEYS = (
     "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, heartbeat_timeout, "
-    "env, agent, tasks, shared, train, evaluation, checkpoint"
+    "ray, env, agent, tasks, shared, train, evaluation, checkpoint"
 )
 
 MALFORMED = {
@@ -533,4 +533,5 @@ def test_heartbeat_timeout_is_an_option_of_worker_processes_only(tmp_path: Path)
     assert error_of(path, ["heartbeat_timeout=2.5"]).startswith(
         "heartbeat_timeout: heartbeat_timeout applies to placement 'processes' only"
     )
-    assert error_of(path, ["workers=2"]).startswith("workers: workers applies to placement 'processes' only")
+    assert error_of(path, ["workers=2"]).startswith("workers: workers applies to placement 'processes' or 'ray' only")
+    assert error_of(path, ["ray.replay_shards=2"]).startswith("ray: ray applies to placement 'ray' only")

@@ -97,7 +97,7 @@ def wait_until_held(manager: parl.Manager, arrivals: Arrivals, predictions: Queu
     assert arrivals.wait(count), "the agents never reached their prediction"
     # An agent announces before its request is sent; a request through the queue is seen there. (A
     # cooperative agent parks before the scheduler, in the same thread, can look at anything.)
-    through_queue = all(
+    through_queue = not registry.entry(manager.placement).predicts_in_copies and all(
         type(helper.communicator).predict is InProcessCommunicator.predict
         for agent in manager.agents
         for helper in agent.helpers.values()
@@ -140,8 +140,9 @@ def test_many_agents_each_get_their_own_replies_and_learn(robot: Robots) -> None
     assert {i: e["learned"] for i, e in last.items()} == {i: 2 * games if i in on_policy else 5 for i in range(32)}
 
     algorithm = manager.tasks["T"].algorithm
-    predicted = np.concatenate(algorithm.prediction_batches)
-    assert sorted(int(v) for v in predicted[:, 0]) == every_step(range(32), games, length)
+    if not registry.entry(manager.placement).predicts_in_copies:
+        predicted = np.concatenate(algorithm.prediction_batches)
+        assert sorted(int(v) for v in predicted[:, 0]) == every_step(range(32), games, length)
     snapshot = manager.wrappers["T"].stats.snapshot()
     assert snapshot.predictions == snapshot.timed_predictions == 32 * games * length
     assert snapshot.prediction_seconds > 0  # the latency the agents saw
@@ -249,6 +250,7 @@ def answers_one_row_short(task: parl.ComputationTask) -> None:
     task.predict = predict_short
 
 
+@pytest.mark.in_process_predictions
 @pytest.mark.parametrize("failure", ["raises", "answers_too_few_rows"])
 def test_a_failing_prediction_fails_every_agent_of_its_batch_and_later_ones_are_served(
     robot: Robots, failure: str
@@ -417,6 +419,7 @@ def test_stop_ends_every_agent_within_5_s_and_leaves_nothing_running(robot: Robo
         assert manager.episodes() == [] and manager.tasks["T"].algorithm.learn_batches == []
 
 
+@pytest.mark.in_process_predictions
 def test_stop_reports_a_stuck_prediction_and_ends_everything_once_it_returns(robot: Robots) -> None:
     manager = robot()
     add_agents(
@@ -451,10 +454,15 @@ def test_pause_holds_every_agent_at_its_next_prediction_until_resume(robot: Robo
         [ReportingEchoAgent(CountEnv(code, length=3), corrupt=announcing(arrivals)) for code in range(agents)],
         lambda i: parl.OnPolicyHelper(sample_interval=2),
     )
-    algorithm = manager.tasks["T"].algorithm
+    algorithm, stats = manager.tasks["T"].algorithm, manager.wrappers["T"].stats
+    in_copies = registry.entry(manager.placement).predicts_in_copies
+
+    def predicted() -> int:
+        """Predictions answered so far: rows the task saw, or those its copies counted."""
+        return stats.predictions if in_copies else sum(len(b) for b in algorithm.prediction_batches)
 
     def progress() -> Tuple[int, int]:
-        return len(manager.episodes()), len(algorithm.prediction_batches)
+        return len(manager.episodes()), predicted()
 
     if when == "before-start":
         manager.pause()
@@ -465,10 +473,10 @@ def test_pause_holds_every_agent_at_its_next_prediction_until_resume(robot: Robo
         manager.start()
         assert wait_for(lambda: len(manager.episodes()) >= 2 * agents)
         manager.pause()
-        under_way = len(algorithm.prediction_batches)
+        under_way = predicted()
         assert settles(progress, quiet=0.3)
         # At most the one batch already on its way when pause returned: each agent is held at its next prediction.
-        assert sum(len(b) for b in algorithm.prediction_batches[under_way:]) <= agents
+        assert predicted() - under_way <= agents
     held, _ = progress()
     manager.resume()
     assert wait_for(lambda: len(manager.episodes()) >= held + 2 * agents)
@@ -591,6 +599,7 @@ def expected_transport(case_id: str) -> Optional[str]:
     }.get(case_id)
 
 
+@pytest.mark.in_process_predictions
 def test_the_transport_keeps_the_communicator_contract_and_requests_after_stop_raise(robot: Robots) -> None:
     manager = robot()
     helper = parl.OnPolicyHelper()

@@ -30,8 +30,12 @@ def test_an_unknown_placement_is_named_with_the_choices() -> None:
 
 
 def test_an_option_the_placement_does_not_take_is_refused_naming_the_placements_that_do() -> None:
-    with pytest.raises(ValueError, match="workers applies to placement 'processes' only, got placement 'threads'"):
+    with pytest.raises(
+        ValueError, match="workers applies to placement 'processes' or 'ray' only, got placement 'threads'"
+    ):
         parl.Manager(settings(), workers=2)
+    with pytest.raises(ValueError, match="ray applies to placement 'ray' only, got placement 'processes'"):
+        parl.Manager(settings(), placement="processes", ray=parl.RayOptions())
     with pytest.raises(ValueError, match="restart_workers applies to placement 'processes' only"):
         parl.Manager(settings(), placement="cooperative", restart_workers=True)
     with pytest.raises(ValueError, match="heartbeat_timeout applies to placement 'processes' only"):

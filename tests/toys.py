@@ -10,9 +10,9 @@ sender of any row of a batch is ``obs[0] // 1000``.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -511,20 +511,40 @@ class Sender(threading.Thread):
 
 
 class Arrivals:
-    """A count shared by every process of a robot: agents call :meth:`arrive` (in a forked worker
-    process too, when made before the fork), the test waits for a number of arrivals."""
+    """A count shared by every process of a robot on this machine: agents call :meth:`arrive` (in a
+    forked worker process or a Ray worker too: the object pickles as a file path), the test waits
+    for a number of arrivals. Each arrival appends one byte to a file of its own."""
 
     def __init__(self) -> None:
-        self._semaphore = multiprocessing.get_context("fork").Semaphore(0)
+        fd, self.path = tempfile.mkstemp(prefix="parl-arrivals-")
+        os.close(fd)
+        self._seen = 0
+        self._owner = os.getpid()  # copies in other processes leave the file alone
 
     def arrive(self) -> None:
         """Count one arrival."""
-        self._semaphore.release()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b".")
+        finally:
+            os.close(fd)
 
     def wait(self, count: int, timeout: float = WAIT) -> bool:
         """Whether ``count`` more arrivals came within ``timeout`` seconds (each is counted once)."""
         deadline = time.monotonic() + timeout
-        return all(self._semaphore.acquire(timeout=max(0.0, deadline - time.monotonic())) for _ in range(count))
+        while os.path.getsize(self.path) < self._seen + count:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        self._seen += count
+        return True
+
+    def __del__(self) -> None:
+        if os.getpid() == self._owner:
+            try:
+                os.unlink(self.path)
+            except OSError:  # removed already
+                pass
 
 
 def announcing(arrivals: Arrivals, change: Optional[Callable[[dict, int], dict]] = None) -> Callable[[dict, int], dict]:

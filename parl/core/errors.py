@@ -15,9 +15,13 @@ class RemoteError(RuntimeError):
     ``remote_traceback`` holds the original traceback text; it is also part of the message.
     """
 
-    def __init__(self, where: str, original: BaseException) -> None:
+    def __init__(self, where: str, original: BaseException, *, remote_traceback: Optional[str] = None) -> None:
+        """``remote_traceback``: the original's traceback text, when it was raised in another process
+        (None: formatted from ``original`` here)."""
         self.original = original
-        self.remote_traceback = "".join(traceback.format_exception(type(original), original, original.__traceback__))
+        if remote_traceback is None:
+            remote_traceback = "".join(traceback.format_exception(type(original), original, original.__traceback__))
+        self.remote_traceback = remote_traceback
         super().__init__(f"{where} failed: {original!r}\n--- original traceback ---\n{self.remote_traceback}")
 
 

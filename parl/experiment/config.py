@@ -226,6 +226,7 @@ class RayConfig(_Section):
     worker_placement: Literal[WORKER_PLACEMENTS] = "cooperative"
     broadcast_interval: PositiveInt = 10
     sample_timeout: PositiveFloat = 60.0
+    max_staleness: Optional[Annotated[int, Field(ge=0)]] = None
     replay_shards: Annotated[int, Field(ge=0, le=1024)] = 0
     local_cpus: Optional[PositiveInt] = None
 

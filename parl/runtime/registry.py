@@ -38,12 +38,16 @@ class Placement:
         runner: ``"module:Class"`` of its AgentRunner subclass.
         options: the Manager options it takes besides the common ones.
         description: one line for help texts.
+        predicts_in_copies: its agents act through copies of the tasks elsewhere (placement "ray"),
+            so the Manager's own tasks answer no prediction (their wrappers' counters still count
+            the copies' predictions).
     """
 
     name: str
     runner: str
     options: Tuple[str, ...]
     description: str
+    predicts_in_copies: bool = False
 
     def runner_class(self) -> Type[AgentRunner]:
         """The runner class, imported now."""
@@ -57,8 +61,16 @@ class Placement:
 _ENTRIES: Dict[str, Placement] = {}
 
 
-def register(name: str, runner: str, *, options: Sequence[str] = (), description: str = "") -> None:
-    """Add placement ``name`` run by ``runner`` (``"module:Class"``), taking the Manager ``options`` listed.
+def register(
+    name: str,
+    runner: str,
+    *,
+    options: Sequence[str] = (),
+    description: str = "",
+    predicts_in_copies: bool = False,
+) -> None:
+    """Add placement ``name`` run by ``runner`` (``"module:Class"``), taking the Manager ``options`` listed
+    (``predicts_in_copies``: see :class:`Placement`).
 
     Raises:
         ValueError: ``name`` is taken or empty, or ``runner`` is not of the form ``"module:Class"``.
@@ -70,7 +82,7 @@ def register(name: str, runner: str, *, options: Sequence[str] = (), description
     module, colon, cls = runner.partition(":") if isinstance(runner, str) else ("", "", "")
     if not (module and colon and cls):
         raise ValueError(f"runner must be 'module:Class', got {runner!r}")
-    _ENTRIES[name] = Placement(name, runner, tuple(options), description)
+    _ENTRIES[name] = Placement(name, runner, tuple(options), description, bool(predicts_in_copies))
 
 
 def unregister(name: str) -> None:
@@ -140,4 +152,5 @@ register(
     "parl.runtime.ray.runner:RayRunner",
     options=("workers", "ray"),
     description="agents on Ray worker actors acting with copies of the tasks; learners in this process",
+    predicts_in_copies=True,
 )

@@ -86,6 +86,7 @@ class WrapperStats:
         "training_requests",
         "_training",
         "_timers",
+        "_elsewhere",
     )
 
     def __init__(self) -> None:
@@ -96,6 +97,7 @@ class WrapperStats:
         self.training_requests = 0
         self._training = _TrainingTotals(0, 0, {}, (0.0, 0, 0), None)
         self._timers: List[PredictionTimer] = []
+        self._elsewhere: Optional[PredictionTimer] = None  # latency of predictions answered by copies
 
     def mean_prediction_batch(self) -> float:
         """Average number of requests per prediction batch so far."""
@@ -106,6 +108,18 @@ class WrapperStats:
         timer = PredictionTimer()
         self._timers.append(timer)
         return timer
+
+    def add_predictions(self, batches: int, predictions: int, max_batch: int, timed: Tuple[int, float]) -> None:
+        """Count predictions answered elsewhere, by a copy of the task (placement "ray"): ``batches``
+        batches of ``predictions`` requests in all, the largest of ``max_batch``, and ``timed`` =
+        (requests that returned to their agent, seconds they waited). Called by one thread at a time."""
+        self.prediction_batches += batches
+        self.predictions += predictions
+        self.max_prediction_batch = max(self.max_prediction_batch, max_batch)
+        if self._elsewhere is None:
+            self._elsewhere = self.prediction_timer()
+        requests, seconds = self._elsewhere.total
+        self._elsewhere.total = (requests + timed[0], seconds + timed[1])
 
     def record_update(
         self, rows: int, costs: Mapping[str, object], grad_norm: Total, learning_rate: Optional[float]

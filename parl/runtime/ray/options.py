@@ -32,6 +32,9 @@ class RayOptions:
             tasks fed by time-ordered segments (on-policy) broadcast after every update.
         sample_timeout: seconds a worker may leave a call unanswered before it is taken for lost:
             it is killed, reported and started again (it answers every ``POLL_SECONDS`` when well).
+        max_staleness: a time-ordered segment (on-policy) gathered with weights more than this many
+            broadcasts older than the task's latest is dropped, not learned (None: every segment is
+            learned, as in the other placements; 0: only segments of the latest weights).
         replay_shards: replay shard actors per task whose helpers keep a replay buffer (0: every
             agent keeps its own buffer, as in the other placements).
         local_cpus: CPUs of the local Ray started when no Ray is joined (None: this machine's cores,
@@ -43,6 +46,7 @@ class RayOptions:
     worker_placement: str = "cooperative"
     broadcast_interval: int = 10
     sample_timeout: float = 60.0
+    max_staleness: Optional[int] = None
     replay_shards: int = 0
     local_cpus: Optional[int] = None
 
@@ -53,6 +57,8 @@ class RayOptions:
         check_choice("worker_placement", self.worker_placement, WORKER_PLACEMENTS)
         check_int("broadcast_interval", self.broadcast_interval, 1)
         check_positive("sample_timeout", self.sample_timeout)
+        if self.max_staleness is not None:
+            check_int("max_staleness", self.max_staleness, 0)
         check_int("replay_shards", self.replay_shards, 0, 1024)
         if self.local_cpus is not None:
             check_int("local_cpus", self.local_cpus, 1)

@@ -21,10 +21,13 @@ transitions to the shards and sampled batches to the driver. Predictions never c
 
 Weights: a task fed by time-ordered segments (on-policy helpers) broadcasts after every update,
 one fed by replay samples every ``broadcast_interval`` updates (:mod:`parl.runtime.ray.broadcast`).
-A segment gathered with weights older than the task's latest broadcast (a worker that missed an
-update's window, or one started again) is dropped, not learned: its agent's ``learn`` returns
-empty costs, and :attr:`RayRunner.dropped_segments` counts it. Segments of one synchronous update
-(``min_batchsize`` = the agent count) are all of the same version, so none is dropped there.
+Each training batch carries the version its worker acted with. With ``max_staleness`` set, a
+segment gathered with weights more than that many versions older than the task's latest (a
+worker that missed an update's window, or one started again) is dropped, not learned: its
+agent's ``learn`` returns empty costs, and :attr:`RayRunner.dropped_segments` counts it. By
+default every segment is learned, as in the other placements (where a segment that misses an
+update's window is learned by the next one). Segments of one synchronous update
+(``min_batchsize`` = the agent count) are all of the latest version, so none is ever stale there.
 
 Faults: a worker that does not answer within ``sample_timeout`` seconds, whose actor died
 (``ray.kill``, a crash) or whose node was removed is reported on the ``parl`` logger by name
@@ -272,8 +275,10 @@ class RayRunner(AgentRunner):
             agent.episode = episode
             if steps >= 0 and hasattr(agent, "total_steps"):
                 agent.total_steps = steps
-        for name, changes in out["input_changes"].items():
-            context.wrappers[name].task.merge_input_changes(changes)
+        with self._lock:  # the take threads of all workers add to the same counters
+            for name, changes in out["input_changes"].items():
+                context.wrappers[name].task.merge_input_changes(changes)
+        self._count_served(out["served"])
         slot.stored = dict(out["stored"])
         now = time.perf_counter()
         slot.idle = {agent_id: now - seconds for agent_id, seconds in out["idle"].items()}
@@ -281,9 +286,17 @@ class RayRunner(AgentRunner):
             self._queue(slot, generation, ticket, task, agent_id, batch, version)
         slot.running = bool(out["running"])
 
+    def _count_served(self, served: Dict[str, tuple]) -> None:
+        """Add the predictions a worker's copies answered (a take's or a pause's ``served``) to the
+        counters of the Manager's wrappers."""
+        with self._lock:  # the take threads of all workers add to the same counters
+            for name, (batches, predictions, largest, timed) in served.items():
+                self.context.wrappers[name].stats.add_predictions(batches, predictions, largest, timed)
+
     def _queue(self, slot: _Slot, generation: int, ticket: int, task: str, agent_id: int, batch, version: int) -> None:
         segment = getattr(batch, "sequence_lengths", None) is not None
-        if segment and version < self._broadcaster.version(task):
+        staleness = self.options.max_staleness
+        if segment and staleness is not None and version < self._broadcaster.version(task) - staleness:
             with self._lock:
                 self.dropped_segments += 1
             self._answer(slot, generation, (ticket, {}, None))
@@ -297,7 +310,10 @@ class RayRunner(AgentRunner):
                 self._answer(slot, generation, (ticket, result, None))
             else:
                 original = getattr(error, "original", error)
-                self._answer(slot, generation, (ticket, None, (f"training in task {task!r}", error_data(original))))
+                text = getattr(error, "remote_traceback", None)
+                self._answer(
+                    slot, generation, (ticket, None, (f"training in task {task!r}", error_data(original), text))
+                )
 
         try:
             self.context.wrappers[task].training_queue.put(_RemoteRequest(agent_id, batch, finished))
@@ -384,10 +400,12 @@ class RayRunner(AgentRunner):
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def pause(self) -> None:
-        """Hold every worker's agents at their next prediction (returns once they are held)."""
+        """Hold every worker's agents at their next prediction (returns once they are held, with the
+        predictions they made until then counted)."""
         self._paused = True
         if self._session is not None:
-            self._call_all("pause", timeout=self.options.sample_timeout)
+            for served in self._call_all("pause", timeout=self.options.sample_timeout):
+                self._count_served(served)
 
     def resume(self) -> None:
         """Let every worker's agents go on."""
@@ -425,17 +443,26 @@ class RayRunner(AgentRunner):
             out.update(slot.idle)
         return out
 
-    def _call_all(self, method: str, timeout: float, args: Tuple[object, ...] = ()) -> None:
-        """Call ``method`` on every worker and wait up to ``timeout`` seconds for them all."""
+    def _call_all(self, method: str, timeout: float, args: Tuple[object, ...] = ()) -> List[object]:
+        """Call ``method`` on every worker, wait up to ``timeout`` seconds for them all, and return
+        the answers that came (a lost worker's is missing: its take thread starts it again)."""
         ray = self._session.ray
         refs = []
         for slot in self._slots:
             try:
                 refs.append(getattr(slot.actor, method).remote(*args))
-            except Exception:  # noqa: BLE001 - a lost worker: its take thread starts it again
+            except Exception:  # noqa: BLE001 - a lost worker
                 continue
-        if refs:
-            ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        if not refs:
+            return []
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        answers = []
+        for ref in done:
+            try:
+                answers.append(ray.get(ref))
+            except Exception:  # noqa: BLE001 - a lost worker
+                continue
+        return answers
 
 
 def _cause(exc: BaseException) -> str:

@@ -31,10 +31,11 @@ from parl.runtime.ray.replay import Allowance, ShardWriter
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.request_queue import Request
+from parl.serving.stats import StatsSnapshot
 
 #: A request taken for the driver: (ticket, task name, driver agent id, batch, weights version).
 Outgoing = Tuple[int, str, int, object, int]
-#: An answer from the driver: (ticket, costs, error) with error None or (where, error data).
+#: An answer from the driver: (ticket, costs, error) with error None or (where, error data, traceback text).
 Answer = Tuple[int, Optional[Dict[str, object]], Optional[Tuple[str, Dict[str, object]]]]
 #: Weights the driver broadcast: task name -> (version, [object ref]) (the ref in a list, so that
 #: Ray hands it over as a ref and the worker fetches it only when the version is new to it).
@@ -188,14 +189,16 @@ class RolloutWorker:
                 agent.helpers[task_name].store_only(writer)
                 self._writers.append(writer)
         self._errors_sent = 0
+        self._served: Dict[str, StatsSnapshot] = {}  # the copies' prediction counters at the last take
+        self._served_lock = threading.Lock()
         self.manager.start()
 
     # -- called by the driver ------------------------------------------------------------
     def take(self, timeout: float) -> Dict[str, object]:
         """What the driver needs now: the training requests put since the last call (waiting up to
         ``timeout`` seconds for one), finished episodes, agent errors, live counters, the input
-        statistics gathered, transitions sent to replay shards, agents in their environment, and
-        whether any agent is still playing."""
+        statistics gathered, transitions sent to replay shards, agents in their environment, the
+        predictions the copies answered since the last call, and whether any agent is still playing."""
         ids = self._ids
         batches = [
             (ticket, task, ids[request.agent_id], request.payload, version)
@@ -214,6 +217,7 @@ class RolloutWorker:
             "input_changes": {name: task.take_input_changes() for name, task in self.manager.tasks.items()},
             "stored": dict(self._allowance.sent),
             "idle": {ids[i]: seconds for i, seconds in self.manager.in_environment().items()},
+            "served": self._served_since(),
             "running": self.manager.running(),
         }
 
@@ -223,7 +227,9 @@ class RolloutWorker:
         self._apply(weights)
         self._allowance.raise_to(limits)
         for ticket, costs, error in answers:
-            failure = None if error is None else RemoteError(error[0], rebuild_error(error[1]))
+            failure = (
+                None if error is None else RemoteError(error[0], rebuild_error(error[1]), remote_traceback=error[2])
+            )
             self._outbox.answer(ticket, costs, failure)
         return len(answers)
 
@@ -231,9 +237,11 @@ class RolloutWorker:
         """Task name -> the weights version the copy acts with."""
         return dict(self._versions)
 
-    def pause(self) -> None:
-        """Hold every agent at its next prediction (returns once held)."""
+    def pause(self) -> Dict[str, tuple]:
+        """Hold every agent at its next prediction; returns once held, with the predictions the
+        copies answered since the last call (as :meth:`take` gives them)."""
         self.manager.pause()
+        return self._served_since()
 
     def resume(self) -> None:
         """Let the agents go on."""
@@ -251,6 +259,25 @@ class RolloutWorker:
         return time.time()
 
     # -- inside ------------------------------------------------------------------------
+    def _served_since(self) -> Dict[str, tuple]:
+        """Task -> (batches, predictions, largest batch, (timed requests, seconds)) the copy answered
+        since the last call."""
+        served = {}
+        with self._served_lock:  # take and pause may run at once (a threaded actor)
+            for name, wrapper in self.manager.wrappers.items():
+                now, before = wrapper.stats.snapshot(), self._served.get(name)
+                self._served[name] = now
+                served[name] = (
+                    now.prediction_batches - (before.prediction_batches if before else 0),
+                    now.predictions - (before.predictions if before else 0),
+                    now.max_prediction_batch,
+                    (
+                        now.timed_predictions - (before.timed_predictions if before else 0),
+                        now.prediction_seconds - (before.prediction_seconds if before else 0.0),
+                    ),
+                )
+        return served
+
     def _apply(self, weights: Broadcast) -> None:
         import ray
 
