@@ -84,6 +84,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.class_spec import UserExitError
     from parl.experiment.config import ConfigError
     from parl.experiment.trainer import ResultWriteError
+    from parl.runtime.ray.session import WorkerStartError
 
     try:
         if args.command == "train":
@@ -99,7 +100,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError, ResultWriteError) as exc:
+    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, WorkerStartError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds

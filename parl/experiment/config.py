@@ -48,6 +48,7 @@ from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.runtime.ray.options import WORKER_PLACEMENTS
+from parl.runtime.ray.session import require_ray
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
@@ -223,6 +224,7 @@ class RayConfig(_Section):
 
     address: Optional[NonEmptyStr] = None
     worker_cpus: PositiveFloat = 1.0
+    worker_resources: Optional[Dict[NonEmptyStr, PositiveFloat]] = None
     worker_placement: Literal[WORKER_PLACEMENTS] = "cooperative"
     broadcast_interval: PositiveInt = 10
     sample_timeout: PositiveFloat = 60.0
@@ -324,6 +326,11 @@ class RobotConfig(_Section):
         except ValueError as exc:
             option = str(exc).split(" ", 1)[0]
             raise ConfigError(f"{option}: {exc}") from None
+        if self.placement == "ray":
+            try:
+                require_ray()
+            except ImportError as exc:
+                raise ConfigError(f"placement: {exc}") from None
         return self
 
     @model_validator(mode="after")

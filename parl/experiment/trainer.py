@@ -51,6 +51,7 @@ from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
+from parl.experiment.remote_evaluation import RayEvaluation
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
 from parl.serving.computation_task import ComputationTask
@@ -89,6 +90,7 @@ class Trainer:
         # capture, a notebook's) may be closed by the time a later run writes.
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
+        self._remote: Optional[RayEvaluation] = None  # the evaluation actor of a run on Ray
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
         #: The robot of the current or last :meth:`run` (None before it).
         self.manager: Optional[Manager] = None
@@ -143,8 +145,12 @@ class Trainer:
             start = time.perf_counter() - state.elapsed_before
             manager.start()
             try:
+                self._remote = RayEvaluation(config) if config.placement == "ray" else None
                 stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
             finally:
+                if self._remote is not None:
+                    self._remote.close()
+                    self._remote = None
                 manager.stop()
                 if bar is not None:
                     bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
@@ -259,9 +265,17 @@ class Trainer:
         passed = False
         try:
             copy_weights(manager.tasks, evaluators)
+            remote, weights = self._remote, {name: task.algorithm_weights() for name, task in evaluators.items()}
             check = confirmed_check(
-                lambda episodes, seed: evaluate_agents(
-                    lambda agent_seed: make_agent(config, 0, seed=agent_seed), evaluators, episodes=episodes, seed=seed
+                lambda episodes, seed: (
+                    remote.play(weights, episodes, seed)
+                    if remote is not None
+                    else evaluate_agents(
+                        lambda agent_seed: make_agent(config, 0, seed=agent_seed),
+                        evaluators,
+                        episodes=episodes,
+                        seed=seed,
+                    )
                 ),
                 episodes=config.evaluation.episodes,
                 target=target,
@@ -272,7 +286,7 @@ class Trainer:
             state.last_eval = check.score
             if passed or np.isnan(state.best_eval) or check.score > state.best_eval:
                 state.best_eval, state.passed = check.score, passed
-                state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
+                state.best_weights = weights
         finally:
             if pause and not passed:
                 manager.resume()

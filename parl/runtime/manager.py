@@ -66,7 +66,7 @@ from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
-from parl.runtime.runner import RunnerContext, play_games
+from parl.runtime.runner import AgentRunner, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
@@ -278,6 +278,11 @@ class Manager:
         self._runner.start()
         if self._watchdog is not None:
             self._watchdog.start()
+
+    @property
+    def runner(self) -> AgentRunner:
+        """The runner of this Manager's placement (its own attributes tell more: ``RayRunner.losses``)."""
+        return self._runner
 
     def agent_threads(self) -> int:
         """How many threads of this process run agents: one per agent with placement "threads", none

@@ -17,6 +17,8 @@ import threading
 from types import ModuleType
 from typing import Callable, Dict, List, Mapping, Tuple
 
+import numpy as np
+
 from parl.serving.computation_task import ComputationTask
 
 
@@ -65,3 +67,17 @@ class Broadcaster:
         task = self._tasks[name]
         self._steps_at[name] = task.update_steps
         self._published[name] = (version, [self._ray.put(task.algorithm_weights())])
+
+
+def writable_weights(weights: Mapping[str, object]) -> Dict[str, object]:
+    """``weights`` (nested dicts of arrays, as fetched from Ray's object store) with every read-only
+    array copied, so the tasks they are set into own arrays they may write."""
+    out: Dict[str, object] = {}
+    for key, value in weights.items():
+        if isinstance(value, Mapping):
+            out[key] = writable_weights(value)
+        elif isinstance(value, np.ndarray) and not value.flags.writeable:
+            out[key] = value.copy()
+        else:
+            out[key] = value
+    return out

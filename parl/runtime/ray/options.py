@@ -8,7 +8,7 @@ In configs they are the ``ray:`` block (docs/distributed.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 from parl.validation import check_choice, check_int, check_positive
 
@@ -25,6 +25,8 @@ class RayOptions:
             None: use the Ray this process has already joined, else start a local one bound to
             127.0.0.1 that ends with the robot.
         worker_cpus: CPUs each worker actor asks Ray for (its agents and their local predictions).
+        worker_resources: custom Ray resources each worker actor asks for besides (``{"sim": 1}``
+            places workers on the nodes started with ``--resources '{"sim": 4}'``); None: none.
         worker_placement: how a worker plays its agents: ``"cooperative"`` (greenlets, batched
             predictions; the default) or ``"threads"`` (one thread per agent, for environments that
             block on I/O).
@@ -43,6 +45,7 @@ class RayOptions:
 
     address: Optional[str] = None
     worker_cpus: float = 1.0
+    worker_resources: Optional[Mapping[str, float]] = None
     worker_placement: str = "cooperative"
     broadcast_interval: int = 10
     sample_timeout: float = 60.0
@@ -54,6 +57,13 @@ class RayOptions:
         if self.address is not None and (not isinstance(self.address, str) or not self.address):
             raise ValueError(f"ray address must be a non-empty string or None, got {self.address!r}")
         check_positive("worker_cpus", self.worker_cpus)
+        if self.worker_resources is not None:
+            if not isinstance(self.worker_resources, Mapping) or not all(
+                isinstance(k, str) and k for k in self.worker_resources
+            ):
+                raise ValueError(f"worker_resources must map resource names to amounts, got {self.worker_resources!r}")
+            for name, amount in self.worker_resources.items():
+                check_positive(f"worker_resources.{name}", amount)
         check_choice("worker_placement", self.worker_placement, WORKER_PLACEMENTS)
         check_int("broadcast_interval", self.broadcast_interval, 1)
         check_positive("sample_timeout", self.sample_timeout)

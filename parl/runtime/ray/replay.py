@@ -300,6 +300,8 @@ class ReplayLearner:
         self._sizes = np.ones(len(self._shards))  # rows per shard, as last seen (equal at first)
         #: Updates learned so far.
         self.updates = 0
+        #: Whether an update failed (the learner has stopped).
+        self.failed = False
         self._thread: Optional[threading.Thread] = None
 
     def start(self, name: str) -> None:
@@ -322,6 +324,10 @@ class ReplayLearner:
         if ready <= 0:
             return 0
         return -(-ready * self._ratio.numerator // self._ratio.denominator)
+
+    def caught_up(self, stored: int) -> bool:
+        """Whether every update ``stored`` rows earn has been made."""
+        return self.updates >= self.earned(stored)
 
     def allowed_rows(self) -> int:
         """Rows the workers may have stored so far: the warm-up and the rows that earn the updates
@@ -357,6 +363,7 @@ class ReplayLearner:
         except StoppedError:
             return
         except Exception as exc:  # noqa: BLE001 - reported to the runner, which fails the run
+            self.failed = True
             self._on_error(exc)
 
     def _learn(self, index: int, batch: Transition[np.ndarray], slots: Optional[np.ndarray]) -> None:

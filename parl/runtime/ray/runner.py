@@ -54,7 +54,7 @@ from parl.runtime.processes.error_data import error_data, rebuild_agent_error
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.runtime.ray.options import RayOptions
 from parl.runtime.ray.replay import CHUNK, ReplayLearner, ReplaySettings, ReplayShard
-from parl.runtime.ray.session import RaySession
+from parl.runtime.ray.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.ray.worker import RolloutWorker
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.computation_wrapper import ComputationWrapper
@@ -67,10 +67,6 @@ logger = logging.getLogger("parl")
 POLL_SECONDS = 0.2
 #: Worker actors may run this many calls at once (``take`` waits while ``deliver`` answers).
 ACTOR_CONCURRENCY = 4
-
-
-class WorkerStartError(RuntimeError):
-    """A worker actor failed in its constructor (an agent that does not unpickle there, say)."""
 
 
 @dataclass
@@ -125,6 +121,7 @@ class RayRunner(AgentRunner):
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
+        require_ray()
         workers = context.options.get("workers")
         self.workers = None if workers is None else check_int("workers", workers, 1)
         options = context.options.get("ray")
@@ -173,7 +170,9 @@ class RayRunner(AgentRunner):
         for helper in (h for agent in agents for h in agent.helpers.values()):
             helper.unbind()  # the workers bind their own; no transport or empty buffer travels
         self._worker_class = ray.remote(RolloutWorker).options(
-            num_cpus=options.worker_cpus, max_concurrency=ACTOR_CONCURRENCY
+            num_cpus=options.worker_cpus,
+            resources=dict(options.worker_resources or {}),
+            max_concurrency=ACTOR_CONCURRENCY,
         )
         self._replay_shards = shards
         for k in range(workers):
@@ -390,14 +389,40 @@ class RayRunner(AgentRunner):
     def _replay_failed(self, task: str, exc: BaseException) -> None:
         self.context.record_error(AgentError(-1, 0, exc, where=f"replay learner of task {task!r}"))
 
+    def worker_actors(self) -> Dict[str, object]:
+        """Worker name -> its actor handle now (a lost worker's is replaced when it starts again)."""
+        return {slot.name: slot.actor for slot in self._slots}
+
+    def agents_of(self, name: str) -> List[int]:
+        """The driver ids of worker ``name``'s agents.
+
+        Raises:
+            ValueError: no worker is called ``name``.
+        """
+        for slot in self._slots:
+            if slot.name == name:
+                return list(slot.agent_ids)
+        raise ValueError(f"no worker {name!r}; workers are {[slot.name for slot in self._slots]}")
+
     # -- the Manager's calls ---------------------------------------------------------------
     def running(self) -> bool:
-        return any(slot.running for slot in self._slots) and not self._stopping.is_set()
+        """Whether an agent still plays, or a replay learner has updates still to make for the rows
+        stored (as an agent's own helper makes its updates before its agent finishes)."""
+        if self._stopping.is_set():
+            return False
+        return any(slot.running for slot in self._slots) or not self._learners_caught_up()
+
+    def _learners_caught_up(self) -> bool:
+        return all(learner.caught_up(self._stored(name)) or learner.failed for name, learner in self._learners.items())
 
     def join(self, deadline: Optional[float]) -> None:
         for slot in self._slots:
             for thread in slot.threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        while not self._stopping.is_set() and not self._learners_caught_up():
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
 
     def pause(self) -> None:
         """Hold every worker's agents at their next prediction (returns once they are held, with the

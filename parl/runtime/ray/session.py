@@ -13,6 +13,7 @@ own addresses: see docs/distributed.md for what crosses the network then.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
@@ -34,6 +35,22 @@ RAY_ENVIRONMENT = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
     "RAY_DEDUP_LOGS": "0",
 }
+
+
+class WorkerStartError(RuntimeError):
+    """A Ray actor of a robot failed in its constructor (an agent that does not unpickle there, say)."""
+
+
+def require_ray() -> None:
+    """Check that Ray is installed, without importing it.
+
+    Raises:
+        ImportError: it is not; the message says how to install it.
+    """
+    if "ray" in sys.modules and sys.modules["ray"] is not None:
+        return
+    if sys.modules.get("ray", ...) is None or importlib.util.find_spec("ray") is None:
+        raise ImportError(f"placement 'ray' needs Ray, which is not installed: {INSTALL_HINT}")
 
 
 def import_ray() -> ModuleType:

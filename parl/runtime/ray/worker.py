@@ -18,15 +18,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
-
-import numpy as np
 
 from parl.core.agent import Agent
 from parl.core.errors import RemoteError, StoppedError
 from parl.runtime.manager import Manager
 from parl.runtime.processes.error_data import describe_agent_error, rebuild_error
+from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.replay import Allowance, ShardWriter
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
@@ -254,9 +252,11 @@ class RolloutWorker:
         stuck = self.manager.stop(timeout)
         return [self._ids[s.agent_id] for s in stuck]
 
-    def ping(self) -> float:
-        """Answers at once (whether the actor is up)."""
-        return time.time()
+    def ping(self) -> str:
+        """Answers at once (whether the actor is up) with the id of the node it runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     # -- inside ------------------------------------------------------------------------
     def _served_since(self) -> Dict[str, tuple]:
@@ -285,18 +285,5 @@ class RolloutWorker:
             if version > self._versions[name]:
                 arrays = ray.get(holder[0])
                 # Arrays from Ray's object store are read-only views; the copies' layers copy them in.
-                self.manager.tasks[name].set_algorithm_weights(_writable(arrays))
+                self.manager.tasks[name].set_algorithm_weights(writable_weights(arrays))
                 self._versions[name] = version
-
-
-def _writable(weights: Mapping[str, object]) -> Dict[str, object]:
-    """``weights`` (nested dicts of arrays) with every read-only array copied."""
-    out: Dict[str, object] = {}
-    for key, value in weights.items():
-        if isinstance(value, Mapping):
-            out[key] = _writable(value)
-        elif isinstance(value, np.ndarray) and not value.flags.writeable:
-            out[key] = value.copy()
-        else:
-            out[key] = value
-    return out
