@@ -21,7 +21,7 @@ from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.counters import read_counter
 from parl.experience.n_step import NStepAccumulator, copy_transition
-from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, make_replay_buffer
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.validation import check_int, check_positive, check_range
 
@@ -178,20 +178,18 @@ class ExpReplayHelper(AgentHelper):
             communicator.action_specs,
             communicator.reward_specs,
         )
-        multi_step = self._n_step is not None
+        self.buffer = make_replay_buffer(
+            self.capacity,
+            specs,
+            prioritized=self.prioritized,
+            alpha=self.alpha,
+            beta_start=self.beta_start,
+            beta_steps=self.beta_steps,
+            epsilon=self.priority_epsilon,
+            bootstrap_steps=self._n_step is not None,
+        )
         if self.prioritized:
-            self.buffer = PrioritizedReplayBuffer(
-                self.capacity,
-                *specs,
-                alpha=self.alpha,
-                beta_start=self.beta_start,
-                beta_steps=self.beta_steps,
-                epsilon=self.priority_epsilon,
-                bootstrap_steps=multi_step,
-            )
             self.buffer.added = self._restored_added
-        else:
-            self.buffer = ReplayBuffer(self.capacity, *specs, bootstrap_steps=multi_step)
 
     def _on_unbind(self) -> None:
         if self.buffer is not None and self.prioritized:

@@ -19,7 +19,7 @@ segments of the priority mass.
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Sequence, Tuple, Union
 
 import numpy as np
 
@@ -125,3 +125,30 @@ class PrioritizedReplayBuffer:
         if priorities.size:
             self._max_priority = max(self._max_priority, float(priorities.max()))
         self._tree.update(slots, priorities**self.alpha)
+
+
+def make_replay_buffer(
+    capacity: int,
+    specs: Sequence[Sequence[Spec]],
+    *,
+    prioritized: bool,
+    alpha: float,
+    beta_start: float,
+    beta_steps: int,
+    epsilon: float,
+    bootstrap_steps: bool,
+) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
+    """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
+    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs); the
+    priority settings are read only when prioritized."""
+    if prioritized:
+        return PrioritizedReplayBuffer(
+            capacity,
+            *specs,
+            alpha=alpha,
+            beta_start=beta_start,
+            beta_steps=beta_steps,
+            epsilon=epsilon,
+            bootstrap_steps=bootstrap_steps,
+        )
+    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps)

@@ -42,8 +42,7 @@ from parl.core.errors import StoppedError
 from parl.core.specs import Spec
 from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer
-from parl.experience.replay_buffer import ReplayBuffer
+from parl.experience.prioritized_replay_buffer import make_replay_buffer
 
 #: A sampled batch and the slots of its rows (prioritized replay; None for uniform replay).
 Sampled = Tuple[Transition[np.ndarray], Optional[np.ndarray]]
@@ -126,18 +125,16 @@ class ReplayShard:
     def __init__(
         self, specs: Tuple[List[Spec], List[Spec], List[Spec], List[Spec]], settings: ReplaySettings, seed: int
     ) -> None:
-        if settings.prioritized:
-            self.buffer = PrioritizedReplayBuffer(
-                settings.capacity,
-                *specs,
-                alpha=settings.alpha,
-                beta_start=settings.beta_start,
-                beta_steps=settings.beta_steps,
-                epsilon=settings.priority_epsilon,
-                bootstrap_steps=settings.bootstrap_steps,
-            )
-        else:
-            self.buffer = ReplayBuffer(settings.capacity, *specs, bootstrap_steps=settings.bootstrap_steps)
+        self.buffer = make_replay_buffer(
+            settings.capacity,
+            specs,
+            prioritized=settings.prioritized,
+            alpha=settings.alpha,
+            beta_start=settings.beta_start,
+            beta_steps=settings.beta_steps,
+            epsilon=settings.priority_epsilon,
+            bootstrap_steps=settings.bootstrap_steps,
+        )
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
         self.added = 0
