@@ -27,6 +27,10 @@ def _cases() -> List[AlgorithmCase]:
     lstm = dict(obs_dim=4, num_actions=2, hidden_size=8)
     continuous = dict(obs_dim=3, action_dim=1, hidden_sizes=(16,))
     ppo = dict(epochs=2, num_minibatches=2)
+    # Minibatches by size, learning rate and clip range annealed to 0 within the contract's batches.
+    ppo_annealed = dict(
+        epochs=2, minibatch_size=5, learning_rate_schedule="linear", clip_range_schedule="linear", schedule_steps=60
+    )
     return [
         Case("DQN", DQN, MLPQModel, q, {}, "CartPole-v1", False),
         Case("DQN-dueling", DQN, MLPQModel, {**q, "dueling": True}, {}, "CartPole-v1", False),
@@ -46,6 +50,7 @@ def _cases() -> List[AlgorithmCase]:
         Case("A2C-gaussian", A2C, MLPActorCritic, gaussian, {}, "Pendulum-v1", True),
         Case("A2C-lstm", A2C, LSTMActorCritic, lstm, {}, "CartPole-v1", True),
         Case("PPO", PPO, MLPActorCritic, discrete, ppo, "CartPole-v1", True),
+        Case("PPO-annealed", PPO, MLPActorCritic, discrete, ppo_annealed, "CartPole-v1", True),
         Case("PPO-gaussian", PPO, MLPActorCritic, gaussian, ppo, "Pendulum-v1", True),
         Case("PPO-lstm", PPO, LSTMActorCritic, lstm, ppo, "CartPole-v1", True),
         Case("DDPG", DDPG, DeterministicActorCritic, {**continuous, "num_critics": 1}, {}, "Pendulum-v1", False),
