@@ -55,7 +55,17 @@ setup(
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
+        # Box2D for gymnasium's LunarLander (examples/configs/ppo_lunarlander.yaml); gymnasium's box2d
+        # environments import pygame-ce (for rendering) when they load.
+        "box2d": ["box2d>=2.3.10", "pygame-ce>=2.1.3"],
         # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
-        "test": ["pytest>=7", "pytest-timeout>=2.2", "ale-py>=0.10", "opencv-python-headless>=4.10"],
+        "test": [
+            "pytest>=7",
+            "pytest-timeout>=2.2",
+            "ale-py>=0.10",
+            "opencv-python-headless>=4.10",
+            "box2d>=2.3.10",
+            "pygame-ce>=2.1.3",
+        ],
     },
 )

@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 CARTPOLE = "CartPole-v1"
 PENDULUM = "Pendulum-v1"
 PO_CARTPOLE = "partially observed CartPole"
+LUNARLANDER = "LunarLander-v3"
 
 
 @dataclass(frozen=True)
@@ -77,4 +78,15 @@ ROWS: Tuple[Row, ...] = (
     _pendulum("ppo_pendulum", "PPO (continuous)", "ppo", threshold=-300.0),
     _po_cartpole("lstm", "A2C, LSTM"),
     _po_cartpole("mlp", "A2C, MLP (feedforward)"),
+    # rl-zoo's LunarLander settings on both sides; checks from the start (returns begin near -200).
+    Row(
+        "ppo_lunarlander",
+        LUNARLANDER,
+        200.0,
+        "PPO (rl-zoo's settings)",
+        _config("ppo_lunarlander"),
+        (),
+        "ppo",
+        LUNARLANDER,
+    ),
 )

@@ -111,6 +111,12 @@ ZOO: Dict[Tuple[str, str], Setup] = {
     ("sac", "Pendulum-v1"): Setup(budget=20_000, options=dict(learning_rate=1e-3)),
     ("td3", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
     ("ddpg", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
+    # The zoo's LunarLander-v2 entry, run on gymnasium's LunarLander-v3.
+    ("ppo", "LunarLander-v3"): Setup(
+        budget=1_000_000,
+        n_envs=16,
+        options=dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01),
+    ),
     ("ppo", "Pendulum-v1"): Setup(
         budget=100_000,
         n_envs=4,

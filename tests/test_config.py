@@ -75,8 +75,8 @@ def error_of(path: str, overrides: Sequence[str] = ()) -> str:
 
 
 PPO_OPTIONS = (
-    "advantage_normalization, clip_range, entropy_coef, epochs, gae_lambda, gamma, grad_clip, learning_rate, "
-    "num_minibatches, value_clip, value_coef"
+    "advantage_normalization, clip_range, clip_range_schedule, entropy_coef, epochs, gae_lambda, gamma, grad_clip, "
+    "learning_rate, learning_rate_schedule, minibatch_size, num_minibatches, schedule_steps, value_clip, value_coef"
 )
 TOP_KEYS = (
     "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, heartbeat_timeout, "

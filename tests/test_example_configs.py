@@ -32,6 +32,7 @@ LAUNCHERS = (
     "a2c_po_cartpole",
     "ppo_cartpole",
     "ppo_pendulum",
+    "ppo_lunarlander",
     "dqn_cartpole",
     "ddpg_pendulum",
     "td3_pendulum",
@@ -40,7 +41,7 @@ LAUNCHERS = (
 #: Configs with the same robot as another's but one value, run by that one's launcher with --config.
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
 #: The on-policy robots whose every update joins one segment of each agent: batching sized by `agents`.
-SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum")
+SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander")
 RESULT_KEYS = {"seed", "env_steps", "episodes", "updates", "stop_reason", "reached", "best_eval", "final_eval"}
 #: A run of a few hundred env steps: one-episode evaluations and final evaluation.
 TINY = ["--max-steps", "300", "--seed", "1", "-o", "evaluation.episodes=1", "-o", "evaluation.final_episodes=1"]

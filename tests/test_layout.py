@@ -3,7 +3,8 @@ each other, directly or around a circle.
 
 Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
 
-    experiment, utils, parl/__init__   the user-facing top
+    experiment, utils, testing,        the user-facing top
+    parl/__init__
     algorithms                         math per algorithm
     models                             ready-made models
     runtime                            where agents run
@@ -28,6 +29,7 @@ TOP = 8
 RANKS = {
     "experiment": 8,
     "utils": 8,
+    "testing": 8,
     "__main__": 8,
     "": 8,  # parl/__init__.py
     "algorithms": 6,

@@ -9,6 +9,7 @@ the first.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Dict, List, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from parl.models import LSTMActorCritic, MLPActorCritic
 
 from toys import columns_batch
 
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 GAMMA, LAM, CLIP = 0.9, 0.8, 0.2
 LENGTHS = [4, 3, 5]  # three segments of 12 rows
 N = sum(LENGTHS)
@@ -403,3 +405,128 @@ def test_ppo_needs_an_actor_critic_model() -> None:
 
     with pytest.raises(ValueError, match="ActorCriticModel"):
         PPO(lambda: MLPQModel(obs_dim=2, num_actions=2))
+
+
+# -- minibatches by size, and annealing (rl-zoo's batch_size and lin_ schedules) ----------------------
+
+
+@pytest.mark.parametrize("epochs, size, steps", [(1, 5, 3), (2, 4, 6), (2, 12, 2), (1, 64, 1), (1, 1, 12)])
+def test_minibatch_size_gives_minibatches_of_at_most_that_many_rows(epochs, size, steps) -> None:
+    """12 rows in minibatches of ``size``: ceil(12 / size) nearly equal minibatches per pass."""
+    ppo = make_ppo(epochs=epochs, num_minibatches=None, minibatch_size=size)
+    spy = SequenceSpy(ppo.model)
+    paddle.seed(0)
+    assert len(list(learn_steps(ppo, indexed_batch()))) == steps
+    sizes = [len(rows) for rows, _ in spy.calls[1:]]
+    assert max(sizes) <= size and max(sizes) - min(sizes) <= 1 and sum(sizes) == epochs * N
+
+
+def test_recurrent_minibatches_by_size_are_at_most_one_per_segment() -> None:
+    ppo = PPO(lambda: LSTMActorCritic(obs_dim=2, num_actions=2, hidden_size=4), epochs=1, minibatch_size=2)
+    states = {name: np.zeros((N, 4), np.float32) for name in ("h", "c")}
+    assert len(list(learn_steps(ppo, indexed_batch(), states=states))) == len(LENGTHS)
+
+
+def test_num_minibatches_and_minibatch_size_together_are_one_line_naming_both() -> None:
+    with pytest.raises(ValueError) as info:
+        make_ppo(num_minibatches=4, minibatch_size=64)
+    message = str(info.value)
+    assert "\n" not in message and "num_minibatches=4" in message and "minibatch_size=64" in message
+    assert make_ppo(num_minibatches=None).num_minibatches == 32  # neither: 32 minibatches, as before
+
+
+def test_a_config_with_both_names_the_key_in_one_line() -> None:
+    from parl.experiment.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as info:
+        load_config(str(CONFIGS / "ppo_cartpole.yaml"), ["tasks.RL.algorithm.minibatch_size=64"])
+    message = str(info.value)
+    assert message.startswith("tasks.RL.algorithm") and "minibatch_size=64" in message and "\n" not in message
+
+
+def test_the_clip_range_anneals_linearly_with_the_rows_learned() -> None:
+    """With schedule_steps = 2 batches, the second batch clips at half the range."""
+    batch = make_batch()
+    ppo = make_ppo(clip_range_schedule="linear", schedule_steps=2 * N)
+    list(learn_steps(ppo, batch))  # by hand, no optimizer: the weights stay at START
+    assert ppo.learned_rows == N and ppo.current_clip_range() == pytest.approx(CLIP / 2)
+    steps = learn_steps(ppo, batch)
+    next(steps)
+    ppo.model.set_weights(MOVED)
+    assert_costs(as_floats(next(steps)), expected_costs(batch, START, MOVED, normalize=True, clip=CLIP / 2))
+    assert ppo.learned_rows == 2 * N and ppo.current_clip_range() == 0.0
+
+
+def annealed_task(schedule_steps: int) -> parl.ComputationTask:
+    parl.seed_everything(0)
+    func = parl.create_algorithm_func(
+        MLPActorCritic,
+        dict(obs_dim=2, num_actions=2, hidden_sizes=(8,)),
+        PPO,
+        dict(
+            epochs=2,
+            minibatch_size=6,
+            learning_rate=1e-3,
+            learning_rate_schedule="linear",
+            schedule_steps=schedule_steps,
+        ),
+    )
+    return parl.ComputationTask("RL", func())
+
+
+def test_the_learning_rate_anneals_to_zero_and_then_leaves_the_weights() -> None:
+    task = annealed_task(schedule_steps=4 * N)
+    batch = columns_batch(indexed_batch(), sequence_lengths=LENGTHS)
+    rates = []
+    for _ in range(4):
+        task.learn(batch)
+        rates.append(task.learning_rate())
+    assert rates == pytest.approx([1e-3, 0.75e-3, 0.5e-3, 0.25e-3])  # each batch at the rate before its rows
+    before = task.algorithm_weights()["model"]
+    task.learn(batch)  # all 4 * N rows learned: rate 0
+    assert task.learning_rate() == 0.0
+    after = task.algorithm_weights()["model"]
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_a_resumed_task_goes_on_annealing_where_it_stopped(tmp_path) -> None:
+    task = annealed_task(schedule_steps=4 * N)
+    batch = columns_batch(indexed_batch(), sequence_lengths=LENGTHS)
+    task.learn(batch)
+    task.save(str(tmp_path / "RL.json"))
+    restored = annealed_task(schedule_steps=4 * N)
+    restored.load(str(tmp_path / "RL.json"))
+    assert restored.algorithm.learned_rows == N and restored.algorithm.state() == {"learned_rows": N}
+    restored.learn(batch)
+    assert restored.learning_rate() == pytest.approx(0.75e-3)  # not the 1e-3 saved with the optimizer
+
+
+def test_ppo_state_refuses_unknown_entries_and_takes_an_empty_one() -> None:
+    ppo = make_ppo()
+    ppo.set_state({})
+    assert ppo.learned_rows == 0
+    with pytest.raises(ValueError, match="unknown state entries \\['steps'\\]"):
+        ppo.set_state({"steps": 3})
+    with pytest.raises(ValueError, match="learned_rows"):
+        ppo.set_state({"learned_rows": -1})
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("minibatch_size", 0),
+        ("learning_rate_schedule", "cosine"),
+        ("clip_range_schedule", "step"),
+        ("schedule_steps", 0),
+    ],
+)
+def test_bad_schedule_settings_raise_value_error_naming_them(option: str, value: object) -> None:
+    settings = {"num_minibatches": None} if option == "minibatch_size" else {}
+    with pytest.raises(ValueError) as info:
+        make_ppo(**{**settings, "schedule_steps": 100, option: value})
+    assert option in str(info.value) and repr(value) in str(info.value), str(info.value)
+
+
+def test_a_linear_schedule_needs_schedule_steps() -> None:
+    with pytest.raises(ValueError, match="schedule_steps: a linear schedule needs"):
+        make_ppo(learning_rate_schedule="linear")

@@ -17,11 +17,18 @@ step per costs dict it yields.
 Rows are shuffled with ``paddle.randperm``, so ``parl.seed_everything`` makes a
 single-agent run reproducible. A recurrent model (one with state specs) is
 unrolled over whole segments, so its minibatches are groups of whole segments.
+
+Minibatches are given by count (``num_minibatches``) or by size
+(``minibatch_size``, SB3's ``batch_size``). The learning rate and the clip range
+may anneal linearly to 0 (rl-zoo's ``lin_`` schedules): each batch is learned with
+``start * (1 - learned_rows / schedule_steps)``, where ``learned_rows`` counts the
+rows of the batches learned before it (with on-policy helpers, the env steps of
+every agent) and is saved in checkpoints through :meth:`PPO.state`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -29,11 +36,17 @@ import paddle
 from parl.algorithms.actor_critic_base import ActorCriticBase
 from parl.core.algorithm import TensorDict
 from parl.core.batch import Transition
+from parl.core.counters import read_counter
 from parl.core.model import Model
+from parl.layers.optimizer import Optimizer, ScheduledOptimizer
 from parl.validation import check_choice, check_int, check_positive, check_range
 
 #: Where advantages are normalized to zero mean and unit standard deviation.
 ADVANTAGE_NORMALIZATION = ("minibatch", "batch", "none")
+#: How the learning rate and the clip range change over the run: kept, or linearly to 0 over ``schedule_steps``.
+SCHEDULES = ("constant", "linear")
+#: Minibatches per pass when neither ``num_minibatches`` nor ``minibatch_size`` is given.
+DEFAULT_MINIBATCHES = 32
 
 
 class PPO(ActorCriticBase):
@@ -54,9 +67,20 @@ class PPO(ActorCriticBase):
         epochs: passes over each batch.
         num_minibatches: minibatches per pass; each row (for recurrent models, each
             segment) lands in exactly one. A batch with fewer rows (segments) than this
-            is split into that many minibatches instead.
+            is split into that many minibatches instead. Default 32 when ``minibatch_size``
+            is not given either.
+        minibatch_size: instead of ``num_minibatches``, rows per minibatch (SB3's and
+            rl-zoo's ``batch_size``): each pass splits a batch of n rows into
+            ceil(n / minibatch_size) nearly equal minibatches (for recurrent models, at most
+            one per segment).
         advantage_normalization: "minibatch" (as SB3 and CleanRL), "batch", or "none".
         grad_clip: global gradient-norm bound, or None.
+        learning_rate_schedule: "constant", or "linear": from ``learning_rate`` to 0 over
+            ``schedule_steps`` learned rows (rl-zoo's ``lin_<value>``).
+        clip_range_schedule: "constant", or "linear": from ``clip_range`` to 0 likewise.
+        schedule_steps: rows learned (env steps, with on-policy helpers) over which the linear
+            schedules reach 0; set it to the run's ``train.max_env_steps`` to anneal over the
+            run, as rl-zoo does over ``n_timesteps``. Needed by a linear schedule.
     """
 
     def __init__(
@@ -71,9 +95,13 @@ class PPO(ActorCriticBase):
         value_coef: float = 0.5,
         entropy_coef: float = 0.0,
         epochs: int = 10,
-        num_minibatches: int = 32,
+        num_minibatches: Optional[int] = None,
+        minibatch_size: Optional[int] = None,
         advantage_normalization: str = "minibatch",
         grad_clip: Optional[float] = 0.5,
+        learning_rate_schedule: str = "constant",
+        clip_range_schedule: str = "constant",
+        schedule_steps: Optional[int] = None,
     ) -> None:
         super().__init__(model_func, gamma=gamma, learning_rate=learning_rate, grad_clip=grad_clip)
         self.gae_lambda = check_range("gae_lambda", gae_lambda, 0.0, 1.0)
@@ -82,15 +110,73 @@ class PPO(ActorCriticBase):
         self.value_coef = check_range("value_coef", value_coef, 0.0, float("inf"))
         self.entropy_coef = check_range("entropy_coef", entropy_coef, 0.0, float("inf"))
         self.epochs = check_int("epochs", epochs, 1)
-        self.num_minibatches = check_int("num_minibatches", num_minibatches, 1)
+        if num_minibatches is not None and minibatch_size is not None:
+            raise ValueError(
+                f"PPO: give num_minibatches or minibatch_size, not both; got num_minibatches={num_minibatches!r} "
+                f"and minibatch_size={minibatch_size!r}"
+            )
+        self.minibatch_size = None if minibatch_size is None else check_int("minibatch_size", minibatch_size, 1)
+        if minibatch_size is None and num_minibatches is None:
+            num_minibatches = DEFAULT_MINIBATCHES
+        self.num_minibatches = None if num_minibatches is None else check_int("num_minibatches", num_minibatches, 1)
         self.advantage_normalization = check_choice(
             "advantage_normalization", advantage_normalization, ADVANTAGE_NORMALIZATION
         )
+        self.learning_rate_schedule = check_choice("learning_rate_schedule", learning_rate_schedule, SCHEDULES)
+        self.clip_range_schedule = check_choice("clip_range_schedule", clip_range_schedule, SCHEDULES)
+        scheduled = "linear" in (self.learning_rate_schedule, self.clip_range_schedule)
+        if scheduled and schedule_steps is None:
+            raise ValueError("schedule_steps: a linear schedule needs the rows (env steps) to anneal over, got None")
+        self.schedule_steps = None if schedule_steps is None else check_int("schedule_steps", schedule_steps, 1)
+        #: Rows of the batches learned so far: where the schedules stand (saved by :meth:`state`).
+        self.learned_rows = 0
+        #: The learning rate of the current batch's optimizer steps.
+        self.step_learning_rate = self.learning_rate
         self.recurrent = bool(self.model.get_state_specs())
 
+    def remaining(self) -> float:
+        """The share of ``schedule_steps`` not yet learned, in [0, 1] (1 without ``schedule_steps``)."""
+        if self.schedule_steps is None:
+            return 1.0
+        return max(0.0, 1.0 - self.learned_rows / self.schedule_steps)
+
+    def current_learning_rate(self) -> float:
+        """The learning rate of the next batch's optimizer steps."""
+        return self.learning_rate * (self.remaining() if self.learning_rate_schedule == "linear" else 1.0)
+
+    def current_clip_range(self) -> float:
+        """The clip range of the next batch's optimizer steps."""
+        return self.clip_range * (self.remaining() if self.clip_range_schedule == "linear" else 1.0)
+
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Optimizer:
+        """The base optimizer; when the learning rate anneals, one that steps at :attr:`step_learning_rate`."""
+        optimizer = super().make_optimizer(parameters)
+        if self.learning_rate_schedule == "constant":
+            return optimizer
+        return ScheduledOptimizer(optimizer, lambda: self.step_learning_rate)
+
+    def state(self) -> Dict[str, object]:
+        """``learned_rows``: where the learning-rate and clip-range schedules stand."""
+        return {"learned_rows": self.learned_rows}
+
+    def set_state(self, state: Mapping[str, object]) -> None:
+        """Restore :meth:`state` output (an empty state, of a checkpoint written before schedules, is 0 rows).
+
+        Raises:
+            ValueError: an unknown entry, or ``learned_rows`` not an int >= 0.
+        """
+        unknown = sorted(set(state) - {"learned_rows"})
+        if unknown:
+            raise ValueError(f"PPO: unknown state entries {unknown}; it keeps ['learned_rows']")
+        self.learned_rows = read_counter(state, "learned_rows", "PPO") if state else 0
+
     def learn(self, batch: Transition[paddle.Tensor]) -> Iterator[Dict[str, paddle.Tensor]]:
-        """Yields the costs of each of the ``epochs * num_minibatches`` optimizer steps on this batch."""
+        """Yields the costs of each of the ``epochs * minibatches`` optimizer steps on this batch."""
         inputs, states, actions, lengths = batch.inputs, batch.states, batch.actions, batch.sequence_lengths
+        # Every step of this batch: the schedules where they stood before it (rl-zoo's at the start of a rollout).
+        clip_range = self.current_clip_range()
+        self.step_learning_rate = self.current_learning_rate()
+        self.learned_rows += sum(lengths)
         with paddle.no_grad():
             dist, values = self.model.sequence(inputs, states, lengths)
             old_log_probs = dist.log_prob(actions["action"])
@@ -109,11 +195,16 @@ class PPO(ActorCriticBase):
                     _take(rows, index),
                     mb_lengths,
                     normalize_each,
+                    clip_range,
                 )
 
     def _minibatch_count(self, lengths: Tuple[int, ...]) -> int:
-        """Minibatches per pass: ``num_minibatches``, or fewer when the batch has fewer rows (segments)."""
-        return min(self.num_minibatches, len(lengths) if self.recurrent else sum(lengths))
+        """Minibatches per pass: ``num_minibatches`` (or rows / ``minibatch_size``, rounded up), fewer when
+        the batch has fewer rows (segments)."""
+        wanted = self.num_minibatches
+        if wanted is None:
+            wanted = -(-sum(lengths) // self.minibatch_size)
+        return min(wanted, len(lengths) if self.recurrent else sum(lengths))
 
     def _minibatches(self, lengths: Tuple[int, ...]) -> List[Tuple[Optional[paddle.Tensor], Tuple[int, ...]]]:
         """One pass of shuffled minibatches: (row index or None for the whole batch, segment lengths)."""
@@ -139,12 +230,13 @@ class PPO(ActorCriticBase):
         rows: TensorDict,
         lengths: Tuple[int, ...],
         normalize: bool,
+        clip_range: float,
     ) -> Dict[str, paddle.Tensor]:
         dist, values = self.model.sequence(inputs, states, lengths)
         advantages = _normalized(rows["advantages"]) if normalize else rows["advantages"]
         log_ratio = dist.log_prob(actions["action"]) - rows["old_log_probs"]
         ratio = paddle.exp(log_ratio)
-        clipped_ratio = paddle.clip(ratio, 1.0 - self.clip_range, 1.0 + self.clip_range)
+        clipped_ratio = paddle.clip(ratio, 1.0 - clip_range, 1.0 + clip_range)
         policy_loss = -paddle.minimum(ratio * advantages, clipped_ratio * advantages).mean()
         error = values - rows["returns"]
         squared_error = error * error
@@ -162,7 +254,7 @@ class PPO(ActorCriticBase):
                 entropy = dist.entropy().mean()  # logged only: no gradient to compute
             ratio, log_ratio = ratio.detach(), log_ratio.detach()
             approx_kl = (ratio - 1.0 - log_ratio).mean()
-            clip_fraction = (paddle.abs(ratio - 1.0) > self.clip_range).astype("float32").mean()
+            clip_fraction = (paddle.abs(ratio - 1.0) > clip_range).astype("float32").mean()
         return {
             "loss": loss,
             "policy_loss": policy_loss.detach(),

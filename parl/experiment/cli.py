@@ -1,6 +1,6 @@
 """The ``parl`` command line.
 
-    parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
+    parl train CONFIG [-o key.path=value ...] [--resume] [--quiet] [--seeds 0-4 [--jobs N]]
     parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in the log dir")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument(
+        "--seeds",
+        default=None,
+        metavar="SEEDS",
+        help="train once per seed (0-4, 0,3,7) into <log_dir>/seed_<n>, then write <log_dir>/aggregate.json",
+    )
+    train.add_argument("--jobs", type=int, default=None, help="with --seeds: runs at once, each its own process")
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
@@ -117,6 +124,8 @@ def _train(args: argparse.Namespace) -> int:
     from parl.experiment.trainer import Trainer, summary_lines
     from parl.runtime.watchdog import describe_stuck
 
+    if args.seeds is not None or args.jobs is not None:
+        return _train_seeds(args)
     config = load_config(args.config, args.override)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
     try:
@@ -135,6 +144,36 @@ def _train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_STUCK
+    return 0
+
+
+def _train_seeds(args: argparse.Namespace) -> int:
+    """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/seed_runs.py), then
+    the aggregate (parl/experiment/aggregate.py) written and printed; exit status 1 when a seed's run
+    did not end well (its figures are left out)."""
+    from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
+    from parl.experiment.config import ConfigError, load_config
+    from parl.experiment.seed_runs import parse_seeds, train_seeds
+
+    if args.seeds is None:
+        raise ConfigError(f"--jobs {args.jobs}: only with --seeds")
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if any(override.partition("=")[0].strip() == "seed" for override in args.override):
+        raise ConfigError("seed: set by --seeds for each run; drop -o seed=...")
+    config = load_config(args.config, args.override)  # checked once, before any run starts
+    statuses = train_seeds(
+        args.config, args.override, seeds, config.log_dir, jobs=args.jobs or 1, resume=args.resume, quiet=args.quiet
+    )
+    summary = aggregate_runs(config.log_dir, seeds)
+    path = write_aggregate(config.log_dir, summary)
+    print("\n".join([summary_table(summary), f"aggregate: {path}"]))
+    failed = [seed for seed, status in statuses.items() if status != 0]
+    if failed:
+        print(f"parl train: the runs of seeds {failed} did not end well; see their log dirs", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 

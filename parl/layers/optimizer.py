@@ -16,7 +16,7 @@ With clipping, the global gradient norm of each step is kept for metrics
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Protocol, Sequence
+from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
 import numpy as np
 import paddle
@@ -112,8 +112,8 @@ class Adam:
         return self._lr_value
 
     def set_lr(self, learning_rate: float) -> None:
-        """Change the learning rate (for schedules)."""
-        self._lr_value = check_positive("learning_rate", learning_rate)
+        """Change the learning rate (for schedules; 0, the end of a linear schedule, leaves the parameters)."""
+        self._lr_value = check_range("learning_rate", learning_rate, 0.0, float("inf"))
         self._lr.set_value(np.array([self._lr_value], dtype=np.float32))
 
     @property
@@ -243,3 +243,38 @@ class RMSProp(Adam):
             self.centered,
             False,
         )
+
+
+class ScheduledOptimizer:
+    """An optimizer (with ``set_lr``, as :class:`Adam`) whose learning rate is ``rate()`` at every step.
+
+    The rate is read when the step is taken, so an optimizer made late (at a task's first update)
+    and restored from a checkpoint steps at the schedule's rate, not at the one saved with it.
+    """
+
+    def __init__(self, optimizer: Adam, rate: Callable[[], float]) -> None:
+        self.optimizer = optimizer
+        self.rate = rate
+
+    def step(self) -> None:
+        """Set the learning rate to ``rate()``, then step."""
+        self.optimizer.set_lr(self.rate())
+        self.optimizer.step()
+
+    def clear_grad(self, set_to_zero: bool = False) -> None:
+        self.optimizer.clear_grad(set_to_zero)
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        return self.optimizer.state_dict()
+
+    def set_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+        self.optimizer.set_state_dict(state)
+
+    def get_lr(self) -> float:
+        """The learning rate of the last step (the optimizer's before the first)."""
+        return self.optimizer.get_lr()
+
+    @property
+    def last_grad_norm(self) -> Optional[float]:
+        """The wrapped optimizer's :attr:`Adam.last_grad_norm`."""
+        return self.optimizer.last_grad_norm

@@ -1,0 +1,125 @@
+"""One config trained on several seeds: ``parl train CONFIG --seeds 0-4 [--jobs N]``.
+
+    seeds = parse_seeds("0-2,7")                                  # [0, 1, 2, 7]
+    failures = train_seeds("examples/configs/ppo_cartpole.yaml", [], seeds, "runs/ppo_cartpole", jobs=2)
+
+Each seed is one ``parl train`` in a process of its own (``python -m parl train CONFIG
+-o seed=S -o log_dir=<log_dir>/seed_S``), so runs share no state; ``jobs`` of them at
+once (default one after another). One at a time, a run draws its progress bar and
+prints its summary as ``parl train`` does; several at once run quietly, each writing
+what it prints to ``<log_dir>/seed_S/train.log``, and one line is printed as each
+ends. Each run's directory is a run's log dir as any other (result.json,
+metrics.jsonl, checkpoints); :mod:`parl.experiment.aggregate` sums them up.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Sequence
+
+from parl.experiment.metrics import METRICS_FILE
+
+#: A seed's run directory under the experiment's log dir: ``seed_<seed>``.
+SEED_DIR_PREFIX = "seed_"
+#: The figures of one run, in its log dir (written by the Trainer).
+RESULT_FILE = "result.json"
+#: What a run of several at once prints, in its own directory.
+TRAIN_LOG = "train.log"
+#: The most seeds one ``--seeds`` may name.
+MAX_SEEDS = 1000
+
+
+def parse_seeds(text: str) -> List[int]:
+    """The seeds ``text`` names: comma-separated integers and inclusive ranges, e.g. ``0-4`` or ``0,3,7``
+    or ``0-2,10``; in the order given, each once.
+
+    Raises:
+        ValueError: a part that is not an integer >= 0 or a range ``low-high`` with ``low <= high``, a seed
+            named twice, or more than :data:`MAX_SEEDS` seeds; the message names the part.
+    """
+    seeds: List[int] = []
+    for part in text.split(","):
+        low, sep, high = part.strip().partition("-")
+        if not (low.isdigit() and (not sep or high.isdigit())):
+            raise ValueError(f"--seeds: expected seeds such as 0-4 or 0,3,7, got {part.strip()!r} in {text!r}")
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first:
+            raise ValueError(f"--seeds: the range {part.strip()!r} ends before it starts")
+        if len(seeds) + last - first + 1 > MAX_SEEDS:
+            raise ValueError(f"--seeds: at most {MAX_SEEDS} seeds, got more in {text!r}")
+        for seed in range(first, last + 1):
+            if seed in seeds:
+                raise ValueError(f"--seeds: seed {seed} is named twice in {text!r}")
+            seeds.append(seed)
+    return seeds
+
+
+def seed_log_dir(log_dir: str, seed: int) -> str:
+    """The run directory of ``seed`` under the experiment's ``log_dir``."""
+    return os.path.join(log_dir, f"{SEED_DIR_PREFIX}{seed}")
+
+
+def seed_command(
+    config: str, overrides: Sequence[str], seed: int, log_dir: str, resume: bool, quiet: bool
+) -> List[str]:
+    """The ``parl train`` command of one seed: the config's overrides, then its seed and run directory."""
+    command = [sys.executable, "-m", "parl", "train", config]
+    for override in [*overrides, f"seed={seed}", f"log_dir={seed_log_dir(log_dir, seed)}"]:
+        command += ["-o", override]
+    return command + (["--resume"] if resume else []) + (["--quiet"] if quiet else [])
+
+
+def train_seeds(
+    config: str,
+    overrides: Sequence[str],
+    seeds: Sequence[int],
+    log_dir: str,
+    *,
+    jobs: int = 1,
+    resume: bool = False,
+    quiet: bool = False,
+) -> Dict[int, int]:
+    """Train ``config`` once per seed of ``seeds`` into ``<log_dir>/seed_<seed>``, ``jobs`` at a time;
+    returns the exit status of every seed's run (0: it trained and wrote its final checkpoint).
+
+    Raises:
+        ValueError: ``jobs`` is not an integer >= 1.
+    """
+    from parl.validation import check_int
+
+    jobs = check_int("--jobs", jobs, 1)
+
+    def run(seed: int) -> int:
+        run_dir = seed_log_dir(log_dir, seed)
+        os.makedirs(run_dir, exist_ok=True)
+        command = seed_command(config, overrides, seed, log_dir, resume, quiet or jobs > 1)
+        if jobs == 1:
+            if not quiet:
+                print(f"parl train: seed {seed} -> {run_dir}", flush=True)
+            status = subprocess.run(command, stdout=None if not quiet else subprocess.DEVNULL).returncode
+        else:
+            with open(os.path.join(run_dir, TRAIN_LOG), "w", encoding="utf-8") as log:
+                status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+            print(f"parl train: seed {seed} ended with exit status {status} ({run_dir})", flush=True)
+        return status
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return dict(zip(seeds, pool.map(run, seeds)))
+
+
+def found_seed_dirs(log_dir: str) -> Optional[Dict[int, str]]:
+    """Seed -> run directory of every ``seed_<n>`` directory under ``log_dir`` that holds a run's metrics
+    or result, by seed; None when there is none (``log_dir`` is not a multi-seed experiment)."""
+    if not os.path.isdir(log_dir):
+        return None
+    found = {}
+    for entry in os.listdir(log_dir):
+        number = entry[len(SEED_DIR_PREFIX) :]
+        path = os.path.join(log_dir, entry)
+        if entry.startswith(SEED_DIR_PREFIX) and number.isdigit() and os.path.isdir(path):
+            if any(os.path.isfile(os.path.join(path, name)) for name in (METRICS_FILE, RESULT_FILE)):
+                found[int(number)] = path
+    return dict(sorted(found.items())) or None
