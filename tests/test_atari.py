@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -15,7 +14,6 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
-from tensorboardX.proto import event_pb2
 
 import parl
 import parl.experiment.trainer as trainer_module
@@ -25,6 +23,8 @@ from parl.experiment.config import RobotConfig, load_config
 from parl.experiment.trainer import Trainer
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs
+
+from tensorboard_events import read_scalar_events
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "dqn_atari.yaml"
 
@@ -63,22 +63,6 @@ def reference_q(weights: Dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
         h = F.relu(F.conv2d(h, w[f"conv.{i}.w"], w[f"conv.{i}.b"], stride))
     h = F.relu(paddle.flatten(h, 1) @ w["hidden.w"] + w["hidden.b"])
     return (h @ w["q.w"] + w["q.b"]).numpy()
-
-
-def read_tags(logdir: Path) -> set:
-    """Every scalar tag in the TensorBoard event files of ``logdir``, read record by record
-    (TFRecord framing: uint64 length, uint32 CRC, the Event proto, uint32 CRC)."""
-    tags = set()
-    files = sorted(logdir.glob("events.out.tfevents.*"))
-    assert files, f"no event file in {logdir}"
-    for path in files:
-        data, pos = path.read_bytes(), 0
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos : pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
-            pos += 12 + length + 4
-            tags.update(value.tag for value in event.summary.value)
-    return tags
 
 
 def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
@@ -217,4 +201,4 @@ def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path
     assert value == result["last_eval"] and step == result["env_steps"]
     steps = [s for tag in scalars for s, _ in scalars[tag]]
     assert max(steps) == result["env_steps"]
-    assert read_tags(tmp_path) == set(scalars)  # TensorBoard holds the same tags
+    assert {tag for _, tag, _ in read_scalar_events(tmp_path)} == set(scalars)  # TensorBoard holds the same tags

@@ -42,7 +42,8 @@ from pydantic import (
 import parl
 from parl import affinity
 from parl.experiment import class_spec
-from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line
+from parl.experiment.callbacks import Callback
+from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
@@ -239,6 +240,7 @@ class RobotConfig(_Section):
     train: TrainConfig
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
     _source: str = PrivateAttr("")
 
     @property
@@ -276,6 +278,16 @@ class RobotConfig(_Section):
                 raise ConfigError(f"python_path[{index}]: no such directory {directory!r}")
         sys.path[:0] = [d for d in directories if d not in sys.path]
         return directories
+
+    @field_validator("callbacks", mode="before")
+    @classmethod
+    def _each_callback(cls, value: Any) -> Any:
+        """Each callback resolved at its own key path (``callbacks[1].patience``)."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ParameterError("callbacks", "a list of class specs", value)
+        return [resolve_spec(item, f"callbacks[{index}]", base=Callback) for index, item in enumerate(value)]
 
     @field_validator("placement", mode="before")
     @classmethod
@@ -427,6 +439,8 @@ def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
     except ValueError as exc:
         raise ConfigError(one_line(exc)) from exc
     class_spec.build_value(config.agent.kwargs, checked=True)
+    for callback in config.callbacks:
+        build_checked(callback)
 
 
 def _played_task(agent: ClassSpec) -> Optional[str]:

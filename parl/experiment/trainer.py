@@ -18,10 +18,13 @@ The Manager runs the agents while this loop, in the main thread:
   when one did);
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
-  arrives (the run then stops cleanly).
+  arrives (the run then stops cleanly);
+- shows every episode, task-metrics, evaluation and checkpoint to the
+  config's ``callbacks`` (:mod:`parl.experiment.callbacks`), any of which may
+  stop the run.
 
-Training ends at the step budget, the target, a signal, or when every agent has
-played its games; an agent's error ends it (stop reason ``agents failed``) with an
+Training ends at the step budget, the target, a signal, a callback's request, or when
+every agent has played its games; an agent's error ends it (stop reason ``agents failed``) with an
 :class:`~parl.core.errors.AgentsFailedError` holding every agent error of the run.
 Otherwise the policy of the evaluation that passed (else of the best one; the
 learners' when none ran) plays ``evaluation.final_episodes`` episodes on seeds no
@@ -38,7 +41,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, TextIO, Type
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 import numpy as np
 import yaml
@@ -46,6 +49,7 @@ import yaml
 from parl.core.errors import AgentsFailedError
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
+from parl.experiment.callbacks import Callback, Callbacks
 from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
@@ -71,6 +75,8 @@ class Trainer:
         progress: draw the progress bar on ``stream``.
         stream: where the progress bar and the summary go (None: ``sys.stderr`` as it is now).
         log_seconds: seconds between task metric rows.
+        callbacks: called besides those the config names (after them); see
+            :mod:`parl.experiment.callbacks`.
     """
 
     def __init__(
@@ -81,6 +87,7 @@ class Trainer:
         progress: bool = True,
         stream: Optional[TextIO] = None,
         log_seconds: float = 2.0,
+        callbacks: Sequence[Callback] = (),
     ) -> None:
         self.config = config
         self.resume = resume
@@ -89,6 +96,9 @@ class Trainer:
         # capture, a notebook's) may be closed by the time a later run writes.
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
+        self.extra_callbacks = list(callbacks)
+        #: The callbacks of the current or last :meth:`run` (the config's, built afresh, then ``callbacks``).
+        self.callbacks = Callbacks()
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
         #: The robot of the current or last :meth:`run` (None before it).
         self.manager: Optional[Manager] = None
@@ -131,6 +141,7 @@ class Trainer:
             NotWritableError,
         )
         seed_everything(config.seed)
+        self.callbacks = Callbacks([spec.build() for spec in config.callbacks] + self.extra_callbacks)
         manager = build_manager(config)
         self.manager = manager
         state = _RunState()
@@ -156,8 +167,8 @@ class Trainer:
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
             if config.evaluation.every_steps is None and trained:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
-            writer.scalars(state.steps, metrics.collect(state.steps))
-            final = self._save(manager, state)
+            self._log_tasks(writer, metrics, state.steps)
+            final = self._save(manager, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
         final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
         result: Dict[str, object] = {
@@ -203,7 +214,9 @@ class Trainer:
                 state.recent = (state.recent + [float(episode["reward"])])[-RECENT_EPISODES:]
                 # At the env steps of all finished episodes: episodes that ended during an evaluation
                 # (when this loop is busy) keep their order and spacing on the curve.
-                writer.scalars(state.finished_steps, metrics.episode_values(episode))
+                values = metrics.episode_values(episode)
+                writer.scalars(state.finished_steps, values)
+                self.callbacks.episode_end(state.finished_steps, values)
             state.steps = env_steps(manager, state.finished_steps)
             running = manager.running()  # read first: an agent that has ended has reported its error
             if manager.errors:
@@ -214,10 +227,12 @@ class Trainer:
                 return "agents finished their games"
             if state.steps >= config.train.max_env_steps:
                 return "step budget"
+            if self.callbacks.stop_reason is not None:
+                return self.callbacks.stop_reason
             now = time.perf_counter()
             if now - last_log >= self.log_seconds:
                 last_log = now
-                writer.scalars(state.steps, metrics.collect(state.steps))
+                self._log_tasks(writer, metrics, state.steps)
             if bar is not None:
                 bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
             if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
@@ -228,7 +243,7 @@ class Trainer:
                 every_seconds is not None and now - last_ckpt_time >= every_seconds
             ):
                 state.elapsed = now - start
-                self._save(manager, state)
+                self._save(manager, state, kind="periodic")
                 last_ckpt_time = time.perf_counter()
                 if next_ckpt is not None:
                     next_ckpt = state.steps + every_ckpt
@@ -276,15 +291,14 @@ class Trainer:
         finally:
             if pause and not passed:
                 manager.resume()
-        writer.scalars(
-            state.steps,
-            {
-                "eval/mean_return": state.last_eval,
-                "eval/min_return": float(np.min(returns)),
-                "eval/max_return": float(np.max(returns)),
-                "eval/episodes": float(len(returns)),
-            },
-        )
+        values = {
+            "eval/mean_return": state.last_eval,
+            "eval/min_return": float(np.min(returns)),
+            "eval/max_return": float(np.max(returns)),
+            "eval/episodes": float(len(returns)),
+        }
+        writer.scalars(state.steps, values)
+        self.callbacks.evaluation(state.steps, values)
         return passed
 
     def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
@@ -316,9 +330,16 @@ class Trainer:
             )
         return mean
 
+    def _log_tasks(self, writer: MetricsWriter, metrics: RobotMetrics, steps: int) -> None:
+        """Write the task metrics of the interval since the last call, and show them to the callbacks."""
+        values = metrics.collect(steps)
+        writer.scalars(steps, values)
+        self.callbacks.update(steps, values)
+
     # -- checkpoints ----------------------------------------------------------
-    def _save(self, manager: Manager, state: "_RunState") -> Optional[str]:
-        """Write a checkpoint; None (reported in one line on ``stream``) when it cannot be written."""
+    def _save(self, manager: Manager, state: "_RunState", kind: str) -> Optional[str]:
+        """Write a checkpoint of ``kind`` (``periodic`` or ``final``); None (reported in one line on
+        ``stream``) when it cannot be written."""
         counters = {
             "step": state.steps,
             "env_steps": state.steps,
@@ -329,11 +350,13 @@ class Trainer:
             "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
         }
         try:
-            return self.checkpoints.save(manager.tasks, counters, step=state.steps)
+            path = self.checkpoints.save(manager.tasks, counters, step=state.steps)
         except CheckpointWriteError as exc:
             state.checkpoint_error = str(exc)
             self._report(f"parl train: {exc}; older checkpoints kept")
             return None
+        self.callbacks.checkpoint(state.steps, path, kind)
+        return path
 
     def _restore(self, manager: Manager, state: "_RunState") -> str:
         found = self.checkpoints.load_latest(manager.tasks, report=self._report)
