@@ -1,8 +1,8 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
-    parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
-    parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
+    parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [-o key.path=value ...]
+    parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT|best]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
 ``python -m parl`` is the same. Config errors, and a log or checkpoint directory
@@ -59,7 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
     evaluate.add_argument(
-        "--checkpoint", required=True, help="a checkpoint directory, a checkpoints directory or a run's log dir"
+        "--checkpoint",
+        required=True,
+        help="a checkpoint directory, a checkpoints directory, a run's log dir, or 'best': the checkpoint of "
+        "the best evaluation of the config's run",
     )
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
@@ -68,7 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="write a run's trained policy to a directory of its own")
     export.add_argument("run", metavar="RUN_DIR", help="a run's log dir (it holds config.yaml and checkpoints/)")
     export.add_argument("-o", "--out", required=True, metavar="DIR", help="the directory to write the policy to")
-    export.add_argument("--checkpoint", default=None, help="a checkpoint of the run (default: its latest)")
+    export.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a checkpoint of the run, or 'best': its best evaluation's (default: its latest)",
+    )
 
     plot = commands.add_parser("plot", help="draw learning curves of runs to a PNG")
     plot.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
@@ -178,6 +185,23 @@ def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str
     raise FileNotFoundError(f"no checkpoint in {path}")
 
 
+def checkpoint_path(given: str, log_dir: str) -> str:
+    """Where ``--checkpoint`` points: ``given``, or for the word ``best`` the best evaluation's
+    checkpoints of the run in ``log_dir`` (``<log_dir>/checkpoints/best``).
+
+    Raises:
+        FileNotFoundError: ``best`` when that run kept no best checkpoint (no evaluation ran).
+    """
+    from parl.experiment.checkpoints import BEST
+
+    if given != BEST:
+        return given
+    path = os.path.join(log_dir, "checkpoints", BEST)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--checkpoint best: {log_dir} has no best checkpoint ({path}): no evaluation ran")
+    return path
+
+
 def load_trained_tasks(config: "RobotConfig", path: str) -> Tuple[Dict[str, "ComputationTask"], str, Dict[str, object]]:
     """The config's tasks restored from the checkpoint ``path`` means (see :func:`load_checkpoint`),
     that checkpoint's directory and its counters."""
@@ -198,7 +222,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     episodes = check_int("--episodes", args.episodes, 1)
     config = load_config(args.config, args.override)
-    tasks, checkpoint, counters = load_trained_tasks(config, args.checkpoint)
+    tasks, checkpoint, counters = load_trained_tasks(config, checkpoint_path(args.checkpoint, config.log_dir))
     returns: List[float] = evaluate_agents(
         lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
     )
@@ -224,7 +248,7 @@ def _export(args: argparse.Namespace) -> int:
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{args.run} is not a run directory: it has no config.yaml")
     config = load_config(config_path)
-    tasks, checkpoint, _ = load_trained_tasks(config, args.checkpoint or args.run)
+    tasks, checkpoint, _ = load_trained_tasks(config, checkpoint_path(args.checkpoint or args.run, args.run))
     sections = {
         name: {
             "model": {**task.model.to_dict(), **task.model_sizes},  # with the sizes the env gave

@@ -14,8 +14,8 @@ The Manager runs the agents while this loop, in the main thread:
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
   whose mean reaches ``train.target_return`` and is confirmed by five times
   as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`),
-  and keeps a copy of the weights of the best evaluation (the one that passed,
-  when one did);
+  and keeps the weights of the best evaluation (the one that passed, when one
+  did), in memory and as the checkpoint ``<log_dir>/checkpoints/best``;
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly);
@@ -50,13 +50,20 @@ from parl.core.errors import AgentsFailedError
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
 from parl.experiment.callbacks import Callback, Callbacks
-from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
+from parl.experiment.checkpoints import (
+    CheckpointManager,
+    CheckpointWriteError,
+    NotWritableError,
+    best_checkpoints,
+    check_writable,
+)
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
+from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
 
@@ -100,6 +107,8 @@ class Trainer:
         #: The callbacks of the current or last :meth:`run` (the config's, built afresh, then ``callbacks``).
         self.callbacks = Callbacks()
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
+        #: The checkpoint of the best evaluation: ``<log_dir>/checkpoints/best``.
+        self.best_checkpoint = best_checkpoints(self.checkpoints.directory)
         #: The robot of the current or last :meth:`run` (None before it).
         self.manager: Optional[Manager] = None
         self._signal: Optional[int] = None
@@ -145,9 +154,9 @@ class Trainer:
         manager = build_manager(config)
         self.manager = manager
         state = _RunState()
-        resumed_from = self._restore(manager, state) if self.resume else None
         evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
         _build_prediction_layers(evaluators.values())
+        resumed_from = self._restore(manager, evaluators, state) if self.resume else None
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
@@ -271,7 +280,7 @@ class Trainer:
         pause = config.evaluation.pause_training and manager.running()
         if pause:
             manager.pause()
-        passed = False
+        passed = best = False
         try:
             copy_weights(manager.tasks, evaluators)
             check = confirmed_check(
@@ -285,12 +294,15 @@ class Trainer:
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score
-            if passed or np.isnan(state.best_eval) or check.score > state.best_eval:
+            best = passed or np.isnan(state.best_eval) or check.score > state.best_eval
+            if best:
                 state.best_eval, state.passed = check.score, passed
                 state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
         finally:
             if pause and not passed:
                 manager.resume()
+        if best:
+            self._save_best(evaluators, state, len(returns))
         values = {
             "eval/mean_return": state.last_eval,
             "eval/min_return": float(np.min(returns)),
@@ -358,7 +370,36 @@ class Trainer:
         self.callbacks.checkpoint(state.steps, path, kind)
         return path
 
-    def _restore(self, manager: Manager, state: "_RunState") -> str:
+    def _save_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState", episodes: int) -> None:
+        """Write the evaluators (holding the weights just evaluated) as the best checkpoint; a failure is
+        reported in one line on ``stream`` and the run goes on."""
+        counters = {
+            "env_steps": state.steps,
+            "eval_mean_return": state.best_eval,
+            "eval_episodes": episodes,
+            "passed": state.passed,
+        }
+        try:
+            path = self.best_checkpoint.save(evaluators, counters, step=state.steps)
+        except CheckpointWriteError as exc:
+            self._report(f"parl train: best {exc}")
+            return
+        self.callbacks.checkpoint(state.steps, path, "best")
+
+    def _restore_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState") -> None:
+        """Take up the best evaluation of the run resumed (its score, and its weights for the final
+        evaluation) from its best checkpoint, when there is an intact one."""
+        try:
+            found = self.best_checkpoint.load_latest(evaluators, report=self._report)
+        except CheckpointError as exc:
+            self._report(f"parl train: best checkpoint not resumed: {exc}")
+            return
+        if found is not None:
+            counters = found[1]
+            state.best_eval, state.passed = float(counters["eval_mean_return"]), bool(counters["passed"])
+            state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
+
+    def _restore(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> str:
         found = self.checkpoints.load_latest(manager.tasks, report=self._report)
         if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
@@ -374,6 +415,7 @@ class Trainer:
         state.finished_steps = int(counters.get("finished_steps", 0))
         state.elapsed_before = float(counters.get("elapsed_seconds", 0.0))
         state.steps = env_steps(manager, state.finished_steps)
+        self._restore_best(evaluators, state)
         return path
 
     def _report(self, line: str) -> None:
