@@ -45,6 +45,7 @@ from parl.experiment import class_spec
 from parl.experiment.callbacks import Callback
 from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
@@ -200,13 +201,16 @@ class TrainConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    """``evaluation``: ``episodes`` every ``every_steps`` env steps once training returns reach ``start_return``;
-    ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at the end of a run."""
+    """``evaluation``: ``episodes`` every ``every_steps`` env steps, from the start or once training returns
+    reach ``start_return`` or ``start_fraction`` of the way to the target
+    (:mod:`parl.experiment.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at
+    the end of a run."""
 
     every_steps: Optional[PositiveInt] = 10_000
     episodes: PositiveInt = 10
     final_episodes: Optional[PositiveInt] = None
     start_return: Optional[float] = None
+    start_fraction: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
     pause_training: bool = True
 
 
@@ -317,6 +321,28 @@ class RobotConfig(_Section):
             option = "workers" if str(exc).startswith("workers") else "heartbeat_timeout"
             raise ConfigError(f"{option}: {exc}") from None
         return self
+
+    @model_validator(mode="after")
+    def _evaluation_start(self) -> "RobotConfig":
+        try:
+            self.evaluation_start()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self
+
+    def evaluation_start(self) -> EvaluationStart:
+        """A fresh start rule of this config's evaluations.
+
+        Raises:
+            ValueError: ``evaluation.start_return`` and ``start_fraction`` both given, or ``start_fraction``
+                without ``train.target_return``.
+        """
+        evaluation = self.evaluation
+        return EvaluationStart(
+            start_return=evaluation.start_return,
+            start_fraction=evaluation.start_fraction,
+            target=self.train.target_return,
+        )
 
     @model_validator(mode="after")
     def _agent_batches(self) -> "RobotConfig":

@@ -8,8 +8,9 @@ The Manager runs the agents while this loop, in the main thread:
 - logs every finished episode and, every ``log_seconds``, each task's costs,
   batch sizes and latencies (:mod:`parl.experiment.metrics`), and draws the
   progress bar;
-- every ``evaluation.every_steps`` env steps (once the mean of the last 20
-  training returns reaches ``evaluation.start_return``) copies the weights
+- every ``evaluation.every_steps`` env steps (from the start, or once the
+  training returns reach ``evaluation.start_return`` or ``start_fraction`` of
+  the way to the target: :mod:`parl.experiment.evaluation_start`) copies the weights
   into evaluator tasks and plays deterministic episodes with evaluation agents
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
   whose mean reaches ``train.target_return`` and is confirmed by five times
@@ -59,6 +60,7 @@ from parl.experiment.checkpoints import (
 )
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
+from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.runtime.manager import Manager
@@ -67,7 +69,7 @@ from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
 
-RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
+RECENT_EPISODES = 20  # training returns averaged for the progress bar and the evaluations' start rule
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
 AGENTS_FAILED = "agents failed"
 TARGET_REACHED = "target return"  # the stop reason of a run whose evaluation reached its target, confirmed
@@ -118,7 +120,8 @@ class Trainer:
         """Train; returns ``seed``, ``env_steps``, ``episodes``, ``train_seconds``, ``updates`` (per
         task), ``stop_reason``, ``reached`` (training stopped at a confirmed target), ``last_eval``
         (mean return of the last evaluation, NaN if none), ``best_eval`` (the best evaluation's, NaN
-        if none), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
+        if none), ``evaluations`` (how many ran), ``no_evaluation`` (why none ran, in a few words;
+        None when one did), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
         nothing trained), ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``;
         result.json in the log dir holds the same.
 
@@ -153,7 +156,8 @@ class Trainer:
         self.callbacks = Callbacks([spec.build() for spec in config.callbacks] + self.extra_callbacks)
         manager = build_manager(config)
         self.manager = manager
-        state = _RunState()
+        state = _RunState(config.evaluation_start())
+        self._warn_late_start()
         evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
         _build_prediction_layers(evaluators.values())
         resumed_from = self._restore(manager, evaluators, state) if self.resume else None
@@ -179,6 +183,7 @@ class Trainer:
             self._log_tasks(writer, metrics, state.steps)
             final = self._save(manager, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
+        no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
         final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
@@ -190,6 +195,8 @@ class Trainer:
             "reached": stop_reason == TARGET_REACHED,
             "last_eval": state.last_eval,
             "best_eval": state.best_eval,
+            "evaluations": state.evaluations,
+            "no_evaluation": no_evaluation,
             "final_eval": final_eval,
             "checkpoint": final,
             "checkpoint_error": checkpoint_error,
@@ -221,6 +228,7 @@ class Trainer:
                 state.finished_steps += int(episode.get("steps", 0))
                 state.episodes += 1
                 state.recent = (state.recent + [float(episode["reward"])])[-RECENT_EPISODES:]
+                state.start.observe(float(episode["reward"]))
                 # At the env steps of all finished episodes: episodes that ended during an evaluation
                 # (when this loop is busy) keep their order and spacing on the curve.
                 values = metrics.episode_values(episode)
@@ -262,8 +270,7 @@ class Trainer:
         # so a snapshot of the learners has every weight the evaluators hold.
         if not state.recent or any(task.update_steps == 0 for task in manager.tasks.values()):
             return False
-        start_return = self.config.evaluation.start_return
-        return start_return is None or state.recent_mean() >= start_return
+        return state.start.ready(state.recent_mean())
 
     def _evaluate(
         self, manager: Manager, evaluators: Dict[str, ComputationTask], writer: MetricsWriter, state: "_RunState"
@@ -294,6 +301,7 @@ class Trainer:
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score
+            state.evaluations += 1
             best = passed or np.isnan(state.best_eval) or check.score > state.best_eval
             if best:
                 state.best_eval, state.passed = check.score, passed
@@ -358,6 +366,7 @@ class Trainer:
             "episodes": state.episodes,
             "finished_steps": state.finished_steps,
             "elapsed_seconds": state.elapsed,
+            **state.start.counters(),
             "agents": [agent.counters() for agent in manager.agents],
             "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
         }
@@ -414,9 +423,30 @@ class Trainer:
         state.episodes = int(counters.get("episodes", 0))
         state.finished_steps = int(counters.get("finished_steps", 0))
         state.elapsed_before = float(counters.get("elapsed_seconds", 0.0))
+        state.start.restore(counters)
         state.steps = env_steps(manager, state.finished_steps)
         self._restore_best(evaluators, state)
         return path
+
+    def _warn_late_start(self) -> None:
+        """One line when ``evaluation.start_return`` is above the target: no evaluation could run before
+        training passes the target (a config moved to another task, say)."""
+        evaluation, target = self.config.evaluation, self.config.train.target_return
+        if evaluation.start_return is not None and target is not None and evaluation.start_return > target:
+            self._report(
+                f"parl train: evaluation.start_return ({evaluation.start_return:g}) is above train.target_return "
+                f"({target:g}): evaluations wait for training returns beyond the target; "
+                "evaluation.start_fraction follows the target"
+            )
+
+    def _no_evaluation_reason(self, manager: Manager, state: "_RunState") -> str:
+        """Why a run ended without an evaluation, in a few words."""
+        idle = sorted(name for name, task in manager.tasks.items() if task.update_steps == 0)
+        if idle:
+            return f"task{'s' if len(idle) > 1 else ''} {', '.join(idle)} never updated"
+        if not state.recent:
+            return "no training episode ended"
+        return state.start.why_not(state.recent_mean())
 
     def _report(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
@@ -428,11 +458,16 @@ class Trainer:
 def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
     """:meth:`Trainer.run`'s ``result`` in a few lines, as ``parl train`` and the example scripts print it."""
     lines = [f"resumed from {result['resumed_from']}"] if result.get("resumed_from") else []
+    evaluations = (
+        f"warning: no evaluation ran: {result['no_evaluation']}"
+        if result.get("no_evaluation")
+        else f"evaluation mean return: last {result['last_eval']:.1f}, best {result['best_eval']:.1f}; "
+        f"target reached: {'yes' if result['reached'] else 'no'}"
+    )
     lines += [
         f"stopped ({result['stop_reason']}) after {result['env_steps']} env steps, {result['episodes']} episodes, "
         f"{result['train_seconds']:.1f} s; updates {result['updates']}",
-        f"evaluation mean return: last {result['last_eval']:.1f}, best {result['best_eval']:.1f}; "
-        f"target reached: {'yes' if result['reached'] else 'no'}",
+        evaluations,
         f"final evaluation on fresh seeds, mean return: {result['final_eval']:.1f}",
         f"log dir: {log_dir}",
     ]
@@ -442,9 +477,11 @@ def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
 
 
 class _RunState:
-    """Counters of one run (restored on resume)."""
+    """Counters of one run (restored on resume); ``start`` is its evaluations' start rule."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: EvaluationStart) -> None:
+        self.start = start
+        self.evaluations = 0  # evaluations of this run (a resumed run counts its own)
         self.steps = 0
         self.finished_steps = 0
         self.episodes = 0
