@@ -52,6 +52,8 @@ from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
+#: The keyword an environment factory takes to repeat actions itself (``env.action_repeat`` is passed as it).
+ACTION_REPEAT = "action_repeat"
 #: The agent class of a config without an ``agent`` key.
 DEFAULT_AGENT = "parl.utils.GymAgent"
 _AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-level seed"
@@ -94,11 +96,15 @@ class _Section(BaseModel):
 
 
 class EnvConfig(_Section):
-    """``env``: ``gymnasium.make(id, **kwargs)`` or ``factory(**kwargs)`` (nested specs built afresh each time)."""
+    """``env``: ``gymnasium.make(id, **kwargs)`` or ``factory(**kwargs)`` (nested specs built afresh each time),
+    repeating each action ``action_repeat`` times: passed to a factory that takes ``action_repeat`` (it places
+    the repeat among its own wrappers), else an :class:`~parl.utils.action_repeat.ActionRepeat` around it."""
 
     id: Optional[NonEmptyStr] = None
     factory: Optional[str] = None
     kwargs: Annotated[Dict[str, Any], OrEmpty] = {}
+    action_repeat: PositiveInt = 1
+    _factory_repeats: bool = PrivateAttr(False)
 
     @model_serializer(mode="wrap")
     def _given_source(self, dump: Callable[["EnvConfig"], Dict[str, Any]]) -> Dict[str, Any]:
@@ -115,24 +121,41 @@ class EnvConfig(_Section):
         if not callable(function):
             raise ConfigError(f"env.factory: expected a callable, got {self.factory!r}")
         where = {"class_path": "env.factory"}
-        self.kwargs = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)[0]
+        self.kwargs, accepted = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)
+        self._factory_repeats = accepted is not None and ACTION_REPEAT in accepted
+        if self._factory_repeats and ACTION_REPEAT in self.kwargs:
+            raise ConfigError(
+                f"env.kwargs.{ACTION_REPEAT}: set env.{ACTION_REPEAT} instead (it is passed to the factory)"
+            )
         return self
 
     def make(self, checked: bool = False) -> Any:
-        """A new environment; ``checked``: a nested spec's failure is a ConfigError."""
+        """A new environment, repeating actions ``action_repeat`` times; ``checked``: a nested spec's failure is a
+        ConfigError."""
         kwargs = class_spec.build_value(self.kwargs, checked)
+        if self._factory_repeats:
+            kwargs[ACTION_REPEAT] = self.action_repeat
         if self.id is None:
-            factory = class_spec.import_object(self.factory, "env.factory")
-            if not checked:
-                return factory(**kwargs)
-            try:
-                return factory(**kwargs)
-            except SystemExit as exc:
-                call = class_spec.exit_call(exc)
-                raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
-        import gymnasium
+            env = self._call_factory(kwargs, checked)
+        else:
+            import gymnasium
 
-        return gymnasium.make(self.id, **kwargs)
+            env = gymnasium.make(self.id, **kwargs)
+        if self.action_repeat > 1 and not self._factory_repeats:
+            from parl.utils.action_repeat import ActionRepeat
+
+            env = ActionRepeat(env, self.action_repeat)
+        return env
+
+    def _call_factory(self, kwargs: Dict[str, Any], checked: bool) -> Any:
+        factory = class_spec.import_object(self.factory, "env.factory")
+        if not checked:
+            return factory(**kwargs)
+        try:
+            return factory(**kwargs)
+        except SystemExit as exc:
+            call = class_spec.exit_call(exc)
+            raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
 
 
 class BatchingConfig(_Section):
