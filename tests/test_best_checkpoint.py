@@ -4,6 +4,7 @@ holding the weights the final evaluation plays, loadable by `parl eval` and `par
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ from test_trainer_result import EvaluationSpy, fingerprint
 
 import parl
 from parl.experiment.build import task_settings
-from parl.experiment.checkpoints import BEST, CheckpointManager, best_checkpoints
+from parl.experiment.checkpoints import BEST, CheckpointManager, CheckpointWriteError, best_checkpoints
 from parl.experiment.cli import main
 from parl.experiment.config import load_config
 from parl.experiment.trainer import Trainer
@@ -114,3 +115,21 @@ def test_a_damaged_best_checkpoint_is_reported_and_the_resumed_run_goes_on(tmp_p
     result = Trainer(config, progress=False, resume=True, stream=None).run()
     assert result["resumed_from"] is not None
     assert "best" in capsys.readouterr().err
+
+
+def test_a_best_checkpoint_that_cannot_be_written_is_one_line_and_the_run_goes_on(tmp_path, monkeypatch) -> None:
+    save = CheckpointManager.save
+
+    def full_disk_for_best(self, tasks, counters, step):
+        if os.path.basename(self.directory) == BEST:
+            raise CheckpointWriteError(f"checkpoint at step {step} not written: [Errno 28] No space left on device")
+        return save(self, tasks, counters, step)
+
+    monkeypatch.setattr(CheckpointManager, "save", full_disk_for_best)
+    stream = io.StringIO()
+    config = load_config(str(CONFIG), [f"log_dir={tmp_path / 'run'}", *SHORT, "train.max_env_steps=1500"])
+    result = Trainer(config, progress=False, stream=stream).run()
+    lines = stream.getvalue().splitlines()
+    assert result["checkpoint"] is not None and result["evaluations"] >= 2
+    assert lines and all(line.startswith("parl train: best checkpoint at step ") for line in lines)
+    assert len(lines) <= result["evaluations"]

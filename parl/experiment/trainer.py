@@ -63,6 +63,7 @@ from parl.experiment.evaluation import copy_weights, evaluate_agents
 from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
+from parl.experiment.snapshot import write_snapshot
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
@@ -161,6 +162,7 @@ class Trainer:
         evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
         _build_prediction_layers(evaluators.values())
         resumed_from = self._restore(manager, evaluators, state) if self.resume else None
+        self._snapshot(state.steps if self.resume else None)
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
@@ -427,6 +429,16 @@ class Trainer:
         state.steps = env_steps(manager, state.finished_steps)
         self._restore_best(evaluators, state)
         return path
+
+    def _snapshot(self, resumed_at: Optional[int]) -> None:
+        """Write the run's snapshot (:mod:`parl.experiment.snapshot`); a failure is reported in one line."""
+        try:
+            written = write_snapshot(self.config.log_dir, config_file=self.config.source, resumed_at=resumed_at)
+        except OSError as exc:
+            self._report(f"parl train: snapshot not written: {exc.strerror or exc} ({exc.filename}); training goes on")
+            return
+        if written is not None and resumed_at is not None:
+            self._report(f"parl train: resumed with other parl sources than the run's snapshot; see {written}")
 
     def _warn_late_start(self) -> None:
         """One line when ``evaluation.start_return`` is above the target: no evaluation could run before
