@@ -151,7 +151,7 @@ def test_callbacks_given_in_python_run_too(tmp_path) -> None:
     config = user_robot(tmp_path, "callbacks=null", "evaluation.every_steps=100")
     result = Trainer(config, progress=False, callbacks=[Evaluations()]).run()
     assert result["stop_reason"] == f"{CALLBACK_STOP}one is enough"
-    assert len(seen) == 1 and 100 <= seen[0][1] <= result["env_steps"]
+    assert len(seen) == 1 and 0 < seen[0][1] <= result["env_steps"]
 
 
 @pytest.mark.parametrize(

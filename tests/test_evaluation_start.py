@@ -96,18 +96,18 @@ def test_start_fraction_follows_the_target_from_the_first_returns() -> None:
     assert cartpole.threshold() == pytest.approx(22.0 + 0.3 * 453.0)
 
 
-def test_the_start_rule_resumes_where_it_was() -> None:
+def test_the_start_rule_resumes_with_its_baseline() -> None:
     start = EvaluationStart(start_return=None, start_fraction=0.5, target=10.0)
     for _ in range(BASELINE_EPISODES):
         start.observe(0.0)
-    saved = dict(start.counters())
+    assert start.ready(6.0)
     resumed = EvaluationStart(start_return=None, start_fraction=0.5, target=10.0)
-    resumed.restore(saved)
+    resumed.restore(start.counters())
+    # The baseline of the run's first returns, not of the resumed policy's; the rule applies anew.
     assert resumed.baseline == 0.0 and resumed.threshold() == 5.0 and not resumed.started
-    assert resumed.ready(5.0)
-    again = EvaluationStart(start_return=None, start_fraction=0.5, target=10.0)
-    again.restore(resumed.counters())
-    assert again.ready(-1e9)
+    for _ in range(BASELINE_EPISODES):
+        resumed.observe(9.0)
+    assert resumed.baseline == 0.0 and not resumed.ready(4.0) and resumed.ready(5.0)
     unset = EvaluationStart(start_return=1.0, start_fraction=None, target=None)
     unset.restore({})  # a checkpoint of an earlier parl: nothing to take up
     assert not unset.started and unset.threshold() == 1.0

@@ -13,7 +13,7 @@ follows ``train.target_return`` when that changes: the threshold is
 ``baseline + start_fraction * (target - baseline)``, where ``baseline`` is the
 mean of the run's first :data:`BASELINE_EPISODES` training returns (about a
 random policy's). Once evaluations have started they go on, whatever the
-training returns do later.
+training returns do later; a resumed run applies its rule anew (with the baseline of the first run).
 """
 
 from __future__ import annotations
@@ -101,12 +101,13 @@ class EvaluationStart:
         return f"the mean of the recent training returns ({recent_mean:g}) never reached {rule}"
 
     def counters(self) -> Mapping[str, object]:
-        """What a resumed run needs: ``started`` and ``baseline``."""
-        return {"evaluation_started": self.started, "evaluation_baseline": self.baseline}
+        """What a resumed run needs: the ``baseline`` (a resumed run's first returns are no longer a
+        fresh policy's). Whether evaluations had started is not kept: a resumed run applies its own
+        rule (possibly changed) to its own recent returns."""
+        return {"evaluation_baseline": self.baseline}
 
     def restore(self, counters: Mapping[str, object]) -> None:
-        """Take up :meth:`counters` of the run resumed (missing keys leave this rule as it is)."""
-        self.started = self.started or bool(counters.get("evaluation_started", False))
+        """Take up :meth:`counters` of the run resumed (a missing baseline leaves this rule as it is)."""
         baseline = counters.get("evaluation_baseline")
         if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
             self.baseline = float(baseline)

@@ -16,7 +16,7 @@ The Manager runs the agents while this loop, in the main thread:
   whose mean reaches ``train.target_return`` and is confirmed by five times
   as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`),
   and keeps the weights of the best evaluation (the one that passed, when one
-  did), in memory and as the checkpoint ``<log_dir>/checkpoints/best``;
+  did), in memory and, with each checkpoint, as ``<log_dir>/checkpoints/best``;
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly);
@@ -183,7 +183,7 @@ class Trainer:
             if config.evaluation.every_steps is None and trained:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
             self._log_tasks(writer, metrics, state.steps)
-            final = self._save(manager, state, kind="final")
+            final = self._save(manager, evaluators, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
         no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
         final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
@@ -262,7 +262,7 @@ class Trainer:
                 every_seconds is not None and now - last_ckpt_time >= every_seconds
             ):
                 state.elapsed = now - start
-                self._save(manager, state, kind="periodic")
+                self._save(manager, evaluators, state, kind="periodic")
                 last_ckpt_time = time.perf_counter()
                 if next_ckpt is not None:
                     next_ckpt = state.steps + every_ckpt
@@ -282,7 +282,8 @@ class Trainer:
         With ``evaluation.pause_training`` the agents and updates wait meanwhile (the weights
         evaluated are the learners' of this env step), and an evaluation that reaches the target
         leaves them paused: training ends there, so the final checkpoint holds the policy that
-        passed.
+        passed. A new best evaluation's weights are kept, and written as the best checkpoint with
+        the next checkpoint (:meth:`_save`).
         """
         config = self.config
         target = config.train.target_return
@@ -308,11 +309,15 @@ class Trainer:
             if best:
                 state.best_eval, state.passed = check.score, passed
                 state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
+                state.best_counters = {
+                    "env_steps": state.steps,
+                    "eval_mean_return": check.score,
+                    "eval_episodes": len(returns),
+                    "passed": passed,
+                }
         finally:
             if pause and not passed:
                 manager.resume()
-        if best:
-            self._save_best(evaluators, state, len(returns))
         values = {
             "eval/mean_return": state.last_eval,
             "eval/min_return": float(np.min(returns)),
@@ -359,9 +364,16 @@ class Trainer:
         self.callbacks.update(steps, values)
 
     # -- checkpoints ----------------------------------------------------------
-    def _save(self, manager: Manager, state: "_RunState", kind: str) -> Optional[str]:
-        """Write a checkpoint of ``kind`` (``periodic`` or ``final``); None (reported in one line on
-        ``stream``) when it cannot be written."""
+    def _save(
+        self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState", kind: str
+    ) -> Optional[str]:
+        """Write a checkpoint of ``kind`` (``periodic`` or ``final``), and the best checkpoint when a better
+        evaluation came since the last one; None (reported in one line on ``stream``) when the checkpoint
+        cannot be written.
+
+        The best checkpoint goes with the others rather than at each evaluation: its files are synced
+        to disk, which can take long on a busy disk while the agents play on, and a run loses no more
+        of it to a crash than of its latest checkpoint."""
         counters = {
             "step": state.steps,
             "env_steps": state.steps,
@@ -372,6 +384,8 @@ class Trainer:
             "agents": [agent.counters() for agent in manager.agents],
             "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
         }
+        if state.best_counters is not None:
+            self._save_best(evaluators, state)
         try:
             path = self.checkpoints.save(manager.tasks, counters, step=state.steps)
         except CheckpointWriteError as exc:
@@ -381,21 +395,20 @@ class Trainer:
         self.callbacks.checkpoint(state.steps, path, kind)
         return path
 
-    def _save_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState", episodes: int) -> None:
-        """Write the evaluators (holding the weights just evaluated) as the best checkpoint; a failure is
-        reported in one line on ``stream`` and the run goes on."""
-        counters = {
-            "env_steps": state.steps,
-            "eval_mean_return": state.best_eval,
-            "eval_episodes": episodes,
-            "passed": state.passed,
-        }
+    def _save_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState") -> None:
+        """Write the best evaluation's weights as the best checkpoint, through the evaluators (every
+        evaluation copies the learners' weights in first); a failure is reported in one line on
+        ``stream`` and tried again with the next checkpoint."""
+        counters = state.best_counters
+        for name, task in evaluators.items():
+            task.set_algorithm_weights(state.best_weights[name])
         try:
-            path = self.best_checkpoint.save(evaluators, counters, step=state.steps)
+            path = self.best_checkpoint.save(evaluators, counters, step=int(counters["env_steps"]))
         except CheckpointWriteError as exc:
             self._report(f"parl train: best {exc}")
             return
-        self.callbacks.checkpoint(state.steps, path, "best")
+        state.best_counters = None
+        self.callbacks.checkpoint(int(counters["env_steps"]), path, "best")
 
     def _restore_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState") -> None:
         """Take up the best evaluation of the run resumed (its score, and its weights for the final
@@ -503,6 +516,8 @@ class _RunState:
         #: Task name -> weights of the evaluation of ``best_eval`` (None before one).
         self.best_weights: Optional[Dict[str, Dict[str, Dict[str, np.ndarray]]]] = None
         self.passed = False  # the evaluation of best_weights passed
+        #: The counters of the best checkpoint while its weights are not written yet (else None).
+        self.best_counters: Optional[Dict[str, object]] = None
         self.elapsed = 0.0
         self.elapsed_before = 0.0
         self.checkpoint_error: Optional[str] = None
