@@ -55,7 +55,10 @@ setup(
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
+        # moviepy, which gymnasium's RecordVideo writes MP4 files with: parl eval --video (parl/experiment/video.py).
+        # 1.0.3 is the newest that installs beside matplotlib's Pillow (moviepy 2 requires Pillow < 12).
+        "video": ["moviepy>=1.0.3"],
         # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
-        "test": ["pytest>=7", "pytest-timeout>=2.2", "ale-py>=0.10", "opencv-python-headless>=4.10"],
+        "test": ["pytest>=7", "pytest-timeout>=2.2", "ale-py>=0.10", "opencv-python-headless>=4.10", "moviepy>=1.0.3"],
     },
 )

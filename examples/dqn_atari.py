@@ -31,6 +31,7 @@ def make_atari_env(
     screen_size: int = 84,
     repeat_action_probability: float = 0.25,
     max_episode_steps: Optional[int] = None,
+    render_mode: Optional[str] = None,
 ) -> gym.Env:
     """An ALE game as DQN sees it, from the emulator up:
 
@@ -47,9 +48,9 @@ def make_atari_env(
     are those of AtariPreprocessing with ``frame_skip=action_repeat``. The defaults are those of
     Mnih et al. (2015) on ALE v5 (sticky actions with probability 0.25, Machado et al., 2018);
     ``max_episode_steps`` cuts episodes to that many action steps (None: ALE v5's own cap of
-    108,000 frames).
+    108,000 frames); ``render_mode`` is the ALE env's (``"rgb_array"`` for ``parl eval --video``).
     """
-    env = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability)
+    env = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability, render_mode=render_mode)
     height, width = env.observation_space.shape[:2]
     env = AtariPreprocessing(
         env,

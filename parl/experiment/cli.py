@@ -1,7 +1,7 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
-    parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [-o key.path=value ...]
+    parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [--video DIR] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT|best]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
@@ -34,6 +34,7 @@ import traceback
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
+    from parl.core.agent import Agent
     from parl.experiment.config import RobotConfig
     from parl.serving.computation_task import ComputationTask
 
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
+    evaluate.add_argument(
+        "--video", metavar="DIR", default=None, help="record every episode to DIR as an MP4 (needs parl[video])"
+    )
     evaluate.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
 
     export = commands.add_parser("export", help="write a run's trained policy to a directory of its own")
@@ -91,6 +95,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.class_spec import UserExitError
     from parl.experiment.config import ConfigError
     from parl.experiment.trainer import ResultWriteError
+    from parl.experiment.video import MissingExtraError
 
     try:
         if args.command == "train":
@@ -106,7 +111,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError, ResultWriteError) as exc:
+    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, MissingExtraError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
@@ -218,14 +223,20 @@ def _eval(args: argparse.Namespace) -> int:
     from parl.experiment.build import make_agent
     from parl.experiment.config import load_config
     from parl.experiment.evaluation import evaluate_agents
+    from parl.experiment.video import check_video_support, recording_env
     from parl.validation import check_int
 
     episodes = check_int("--episodes", args.episodes, 1)
+    if args.video is not None:
+        check_video_support()
     config = load_config(args.config, args.override)
     tasks, checkpoint, counters = load_trained_tasks(config, checkpoint_path(args.checkpoint, config.log_dir))
-    returns: List[float] = evaluate_agents(
-        lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
-    )
+
+    def agent(seed: int) -> "Agent":
+        env = None if args.video is None else recording_env(config, args.video, episode=seed - args.seed)
+        return make_agent(config, 0, seed=seed, env=env)
+
+    returns: List[float] = evaluate_agents(agent, tasks, episodes=episodes, seed=args.seed)
     summary = {
         "checkpoint": checkpoint,
         "env_steps": counters.get("env_steps"),
@@ -236,6 +247,8 @@ def _eval(args: argparse.Namespace) -> int:
         "max_return": float(np.max(returns)),
         "returns": returns,
     }
+    if args.video is not None:
+        summary["videos"] = sorted(os.path.join(args.video, f) for f in os.listdir(args.video) if f.endswith(".mp4"))
     print(json.dumps(summary))
     return 0
 

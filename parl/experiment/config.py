@@ -54,6 +54,8 @@ from parl.validation import ParameterError, check_choice
 
 #: The keyword an environment factory takes to repeat actions itself (``env.action_repeat`` is passed as it).
 ACTION_REPEAT = "action_repeat"
+#: The keyword by which an environment is asked for a render mode.
+RENDER_MODE = "render_mode"
 #: The agent class of a config without an ``agent`` key.
 DEFAULT_AGENT = "parl.utils.GymAgent"
 _AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-level seed"
@@ -105,6 +107,7 @@ class EnvConfig(_Section):
     kwargs: Annotated[Dict[str, Any], OrEmpty] = {}
     action_repeat: PositiveInt = 1
     _factory_repeats: bool = PrivateAttr(False)
+    _factory_renders: bool = PrivateAttr(False)
 
     @model_serializer(mode="wrap")
     def _given_source(self, dump: Callable[["EnvConfig"], Dict[str, Any]]) -> Dict[str, Any]:
@@ -123,16 +126,26 @@ class EnvConfig(_Section):
         where = {"class_path": "env.factory"}
         self.kwargs, accepted = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)
         self._factory_repeats = accepted is not None and ACTION_REPEAT in accepted
+        self._factory_renders = accepted is None or RENDER_MODE in accepted
         if self._factory_repeats and ACTION_REPEAT in self.kwargs:
             raise ConfigError(
                 f"env.kwargs.{ACTION_REPEAT}: set env.{ACTION_REPEAT} instead (it is passed to the factory)"
             )
         return self
 
-    def make(self, checked: bool = False) -> Any:
+    def make(self, checked: bool = False, render_mode: Optional[str] = None) -> Any:
         """A new environment, repeating actions ``action_repeat`` times; ``checked``: a nested spec's failure is a
-        ConfigError."""
+        ConfigError; ``render_mode`` (``"rgb_array"`` to record videos) is given to ``gymnasium.make`` or to the
+        factory.
+
+        Raises:
+            ConfigError: a ``render_mode`` for a factory that takes no ``render_mode`` keyword.
+        """
         kwargs = class_spec.build_value(self.kwargs, checked)
+        if render_mode is not None:
+            if self.id is None and not self._factory_renders:
+                raise ConfigError(f"env.factory: {self.factory} takes no {RENDER_MODE}, which is needed to render")
+            kwargs[RENDER_MODE] = render_mode
         if self._factory_repeats:
             kwargs[ACTION_REPEAT] = self.action_repeat
         if self.id is None:

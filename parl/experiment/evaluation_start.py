@@ -13,7 +13,8 @@ follows ``train.target_return`` when that changes: the threshold is
 ``baseline + start_fraction * (target - baseline)``, where ``baseline`` is the
 mean of the run's first :data:`BASELINE_EPISODES` training returns (about a
 random policy's). Once evaluations have started they go on, whatever the
-training returns do later; a resumed run applies its rule anew (with the baseline of the first run).
+training returns do later; a resumed run applies its rule anew, with the
+baseline of the run it resumes.
 """
 
 from __future__ import annotations
