@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import pytest
 import yaml
@@ -23,21 +24,20 @@ def eval_rows(log_dir: Path) -> list:
     return [row for row in rows if "eval/mean_return" in row]
 
 
-def test_an_acrobot_style_negative_target_evaluates_from_the_start(tmp_path) -> None:
-    # The CartPole config moved to Acrobot: returns are -500 (every step -1) until the policy learns;
-    # the target is negative. Evaluations must not wait for the returns to reach anything.
+def train_ppo(log_dir: Path, *overrides: str) -> Tuple[Dict[str, object], List[str]]:
+    """Train ppo_cartpole to a negative target (-100) with ``overrides``; the result and the lines on its stream."""
     config = load_config(
-        str(CONFIGS / "ppo_cartpole.yaml"),
-        [
-            "env.id=Acrobot-v1",
-            "train.target_return=-100.0",
-            "train.max_env_steps=9000",
-            "evaluation.every_steps=1000",
-            f"log_dir={tmp_path}",
-        ],
+        str(CONFIGS / "ppo_cartpole.yaml"), ["train.target_return=-100.0", f"log_dir={log_dir}", *overrides]
     )
     stream = io.StringIO()
     result = Trainer(config, progress=False, stream=stream).run()
+    return result, stream.getvalue().splitlines()
+
+
+def test_an_acrobot_style_negative_target_evaluates_from_the_start(tmp_path) -> None:
+    # The CartPole config moved to Acrobot: returns are -500 (every step -1) until the policy learns;
+    # the target is negative. Evaluations must not wait for the returns to reach anything.
+    result, _ = train_ppo(tmp_path, "env.id=Acrobot-v1", "train.max_env_steps=9000", "evaluation.every_steps=1000")
     rows = eval_rows(tmp_path)
     # Acrobot's first episodes end at its 500-step limit: with 8 agents the first ends near 4,000 env steps.
     assert rows and rows[0]["step"] <= 4000 + 8 * 500
@@ -47,18 +47,7 @@ def test_an_acrobot_style_negative_target_evaluates_from_the_start(tmp_path) -> 
 
 
 def test_a_run_without_evaluations_says_why_in_one_line(tmp_path) -> None:
-    config = load_config(
-        str(CONFIGS / "ppo_cartpole.yaml"),
-        [
-            "train.target_return=-100.0",
-            "evaluation.start_return=142.5",
-            "train.max_env_steps=1500",
-            f"log_dir={tmp_path}",
-        ],
-    )
-    stream = io.StringIO()
-    result = Trainer(config, progress=False, stream=stream).run()
-    lines = stream.getvalue().splitlines()
+    result, lines = train_ppo(tmp_path, "evaluation.start_return=142.5", "train.max_env_steps=1500")
     assert result["evaluations"] == 0 and not eval_rows(tmp_path)
     warned = [line for line in lines if line.startswith("parl train: evaluation.start_return (142.5) is above")]
     assert len(warned) == 1 and "train.target_return (-100)" in warned[0]
