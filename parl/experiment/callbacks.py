@@ -42,8 +42,6 @@ from parl.validation import ParameterError, check_choice, check_int, check_range
 
 #: The stop reason of a run a callback stopped starts with this.
 CALLBACK_STOP = "callback: "
-#: The kinds of checkpoint :meth:`Callback.on_checkpoint` is told about.
-CHECKPOINT_KINDS = ("periodic", "final", "best")
 
 
 class Callback:
