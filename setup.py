@@ -58,6 +58,9 @@ setup(
         # Box2D for gymnasium's LunarLander (examples/configs/ppo_lunarlander.yaml); gymnasium's box2d
         # environments import pygame-ce (for rendering) when they load.
         "box2d": ["box2d>=2.3.10", "pygame-ce>=2.1.3"],
+        # moviepy, which gymnasium's RecordVideo writes MP4 files with: parl eval --video (parl/experiment/video.py).
+        # 1.0.3 is the newest that installs beside matplotlib's Pillow (moviepy 2 requires Pillow < 12).
+        "video": ["moviepy>=1.0.3"],
         # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
         "test": [
             "pytest>=7",
@@ -66,6 +69,7 @@ setup(
             "opencv-python-headless>=4.10",
             "box2d>=2.3.10",
             "pygame-ce>=2.1.3",
+            "moviepy>=1.0.3",
         ],
     },
 )

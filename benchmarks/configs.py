@@ -150,8 +150,8 @@ def section(command: str, runs: Sequence[ConfigRun], loads: Sequence[float]) -> 
             machine,
             '"stop" is why training ended (`target return`: an evaluation\'s mean over all its episodes reached '
             'the target; `step budget`: `train.max_env_steps` ran out). "last eval" is the mean of the last '
-            "evaluation during training (nan: none ran, because the training return never reached "
-            "`evaluation.start_return`). The fresh-seed evaluation is `parl eval` of the final checkpoint on 10 "
+            "evaluation during training (nan: none ran; `result.json`'s `no_evaluation` says why). "
+            "The fresh-seed evaluation is `parl eval` of the final checkpoint on 10 "
             "other episode seeds; after a stop at the target that checkpoint holds exactly the weights that "
             "passed, since the robot stays paused from that evaluation on. The hierarchical and flat four-rooms "
             "robots have no target: their mean return is the share of episodes that reach the goal.",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -15,7 +14,6 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
-from tensorboardX.proto import event_pb2
 
 import parl
 import parl.experiment.trainer as trainer_module
@@ -25,18 +23,22 @@ from parl.experiment.config import RobotConfig, load_config
 from parl.experiment.trainer import Trainer
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs
+from parl.utils.action_repeat import TIME_STEPS
+
+from tensorboard_events import read_scalar_events
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "dqn_atari.yaml"
 
-# A run of 900 env steps: 2 agents, episodes cut at 150 steps (so at least 4 end), ~40 updates of 16
-# transitions, one evaluation episode at the end. The trainer counts steps live, so the run stops soon
-# after the budget.
-RUN_STEPS = 900
+# A run of 900 action steps (3,600 env steps, frames): 2 agents, episodes cut at 150 action steps (so at
+# least 4 end), ~40 updates of 16 transitions, one evaluation episode at the end. The trainer counts
+# steps live, so the run stops soon after the budget.
+REPEAT = 4
+RUN_STEPS = 900 * REPEAT
 EPISODE_STEPS = 150
 SHORT_RUN = (
     f"train.max_env_steps={RUN_STEPS}",
     f"env.kwargs.max_episode_steps={EPISODE_STEPS}",
-    "agent.epsilon.steps=500",
+    "agent.epsilon.steps=2000",
     "tasks.RL.helper.warmup_steps=100",
     "tasks.RL.helper.batch_size=16",
     "tasks.RL.helper.updates_per_step=0.0625",
@@ -63,22 +65,6 @@ def reference_q(weights: Dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
         h = F.relu(F.conv2d(h, w[f"conv.{i}.w"], w[f"conv.{i}.b"], stride))
     h = F.relu(paddle.flatten(h, 1) @ w["hidden.w"] + w["hidden.b"])
     return (h @ w["q.w"] + w["q.b"]).numpy()
-
-
-def read_tags(logdir: Path) -> set:
-    """Every scalar tag in the TensorBoard event files of ``logdir``, read record by record
-    (TFRecord framing: uint64 length, uint32 CRC, the Event proto, uint32 CRC)."""
-    tags = set()
-    files = sorted(logdir.glob("events.out.tfevents.*"))
-    assert files, f"no event file in {logdir}"
-    for path in files:
-        data, pos = path.read_bytes(), 0
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos : pos + 8])
-            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
-            pos += 12 + length + 4
-            tags.update(value.tag for value in event.summary.value)
-    return tags
 
 
 def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
@@ -177,6 +163,34 @@ def test_episodes_can_be_cut_to_a_number_of_agent_steps(tmp_path: Path) -> None:
         env.close()
 
 
+def test_the_action_repeat_observes_what_gymnasiums_frame_skip_observed(tmp_path: Path) -> None:
+    """parl's ActionRepeat between AtariPreprocessing (a frame per time step) and the resize gives the
+    observations, rewards and episode ends of AtariPreprocessing repeating each action itself."""
+    import gymnasium as gym
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    reference = gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.25)
+    reference = AtariPreprocessing(
+        reference, noop_max=30, frame_skip=REPEAT, screen_size=84, terminal_on_life_loss=False, grayscale_obs=True
+    )
+    reference = FrameStackObservation(reference, 4)
+    env = load_config(str(CONFIG), [f"log_dir={tmp_path}"]).env.make()
+    try:
+        first, _ = env.reset(seed=3)
+        np.testing.assert_array_equal(first, reference.reset(seed=3)[0])
+        rng = np.random.default_rng(0)
+        for _ in range(300):
+            action = int(rng.integers(6))
+            obs, reward, terminated, truncated, info = env.step(action)
+            expected = reference.step(action)
+            assert (reward, terminated, truncated) == tuple(expected[1:4])
+            np.testing.assert_array_equal(obs, expected[0])
+            assert info[TIME_STEPS] == REPEAT
+    finally:
+        env.close()
+        reference.close()
+
+
 # -- the short run ------------------------------------------------------------------------------
 
 
@@ -196,7 +210,7 @@ def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path
     trainer = Trainer(config, progress=False)
     result = trainer.run()
     assert result["stop_reason"] == "step budget"
-    assert RUN_STEPS <= result["env_steps"] <= RUN_STEPS + config.agents * EPISODE_STEPS
+    assert RUN_STEPS <= result["env_steps"] <= RUN_STEPS + config.agents * EPISODE_STEPS * REPEAT
     assert result["updates"]["RL"] >= 10
     assert -21 <= result["last_eval"] <= 21  # one real game of Pong, cut at 150 steps
     final = trainer.manager.tasks["RL"].algorithm_weights()["model"]
@@ -206,8 +220,10 @@ def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path
     scalars = read_metrics(tmp_path)
     returns = [v for _, v in scalars["episode/reward"]]
     lengths = [v for _, v in scalars["episode/length"]]
+    action_steps = [v for _, v in scalars["episode/action_steps"]]
     assert len(returns) >= 4 and all(-21 <= r <= 21 for r in returns)
-    assert all(n == EPISODE_STEPS for n in lengths)  # Pong outlasts 150 steps: truncated
+    assert all(n == EPISODE_STEPS for n in action_steps)  # Pong outlasts 150 action steps: truncated
+    assert all(n == EPISODE_STEPS * REPEAT for n in lengths)  # of 4 frames each
     losses = [v for _, v in scalars["task/RL/loss"]]
     assert losses and all(math.isfinite(v) and v >= 0 for v in losses)
     assert scalars["task/RL/q_mean"] and all(math.isfinite(v) for _, v in scalars["task/RL/q_mean"])
@@ -217,4 +233,4 @@ def test_a_short_run_steps_the_game_learns_and_writes_the_scalars(tmp_path: Path
     assert value == result["last_eval"] and step == result["env_steps"]
     steps = [s for tag in scalars for s, _ in scalars[tag]]
     assert max(steps) == result["env_steps"]
-    assert read_tags(tmp_path) == set(scalars)  # TensorBoard holds the same tags
+    assert {tag for _, tag, _ in read_scalar_events(tmp_path)} == set(scalars)  # TensorBoard holds the same tags

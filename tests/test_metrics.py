@@ -6,7 +6,6 @@ import glob
 import json
 import math
 import os
-import struct
 
 import numpy as np
 import paddle
@@ -16,6 +15,7 @@ import parl
 from parl.experiment.metrics import METRICS_FILE, MetricsWriter, RobotMetrics, task_values
 from parl.layers.optimizer import Adam, global_grad_norm, grad_norm_value
 
+from tensorboard_events import read_scalar_events
 from toys import LEARN_FAIL, EchoAlgorithm, echo_batch, echo_obs
 
 
@@ -123,23 +123,6 @@ def test_learning_rate_follows_the_optimizer() -> None:
 # -- MetricsWriter -------------------------------------------------------------------
 
 
-def _read_scalar_events(log_dir: str) -> list:
-    """(step, tag, value) of every scalar in the tensorboardX event files of ``log_dir``."""
-    from tensorboardX.proto import event_pb2
-
-    found = []
-    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
-        with open(path, "rb") as f:
-            data = f.read()
-        offset = 0
-        while offset < len(data):  # TFRecord: length, its crc, the record, its crc
-            (length,) = struct.unpack("<Q", data[offset : offset + 8])
-            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
-            offset += 16 + length
-            found += [(event.step, v.tag, v.simple_value) for v in event.summary.value]
-    return found
-
-
 def test_metrics_writer_writes_json_lines_and_tensorboard_events(tmp_path) -> None:
     log_dir = str(tmp_path / "run")
     with MetricsWriter(log_dir) as writer:
@@ -152,7 +135,7 @@ def test_metrics_writer_writes_json_lines_and_tensorboard_events(tmp_path) -> No
     assert rows[0]["episode/reward"] == 12.5 and rows[0]["episode/length"] == 12.0
     assert rows[1]["task/RL/loss"] is None and rows[1]["task/RL/grad_norm"] is None and rows[1]["x"] == 1.0
     assert all(abs(r["time"] - rows[0]["time"]) < 60 and r["time"] > 1.6e9 for r in rows)
-    events = _read_scalar_events(log_dir)
+    events = read_scalar_events(log_dir)
     assert (10, "episode/reward", 12.5) in events and (20, "x", 1.0) in events
     assert any(step == 20 and tag == "task/RL/loss" and math.isnan(v) for step, tag, v in events)
 

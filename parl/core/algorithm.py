@@ -149,7 +149,10 @@ class Algorithm:
         prioritized replay).
 
         Costs are scalars, except a per-row ``"td_error"`` of shape ``[B]`` or
-        ``[B, 1]``, which prioritized replay uses as new priorities. A
+        ``[B, 1]``, which prioritized replay uses as new priorities. The loss is
+        a tensor; the others may be tensors or plain numbers (a schedule's
+        value, a count), and each scalar is logged as ``task/<name>/<cost>``
+        (docs/metrics.md). A
         generator may be returned instead, yielding one costs dict per
         optimizer step.
         """

@@ -54,15 +54,15 @@ def make_env(config: RobotConfig) -> Any:
     return config.env.make()
 
 
-def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None) -> parl.Agent:
+def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None, env: Any = None) -> parl.Agent:
     """Agent ``index``, in a new environment: ``cls(env, seed=seed * 1000 + index, **kwargs)``;
-    ``seed`` replaces that seed (evaluation agents).
+    ``seed`` replaces that seed (evaluation agents), ``env`` the new environment (one that records, say).
 
     Raises:
         ConfigError: the agent class fails in its constructor (one line at ``agent``).
     """
     seed = agent_seed(config, index) if seed is None else seed
-    return build_checked(config.agent, args=(make_env(config),), extra={"seed": seed})
+    return build_checked(config.agent, args=(make_env(config) if env is None else env,), extra={"seed": seed})
 
 
 def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]:

@@ -13,6 +13,8 @@ Layout of ``directory``::
     ckpt-0000020000/robot.json          {"step", "tasks", "counters", "files"}: written last, marks
                                         the checkpoint complete; "files" holds the SHA-256 of each task file
     latest                          text: the name of the newest checkpoint directory
+    best/ckpt-0000012000/...            the checkpoint of the best evaluation (best_checkpoints)
+    best/latest
 
 A checkpoint is written into a hidden ``.tmp-ckpt-...`` directory, every file
 and the directory synced to disk, then renamed into place (one atomic rename,
@@ -55,6 +57,9 @@ LATEST_FILE = "latest"
 TASK_FILE = "{task}.json"
 #: The ending of a task file of the pickle format before (``<task>.ckpt``), refused when found.
 LEGACY_SUFFIX = ".ckpt"
+#: The subdirectory of a run's checkpoints directory holding the checkpoint of its best evaluation,
+#: and the word ``parl eval --checkpoint`` and ``parl export --checkpoint`` take for it.
+BEST = "best"
 
 _CHECKPOINT_DIR = re.compile(r"ckpt-(\d{10,})")
 _TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -316,6 +321,12 @@ class CheckpointManager:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     os.remove(path)
+
+
+def best_checkpoints(directory: str) -> CheckpointManager:
+    """The manager of the best evaluation's checkpoint of the run whose checkpoints are in ``directory``:
+    ``<directory>/best``, one checkpoint kept (``ckpt-<step>`` of that evaluation, and its ``latest``)."""
+    return CheckpointManager(os.path.join(directory, BEST), keep=1)
 
 
 def _read_robot(path: str) -> Optional[dict]:

@@ -1,8 +1,8 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet] [--seeds 0-4 [--jobs N]]
-    parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
-    parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
+    parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [--video DIR] [-o key.path=value ...]
+    parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT|best]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
 
 ``python -m parl`` is the same. Config errors, and a log or checkpoint directory
@@ -34,6 +34,7 @@ import traceback
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
+    from parl.core.agent import Agent
     from parl.experiment.config import RobotConfig
     from parl.serving.computation_task import ComputationTask
 
@@ -66,16 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
     evaluate.add_argument(
-        "--checkpoint", required=True, help="a checkpoint directory, a checkpoints directory or a run's log dir"
+        "--checkpoint",
+        required=True,
+        help="a checkpoint directory, a checkpoints directory, a run's log dir, or 'best': the checkpoint of "
+        "the best evaluation of the config's run",
     )
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
+    evaluate.add_argument(
+        "--video", metavar="DIR", default=None, help="record every episode to DIR as an MP4 (needs parl[video])"
+    )
     evaluate.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
 
     export = commands.add_parser("export", help="write a run's trained policy to a directory of its own")
     export.add_argument("run", metavar="RUN_DIR", help="a run's log dir (it holds config.yaml and checkpoints/)")
     export.add_argument("-o", "--out", required=True, metavar="DIR", help="the directory to write the policy to")
-    export.add_argument("--checkpoint", default=None, help="a checkpoint of the run (default: its latest)")
+    export.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a checkpoint of the run, or 'best': its best evaluation's (default: its latest)",
+    )
 
     plot = commands.add_parser("plot", help="draw learning curves of runs to a PNG")
     plot.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
@@ -91,6 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.class_spec import UserExitError
     from parl.experiment.config import ConfigError
     from parl.experiment.trainer import ResultWriteError
+    from parl.experiment.video import MissingExtraError
     from parl.runtime.ray.session import WorkerStartError
 
     try:
@@ -107,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, WorkerStartError) as exc:
+    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, MissingExtraError, WorkerStartError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
@@ -218,6 +230,23 @@ def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str
     raise FileNotFoundError(f"no checkpoint in {path}")
 
 
+def checkpoint_path(given: str, log_dir: str) -> str:
+    """Where ``--checkpoint`` points: ``given``, or for the word ``best`` the best evaluation's
+    checkpoints of the run in ``log_dir`` (``<log_dir>/checkpoints/best``).
+
+    Raises:
+        FileNotFoundError: ``best`` when that run kept no best checkpoint (no evaluation ran).
+    """
+    from parl.experiment.checkpoints import BEST
+
+    if given != BEST:
+        return given
+    path = os.path.join(log_dir, "checkpoints", BEST)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--checkpoint best: {log_dir} has no best checkpoint ({path}): no evaluation ran")
+    return path
+
+
 def load_trained_tasks(config: "RobotConfig", path: str) -> Tuple[Dict[str, "ComputationTask"], str, Dict[str, object]]:
     """The config's tasks restored from the checkpoint ``path`` means (see :func:`load_checkpoint`),
     that checkpoint's directory and its counters."""
@@ -234,14 +263,20 @@ def _eval(args: argparse.Namespace) -> int:
     from parl.experiment.build import make_agent
     from parl.experiment.config import load_config
     from parl.experiment.evaluation import evaluate_agents
+    from parl.experiment.video import check_video_support, recording_env
     from parl.validation import check_int
 
     episodes = check_int("--episodes", args.episodes, 1)
+    if args.video is not None:
+        check_video_support()
     config = load_config(args.config, args.override)
-    tasks, checkpoint, counters = load_trained_tasks(config, args.checkpoint)
-    returns: List[float] = evaluate_agents(
-        lambda seed: make_agent(config, 0, seed=seed), tasks, episodes=episodes, seed=args.seed
-    )
+    tasks, checkpoint, counters = load_trained_tasks(config, checkpoint_path(args.checkpoint, config.log_dir))
+
+    def agent(seed: int) -> "Agent":
+        env = None if args.video is None else recording_env(config, args.video, episode=seed - args.seed)
+        return make_agent(config, 0, seed=seed, env=env)
+
+    returns: List[float] = evaluate_agents(agent, tasks, episodes=episodes, seed=args.seed)
     summary = {
         "checkpoint": checkpoint,
         "env_steps": counters.get("env_steps"),
@@ -252,6 +287,8 @@ def _eval(args: argparse.Namespace) -> int:
         "max_return": float(np.max(returns)),
         "returns": returns,
     }
+    if args.video is not None:
+        summary["videos"] = sorted(os.path.join(args.video, f) for f in os.listdir(args.video) if f.endswith(".mp4"))
     print(json.dumps(summary))
     return 0
 
@@ -264,7 +301,7 @@ def _export(args: argparse.Namespace) -> int:
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{args.run} is not a run directory: it has no config.yaml")
     config = load_config(config_path)
-    tasks, checkpoint, _ = load_trained_tasks(config, args.checkpoint or args.run)
+    tasks, checkpoint, _ = load_trained_tasks(config, checkpoint_path(args.checkpoint or args.run, args.run))
     sections = {
         name: {
             "model": {**task.model.to_dict(), **task.model_sizes},  # with the sizes the env gave

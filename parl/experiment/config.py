@@ -42,8 +42,10 @@ from pydantic import (
 import parl
 from parl import affinity
 from parl.experiment import class_spec
-from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line
+from parl.experiment.callbacks import Callback
+from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
@@ -52,6 +54,10 @@ from parl.runtime.ray.session import require_ray
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
+#: The keyword an environment factory takes to repeat actions itself (``env.action_repeat`` is passed as it).
+ACTION_REPEAT = "action_repeat"
+#: The keyword by which an environment is asked for a render mode.
+RENDER_MODE = "render_mode"
 #: The agent class of a config without an ``agent`` key.
 DEFAULT_AGENT = "parl.utils.GymAgent"
 _AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-level seed"
@@ -94,11 +100,16 @@ class _Section(BaseModel):
 
 
 class EnvConfig(_Section):
-    """``env``: ``gymnasium.make(id, **kwargs)`` or ``factory(**kwargs)`` (nested specs built afresh each time)."""
+    """``env``: ``gymnasium.make(id, **kwargs)`` or ``factory(**kwargs)`` (nested specs built afresh each time),
+    repeating each action ``action_repeat`` times: passed to a factory that takes ``action_repeat`` (it places
+    the repeat among its own wrappers), else an :class:`~parl.utils.action_repeat.ActionRepeat` around it."""
 
     id: Optional[NonEmptyStr] = None
     factory: Optional[str] = None
     kwargs: Annotated[Dict[str, Any], OrEmpty] = {}
+    action_repeat: PositiveInt = 1
+    _factory_repeats: bool = PrivateAttr(False)
+    _factory_renders: bool = PrivateAttr(False)
 
     @model_serializer(mode="wrap")
     def _given_source(self, dump: Callable[["EnvConfig"], Dict[str, Any]]) -> Dict[str, Any]:
@@ -115,24 +126,51 @@ class EnvConfig(_Section):
         if not callable(function):
             raise ConfigError(f"env.factory: expected a callable, got {self.factory!r}")
         where = {"class_path": "env.factory"}
-        self.kwargs = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)[0]
+        self.kwargs, accepted = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)
+        self._factory_repeats = accepted is not None and ACTION_REPEAT in accepted
+        self._factory_renders = accepted is None or RENDER_MODE in accepted
+        if self._factory_repeats and ACTION_REPEAT in self.kwargs:
+            raise ConfigError(
+                f"env.kwargs.{ACTION_REPEAT}: set env.{ACTION_REPEAT} instead (it is passed to the factory)"
+            )
         return self
 
-    def make(self, checked: bool = False) -> Any:
-        """A new environment; ``checked``: a nested spec's failure is a ConfigError."""
-        kwargs = class_spec.build_value(self.kwargs, checked)
-        if self.id is None:
-            factory = class_spec.import_object(self.factory, "env.factory")
-            if not checked:
-                return factory(**kwargs)
-            try:
-                return factory(**kwargs)
-            except SystemExit as exc:
-                call = class_spec.exit_call(exc)
-                raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
-        import gymnasium
+    def make(self, checked: bool = False, render_mode: Optional[str] = None) -> Any:
+        """A new environment, repeating actions ``action_repeat`` times; ``checked``: a nested spec's failure is a
+        ConfigError; ``render_mode`` (``"rgb_array"`` to record videos) is given to ``gymnasium.make`` or to the
+        factory.
 
-        return gymnasium.make(self.id, **kwargs)
+        Raises:
+            ConfigError: a ``render_mode`` for a factory that takes no ``render_mode`` keyword.
+        """
+        kwargs = class_spec.build_value(self.kwargs, checked)
+        if render_mode is not None:
+            if self.id is None and not self._factory_renders:
+                raise ConfigError(f"env.factory: {self.factory} takes no {RENDER_MODE}, which is needed to render")
+            kwargs[RENDER_MODE] = render_mode
+        if self._factory_repeats:
+            kwargs[ACTION_REPEAT] = self.action_repeat
+        if self.id is None:
+            env = self._call_factory(kwargs, checked)
+        else:
+            import gymnasium
+
+            env = gymnasium.make(self.id, **kwargs)
+        if self.action_repeat > 1 and not self._factory_repeats:
+            from parl.utils.action_repeat import ActionRepeat
+
+            env = ActionRepeat(env, self.action_repeat)
+        return env
+
+    def _call_factory(self, kwargs: Dict[str, Any], checked: bool) -> Any:
+        factory = class_spec.import_object(self.factory, "env.factory")
+        if not checked:
+            return factory(**kwargs)
+        try:
+            return factory(**kwargs)
+        except SystemExit as exc:
+            call = class_spec.exit_call(exc)
+            raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
 
 
 class BatchingConfig(_Section):
@@ -201,13 +239,16 @@ class TrainConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    """``evaluation``: ``episodes`` every ``every_steps`` env steps once training returns reach ``start_return``;
-    ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at the end of a run."""
+    """``evaluation``: ``episodes`` every ``every_steps`` env steps, from the start or once training returns
+    reach ``start_return`` or ``start_fraction`` of the way to the target
+    (:mod:`parl.experiment.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at
+    the end of a run."""
 
     every_steps: Optional[PositiveInt] = 10_000
     episodes: PositiveInt = 10
     final_episodes: Optional[PositiveInt] = None
     start_return: Optional[float] = None
+    start_fraction: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
     pause_training: bool = True
 
 
@@ -260,6 +301,7 @@ class RobotConfig(_Section):
     train: TrainConfig
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
     _source: str = PrivateAttr("")
 
     @property
@@ -298,6 +340,16 @@ class RobotConfig(_Section):
         sys.path[:0] = [d for d in directories if d not in sys.path]
         return directories
 
+    @field_validator("callbacks", mode="before")
+    @classmethod
+    def _each_callback(cls, value: Any) -> Any:
+        """Each callback resolved at its own key path (``callbacks[1].patience``)."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ParameterError("callbacks", "a list of class specs", value)
+        return [resolve_spec(item, f"callbacks[{index}]", base=Callback) for index, item in enumerate(value)]
+
     @field_validator("placement", mode="before")
     @classmethod
     def _registered(cls, value: Any) -> str:
@@ -332,6 +384,28 @@ class RobotConfig(_Section):
             except ImportError as exc:
                 raise ConfigError(f"placement: {exc}") from None
         return self
+
+    @model_validator(mode="after")
+    def _evaluation_start(self) -> "RobotConfig":
+        try:
+            self.evaluation_start()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self
+
+    def evaluation_start(self) -> EvaluationStart:
+        """A fresh start rule of this config's evaluations.
+
+        Raises:
+            ValueError: ``evaluation.start_return`` and ``start_fraction`` both given, or ``start_fraction``
+                without ``train.target_return``.
+        """
+        evaluation = self.evaluation
+        return EvaluationStart(
+            start_return=evaluation.start_return,
+            start_fraction=evaluation.start_fraction,
+            target=self.train.target_return,
+        )
 
     @model_validator(mode="after")
     def _agent_batches(self) -> "RobotConfig":
@@ -454,6 +528,8 @@ def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
     except ValueError as exc:
         raise ConfigError(one_line(exc)) from exc
     class_spec.build_value(config.agent.kwargs, checked=True)
+    for callback in config.callbacks:
+        build_checked(callback)
 
 
 def _played_task(agent: ClassSpec) -> Optional[str]:

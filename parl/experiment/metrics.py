@@ -15,16 +15,22 @@ is the env step count of all agents together.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import numbers
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, TextIO
+from typing import Any, Callable, Dict, Mapping, Optional, Set, TextIO
+
+import numpy as np
 
 from parl.runtime.manager import Manager
 from parl.serving.stats import StatsSnapshot, Total
 from parl.validation import check_int
+
+logger = logging.getLogger("parl")
 
 #: The file of one JSON object per row, in the log directory.
 METRICS_FILE = "metrics.jsonl"
@@ -35,6 +41,13 @@ EVENTS_FLUSH_SECONDS = 10.0
 #: The cost that counts skipped optimizer steps (``ComputationTask.learn``), reported as a count.
 SKIPPED = "skipped_updates"
 _NONE: Total = (0.0, 0, 0)
+#: The prefix of every episode tag, the numbers an agent's ``run_one_episode`` returns among them.
+EPISODE_PREFIX = "episode/"
+#: Keys of an episode record that are written under tags of their own, or not at all.
+_RECORD_KEYS = frozenset({"agent_id", "episode", "reward", "steps", "seconds"})
+#: ``episode/*`` tags parl derives itself; an agent's key of the same name is not written.
+_DERIVED_KEYS = frozenset({"length", "reward_per_second"})
+_warned_keys: Set[str] = set()
 
 
 class MetricsWriter:
@@ -202,9 +215,17 @@ class RobotMetrics:
         self._last: Dict[str, StatsSnapshot] = {name: w.stats.snapshot() for name, w in self._wrappers.items()}
 
     @staticmethod
-    def episode_values(episode: Mapping[str, float]) -> Dict[str, float]:
-        """The ``episode/*`` tags of one record of ``Manager.new_episodes()`` (keys ``reward``,
-        ``steps``, ``seconds``); a key the record lacks gives no tag."""
+    def episode_values(episode: Mapping[str, object]) -> Dict[str, float]:
+        """The ``episode/*`` tags of one record of ``Manager.new_episodes()``.
+
+        ``reward``, ``steps`` and ``seconds`` give ``episode/reward``, ``episode/length``,
+        ``episode/seconds`` and ``episode/reward_per_second``; a key the record lacks gives no tag.
+        Every other number ``run_one_episode`` returned (an int, a float, a bool as 0 or 1, a numpy
+        scalar) is written as ``episode/<key>``: ``{"subgoals_reached": 2}`` gives
+        ``episode/subgoals_reached``. Other values (lists, arrays, text) and the record's
+        ``agent_id`` and ``episode`` are not written; an agent's own ``length`` or
+        ``reward_per_second``, which parl writes itself, is left out with a warning (once per key).
+        """
         values: Dict[str, float] = {}
         reward = episode.get("reward")
         seconds = episode.get("seconds")
@@ -216,6 +237,13 @@ class RobotMetrics:
             values["episode/seconds"] = float(seconds)
             if reward is not None and seconds > 0:
                 values["episode/reward_per_second"] = float(reward) / float(seconds)
+        for key, value in episode.items():
+            if key in _RECORD_KEYS or not isinstance(key, str) or not _is_scalar(value):
+                continue
+            if key in _DERIVED_KEYS:
+                _warn_shadowed(key)
+                continue
+            values[f"{EPISODE_PREFIX}{key}"] = float(value)
         return values
 
     def collect(self, env_steps: int) -> Dict[str, float]:
@@ -244,6 +272,21 @@ class RobotMetrics:
             self._last[name] = snapshot
         self._last_time, self._last_steps = now, env_steps
         return values
+
+
+def _is_scalar(value: object) -> bool:
+    """Whether ``value`` is one number (bools and numpy scalars included)."""
+    return isinstance(value, (numbers.Real, np.bool_))
+
+
+def _warn_shadowed(key: str) -> None:
+    if key not in _warned_keys:
+        _warned_keys.add(key)
+        logger.warning(
+            "run_one_episode returned %r, which is not written: parl writes episode/%s itself; rename it",
+            key,
+            key,
+        )
 
 
 def task_values(name: str, before: StatsSnapshot, after: StatsSnapshot, seconds: float) -> Dict[str, float]:

@@ -8,20 +8,24 @@ The Manager runs the agents while this loop, in the main thread:
 - logs every finished episode and, every ``log_seconds``, each task's costs,
   batch sizes and latencies (:mod:`parl.experiment.metrics`), and draws the
   progress bar;
-- every ``evaluation.every_steps`` env steps (once the mean of the last 20
-  training returns reaches ``evaluation.start_return``) copies the weights
+- every ``evaluation.every_steps`` env steps (from the start, or once the
+  training returns reach ``evaluation.start_return`` or ``start_fraction`` of
+  the way to the target: :mod:`parl.experiment.evaluation_start`) copies the weights
   into evaluator tasks and plays deterministic episodes with evaluation agents
   (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
   whose mean reaches ``train.target_return`` and is confirmed by five times
   as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`),
-  and keeps a copy of the weights of the best evaluation (the one that passed,
-  when one did);
+  and keeps the weights of the best evaluation (the one that passed, when one
+  did), in memory and, with each checkpoint, as ``<log_dir>/checkpoints/best``;
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
-  arrives (the run then stops cleanly).
+  arrives (the run then stops cleanly);
+- shows every episode, task-metrics, evaluation and checkpoint to the
+  config's ``callbacks`` (:mod:`parl.experiment.callbacks`), any of which may
+  stop the run.
 
-Training ends at the step budget, the target, a signal, or when every agent has
-played its games; an agent's error ends it (stop reason ``agents failed``) with an
+Training ends at the step budget, the target, a signal, a callback's request, or when
+every agent has played its games; an agent's error ends it (stop reason ``agents failed``) with an
 :class:`~parl.core.errors.AgentsFailedError` holding every agent error of the run.
 Otherwise the policy of the evaluation that passed (else of the best one; the
 learners' when none ran) plays ``evaluation.final_episodes`` episodes on seeds no
@@ -38,7 +42,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, TextIO, Type
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 import numpy as np
 import yaml
@@ -46,18 +50,28 @@ import yaml
 from parl.core.errors import AgentsFailedError
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
-from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
+from parl.experiment.callbacks import Callback, Callbacks
+from parl.experiment.checkpoints import (
+    CheckpointManager,
+    CheckpointWriteError,
+    NotWritableError,
+    best_checkpoints,
+    check_writable,
+)
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import copy_weights, evaluate_agents
+from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.experiment.remote_evaluation import RayEvaluation
+from parl.experiment.snapshot import write_snapshot
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
+from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
 
-RECENT_EPISODES = 20  # training returns averaged for the progress bar and evaluation.start_return
+RECENT_EPISODES = 20  # training returns averaged for the progress bar and the evaluations' start rule
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
 AGENTS_FAILED = "agents failed"
 TARGET_REACHED = "target return"  # the stop reason of a run whose evaluation reached its target, confirmed
@@ -72,6 +86,8 @@ class Trainer:
         progress: draw the progress bar on ``stream``.
         stream: where the progress bar and the summary go (None: ``sys.stderr`` as it is now).
         log_seconds: seconds between task metric rows.
+        callbacks: called besides those the config names (after them); see
+            :mod:`parl.experiment.callbacks`.
     """
 
     def __init__(
@@ -82,6 +98,7 @@ class Trainer:
         progress: bool = True,
         stream: Optional[TextIO] = None,
         log_seconds: float = 2.0,
+        callbacks: Sequence[Callback] = (),
     ) -> None:
         self.config = config
         self.resume = resume
@@ -91,7 +108,12 @@ class Trainer:
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
         self._remote: Optional[RayEvaluation] = None  # the evaluation actor of a run on Ray
+        self.extra_callbacks = list(callbacks)
+        #: The callbacks of the current or last :meth:`run` (the config's, built afresh, then ``callbacks``).
+        self.callbacks = Callbacks()
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
+        #: The checkpoint of the best evaluation: ``<log_dir>/checkpoints/best``.
+        self.best_checkpoint = best_checkpoints(self.checkpoints.directory)
         #: The robot of the current or last :meth:`run` (None before it).
         self.manager: Optional[Manager] = None
         self._signal: Optional[int] = None
@@ -101,7 +123,8 @@ class Trainer:
         """Train; returns ``seed``, ``env_steps``, ``episodes``, ``train_seconds``, ``updates`` (per
         task), ``stop_reason``, ``reached`` (training stopped at a confirmed target), ``last_eval``
         (mean return of the last evaluation, NaN if none), ``best_eval`` (the best evaluation's, NaN
-        if none), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
+        if none), ``evaluations`` (how many ran), ``no_evaluation`` (why none ran, in a few words;
+        None when one did), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
         nothing trained), ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``;
         result.json in the log dir holds the same.
 
@@ -133,12 +156,15 @@ class Trainer:
             NotWritableError,
         )
         seed_everything(config.seed)
+        self.callbacks = Callbacks([spec.build() for spec in config.callbacks] + self.extra_callbacks)
         manager = build_manager(config)
         self.manager = manager
-        state = _RunState()
-        resumed_from = self._restore(manager, state) if self.resume else None
+        state = _RunState(config.evaluation_start())
+        self._warn_late_start()
         evaluators = {name: task_settings(config, name).make_task(f"{name}-eval") for name in config.tasks}
         _build_prediction_layers(evaluators.values())
+        resumed_from = self._restore(manager, evaluators, state) if self.resume else None
+        self._snapshot(state.steps if self.resume else None)
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
@@ -162,9 +188,10 @@ class Trainer:
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
             if config.evaluation.every_steps is None and trained:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
-            writer.scalars(state.steps, metrics.collect(state.steps))
-            final = self._save(manager, state)
+            self._log_tasks(writer, metrics, state.steps)
+            final = self._save(manager, evaluators, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
+        no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
         final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
@@ -176,6 +203,8 @@ class Trainer:
             "reached": stop_reason == TARGET_REACHED,
             "last_eval": state.last_eval,
             "best_eval": state.best_eval,
+            "evaluations": state.evaluations,
+            "no_evaluation": no_evaluation,
             "final_eval": final_eval,
             "checkpoint": final,
             "checkpoint_error": checkpoint_error,
@@ -207,9 +236,12 @@ class Trainer:
                 state.finished_steps += int(episode.get("steps", 0))
                 state.episodes += 1
                 state.recent = (state.recent + [float(episode["reward"])])[-RECENT_EPISODES:]
+                state.start.observe(float(episode["reward"]))
                 # At the env steps of all finished episodes: episodes that ended during an evaluation
                 # (when this loop is busy) keep their order and spacing on the curve.
-                writer.scalars(state.finished_steps, metrics.episode_values(episode))
+                values = metrics.episode_values(episode)
+                writer.scalars(state.finished_steps, values)
+                self.callbacks.episode_end(state.finished_steps, values)
             state.steps = env_steps(manager, state.finished_steps)
             running = manager.running()  # read first: an agent that has ended has reported its error
             if manager.errors:
@@ -220,10 +252,12 @@ class Trainer:
                 return "agents finished their games"
             if state.steps >= config.train.max_env_steps:
                 return "step budget"
+            if self.callbacks.stop_reason is not None:
+                return self.callbacks.stop_reason
             now = time.perf_counter()
             if now - last_log >= self.log_seconds:
                 last_log = now
-                writer.scalars(state.steps, metrics.collect(state.steps))
+                self._log_tasks(writer, metrics, state.steps)
             if bar is not None:
                 bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
             if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
@@ -234,7 +268,7 @@ class Trainer:
                 every_seconds is not None and now - last_ckpt_time >= every_seconds
             ):
                 state.elapsed = now - start
-                self._save(manager, state)
+                self._save(manager, evaluators, state, kind="periodic")
                 last_ckpt_time = time.perf_counter()
                 if next_ckpt is not None:
                     next_ckpt = state.steps + every_ckpt
@@ -244,8 +278,7 @@ class Trainer:
         # so a snapshot of the learners has every weight the evaluators hold.
         if not state.recent or any(task.update_steps == 0 for task in manager.tasks.values()):
             return False
-        start_return = self.config.evaluation.start_return
-        return start_return is None or state.recent_mean() >= start_return
+        return state.start.ready(state.recent_mean())
 
     def _evaluate(
         self, manager: Manager, evaluators: Dict[str, ComputationTask], writer: MetricsWriter, state: "_RunState"
@@ -255,14 +288,15 @@ class Trainer:
         With ``evaluation.pause_training`` the agents and updates wait meanwhile (the weights
         evaluated are the learners' of this env step), and an evaluation that reaches the target
         leaves them paused: training ends there, so the final checkpoint holds the policy that
-        passed.
+        passed. A new best evaluation's weights are kept, and written as the best checkpoint with
+        the next checkpoint (:meth:`_save`).
         """
         config = self.config
         target = config.train.target_return
         pause = config.evaluation.pause_training and manager.running()
         if pause:
             manager.pause()
-        passed = False
+        passed = best = False
         try:
             copy_weights(manager.tasks, evaluators)
             remote, weights = self._remote, {name: task.algorithm_weights() for name, task in evaluators.items()}
@@ -284,21 +318,28 @@ class Trainer:
             )
             returns, passed = check.returns, check.passed
             state.last_eval = check.score
-            if passed or np.isnan(state.best_eval) or check.score > state.best_eval:
+            state.evaluations += 1
+            best = passed or np.isnan(state.best_eval) or check.score > state.best_eval
+            if best:
                 state.best_eval, state.passed = check.score, passed
                 state.best_weights = weights
+                state.best_counters = {
+                    "env_steps": state.steps,
+                    "eval_mean_return": check.score,
+                    "eval_episodes": len(returns),
+                    "passed": passed,
+                }
         finally:
             if pause and not passed:
                 manager.resume()
-        writer.scalars(
-            state.steps,
-            {
-                "eval/mean_return": state.last_eval,
-                "eval/min_return": float(np.min(returns)),
-                "eval/max_return": float(np.max(returns)),
-                "eval/episodes": float(len(returns)),
-            },
-        )
+        values = {
+            "eval/mean_return": state.last_eval,
+            "eval/min_return": float(np.min(returns)),
+            "eval/max_return": float(np.max(returns)),
+            "eval/episodes": float(len(returns)),
+        }
+        writer.scalars(state.steps, values)
+        self.callbacks.evaluation(state.steps, values)
         return passed
 
     def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
@@ -330,26 +371,73 @@ class Trainer:
             )
         return mean
 
+    def _log_tasks(self, writer: MetricsWriter, metrics: RobotMetrics, steps: int) -> None:
+        """Write the task metrics of the interval since the last call, and show them to the callbacks."""
+        values = metrics.collect(steps)
+        writer.scalars(steps, values)
+        self.callbacks.update(steps, values)
+
     # -- checkpoints ----------------------------------------------------------
-    def _save(self, manager: Manager, state: "_RunState") -> Optional[str]:
-        """Write a checkpoint; None (reported in one line on ``stream``) when it cannot be written."""
+    def _save(
+        self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState", kind: str
+    ) -> Optional[str]:
+        """Write a checkpoint of ``kind`` (``periodic`` or ``final``), and the best checkpoint when a better
+        evaluation came since the last one; None (reported in one line on ``stream``) when the checkpoint
+        cannot be written.
+
+        The best checkpoint goes with the others rather than at each evaluation: its files are synced
+        to disk, which can take long on a busy disk while the agents play on, and a run loses no more
+        of it to a crash than of its latest checkpoint."""
         counters = {
             "step": state.steps,
             "env_steps": state.steps,
             "episodes": state.episodes,
             "finished_steps": state.finished_steps,
             "elapsed_seconds": state.elapsed,
+            **state.start.counters(),
             "agents": [agent.counters() for agent in manager.agents],
             "helpers": [{name: h.counters() for name, h in agent.helpers.items()} for agent in manager.agents],
         }
+        if state.best_counters is not None:
+            self._save_best(evaluators, state)
         try:
-            return self.checkpoints.save(manager.tasks, counters, step=state.steps)
+            path = self.checkpoints.save(manager.tasks, counters, step=state.steps)
         except CheckpointWriteError as exc:
             state.checkpoint_error = str(exc)
             self._report(f"parl train: {exc}; older checkpoints kept")
             return None
+        self.callbacks.checkpoint(state.steps, path, kind)
+        return path
 
-    def _restore(self, manager: Manager, state: "_RunState") -> str:
+    def _save_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState") -> None:
+        """Write the best evaluation's weights as the best checkpoint, through the evaluators (every
+        evaluation copies the learners' weights in first); a failure is reported in one line on
+        ``stream`` and tried again with the next checkpoint."""
+        counters = state.best_counters
+        for name, task in evaluators.items():
+            task.set_algorithm_weights(state.best_weights[name])
+        try:
+            path = self.best_checkpoint.save(evaluators, counters, step=int(counters["env_steps"]))
+        except CheckpointWriteError as exc:
+            self._report(f"parl train: best {exc}")
+            return
+        state.best_counters = None
+        self.callbacks.checkpoint(int(counters["env_steps"]), path, "best")
+
+    def _restore_best(self, evaluators: Dict[str, ComputationTask], state: "_RunState") -> None:
+        """Take up the best evaluation of the run resumed (its score, and its weights for the final
+        evaluation) from its best checkpoint, when there is an intact one."""
+        try:
+            found = self.best_checkpoint.load_latest(evaluators, report=self._report)
+        except CheckpointError as exc:
+            self._report(f"parl train: best checkpoint not resumed: {exc}")
+            return
+        if found is not None:
+            counters = found[1]
+            state.best_eval, state.passed = float(counters["eval_mean_return"]), bool(counters["passed"])
+            state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
+
+    def _restore(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> str:
         found = self.checkpoints.load_latest(manager.tasks, report=self._report)
         if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
@@ -364,8 +452,40 @@ class Trainer:
         state.episodes = int(counters.get("episodes", 0))
         state.finished_steps = int(counters.get("finished_steps", 0))
         state.elapsed_before = float(counters.get("elapsed_seconds", 0.0))
+        state.start.restore(counters)
         state.steps = env_steps(manager, state.finished_steps)
+        self._restore_best(evaluators, state)
         return path
+
+    def _snapshot(self, resumed_at: Optional[int]) -> None:
+        """Write the run's snapshot (:mod:`parl.experiment.snapshot`); a failure is reported in one line."""
+        try:
+            written = write_snapshot(self.config.log_dir, config_file=self.config.source, resumed_at=resumed_at)
+        except OSError as exc:
+            self._report(f"parl train: snapshot not written: {exc.strerror or exc} ({exc.filename}); training goes on")
+            return
+        if written is not None and resumed_at is not None:
+            self._report(f"parl train: resumed with other parl sources than the run's snapshot; see {written}")
+
+    def _warn_late_start(self) -> None:
+        """One line when ``evaluation.start_return`` is above the target: no evaluation could run before
+        training passes the target (a config moved to another task, say)."""
+        evaluation, target = self.config.evaluation, self.config.train.target_return
+        if evaluation.start_return is not None and target is not None and evaluation.start_return > target:
+            self._report(
+                f"parl train: evaluation.start_return ({evaluation.start_return:g}) is above train.target_return "
+                f"({target:g}): evaluations wait for training returns beyond the target; "
+                "evaluation.start_fraction follows the target"
+            )
+
+    def _no_evaluation_reason(self, manager: Manager, state: "_RunState") -> str:
+        """Why a run ended without an evaluation, in a few words."""
+        idle = sorted(name for name, task in manager.tasks.items() if task.update_steps == 0)
+        if idle:
+            return f"task{'s' if len(idle) > 1 else ''} {', '.join(idle)} never updated"
+        if not state.recent:
+            return "no training episode ended"
+        return state.start.why_not(state.recent_mean())
 
     def _report(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
@@ -377,11 +497,16 @@ class Trainer:
 def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
     """:meth:`Trainer.run`'s ``result`` in a few lines, as ``parl train`` and the example scripts print it."""
     lines = [f"resumed from {result['resumed_from']}"] if result.get("resumed_from") else []
+    evaluations = (
+        f"warning: no evaluation ran: {result['no_evaluation']}"
+        if result.get("no_evaluation")
+        else f"evaluation mean return: last {result['last_eval']:.1f}, best {result['best_eval']:.1f}; "
+        f"target reached: {'yes' if result['reached'] else 'no'}"
+    )
     lines += [
         f"stopped ({result['stop_reason']}) after {result['env_steps']} env steps, {result['episodes']} episodes, "
         f"{result['train_seconds']:.1f} s; updates {result['updates']}",
-        f"evaluation mean return: last {result['last_eval']:.1f}, best {result['best_eval']:.1f}; "
-        f"target reached: {'yes' if result['reached'] else 'no'}",
+        evaluations,
         f"final evaluation on fresh seeds, mean return: {result['final_eval']:.1f}",
         f"log dir: {log_dir}",
     ]
@@ -391,9 +516,11 @@ def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
 
 
 class _RunState:
-    """Counters of one run (restored on resume)."""
+    """Counters of one run (restored on resume); ``start`` is its evaluations' start rule."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: EvaluationStart) -> None:
+        self.start = start
+        self.evaluations = 0  # evaluations of this run (a resumed run counts its own)
         self.steps = 0
         self.finished_steps = 0
         self.episodes = 0
@@ -403,6 +530,8 @@ class _RunState:
         #: Task name -> weights of the evaluation of ``best_eval`` (None before one).
         self.best_weights: Optional[Dict[str, Dict[str, Dict[str, np.ndarray]]]] = None
         self.passed = False  # the evaluation of best_weights passed
+        #: The counters of the best checkpoint while its weights are not written yet (else None).
+        self.best_counters: Optional[Dict[str, object]] = None
         self.elapsed = 0.0
         self.elapsed_before = 0.0
         self.checkpoint_error: Optional[str] = None

@@ -318,10 +318,10 @@ class ComputationTask:
             got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
             raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")
         for name, value in costs.items():  # checked before the step, so a refused batch changes nothing
-            if value.size != 1 and name != "td_error":
+            if np.size(value) != 1 and name != "td_error":
                 raise ValueError(
                     f"cost {name!r} must be a scalar (only 'td_error' may have one value per row), "
-                    f"got shape {list(value.shape)}"
+                    f"got shape {list(np.shape(value))}"
                 )
         optimizer = self._get_optimizer()
         values = {k: _cost_value(k, v) for k, v in costs.items()}
@@ -737,10 +737,12 @@ def _check_same_arrays(what: str, expected: Mapping[str, object], given: object,
             raise ValueError(f"{what} entry {key!r} is {desc}, expected {want.dtype.name}{list(want.shape)}")
 
 
-def _cost_value(name: str, value: paddle.Tensor) -> Union[float, np.ndarray]:
+def _cost_value(name: str, value: Union[paddle.Tensor, float, np.ndarray]) -> Union[float, np.ndarray]:
+    """A cost as numpy: a per-row ``td_error`` as a flat array, any other (a tensor or a number) as a float."""
+    array = value.numpy() if isinstance(value, paddle.Tensor) else np.asarray(value)
     if name == "td_error":
-        return value.numpy().reshape(-1)
-    return float(value.numpy().reshape(()))
+        return array.reshape(-1)
+    return float(array.reshape(()))
 
 
 def _mean_costs(steps: List[Costs]) -> Costs:

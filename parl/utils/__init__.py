@@ -1,11 +1,13 @@
-"""parl.utils: schedules, evaluation, the gymnasium agent and its exploring subclasses."""
+"""parl.utils: schedules, evaluation, the gymnasium agent and its exploring subclasses, action repeat."""
 
+from parl.utils.action_repeat import ActionRepeat
 from parl.utils.evaluation import evaluate
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, obs_inputs
 from parl.utils.schedules import LinearSchedule
 
 __all__ = [
+    "ActionRepeat",
     "EpsilonGreedyAgent",
     "GaussianNoiseAgent",
     "GymAgent",

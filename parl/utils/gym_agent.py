@@ -9,7 +9,9 @@
 The agent feeds ``{"obs": obs}`` to the helper of task ``"RL"``, carries
 recurrent states through the episode (zero at its start), converts actions
 for the environment with :func:`env_action_converter`, stores every
-transition and asks the helper to learn after each step.
+transition and asks the helper to learn after each step. In an environment
+that repeats actions (:class:`~parl.utils.action_repeat.ActionRepeat`) a step
+of the agent is one action step: it counts the time steps it took.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from parl.core.agent import Agent
 from parl.core.counters import read_counter
 
 ArrayDict = Dict[str, np.ndarray]
+#: The ``info`` key by which an environment that repeats actions
+#: (:class:`~parl.utils.action_repeat.ActionRepeat`) says how many time steps an action step took.
+TIME_STEPS = "parl.time_steps"
 
 
 def env_action_converter(space: Any, name: str = "action") -> Callable[[ArrayDict], Any]:
@@ -58,8 +63,10 @@ def obs_inputs(obs: Any) -> ArrayDict:
 class GymAgent(Agent):
     """Plays gymnasium episodes through the helper of ``task``.
 
-    ``total_steps`` counts the env steps of the whole run (restored on resume with
-    :meth:`restore_counters`); step-based schedules such as an exploration epsilon read it.
+    ``total_steps`` counts the env steps (time steps) of the whole run (restored on resume with
+    :meth:`restore_counters`); step-based schedules such as an exploration epsilon read it. With
+    action repeat an action step counts as the time steps it took (``info[TIME_STEPS]``), and an
+    episode's statistics hold ``action_steps`` beside ``steps``.
 
     Args:
         env: a gymnasium environment.
@@ -119,16 +126,22 @@ class GymAgent(Agent):
         obs, _ = self.reset_env()
         inputs = obs_inputs(obs)
         states = helper.initial_states()
-        total, steps, done = 0.0, 0, False
+        total, steps, action_steps, repeated, done = 0.0, 0, 0, False, False
         while not done:
             actions, next_states = self.act(inputs, states)
-            obs, reward, terminated, truncated, _ = self.env.step(self.to_env_action(actions))
+            obs, reward, terminated, truncated, info = self.env.step(self.to_env_action(actions))
             next_inputs = obs_inputs(obs)
             costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states
+            time_steps = info.get(TIME_STEPS) if isinstance(info, dict) else None
+            repeated = repeated or time_steps is not None
+            time_steps = 1 if time_steps is None else int(time_steps)
             total += float(reward)
-            steps += 1
-            self.total_steps += 1
+            steps += time_steps
+            action_steps += 1
+            self.total_steps += time_steps
             done = terminated or truncated
             self.after_step(costs)
+        if repeated:
+            return {"reward": total, "steps": steps, "action_steps": action_steps}
         return {"reward": total, "steps": steps}
