@@ -57,7 +57,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
 from parl.core.agent import Agent
@@ -66,13 +66,16 @@ from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
-from parl.runtime.runner import RunnerContext, play_games
+from parl.runtime.runner import AgentRunner, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_positive
+
+if TYPE_CHECKING:
+    from parl.runtime.rlx.settings import ServerSettings
 
 logger = logging.getLogger("parl")
 
@@ -139,6 +142,7 @@ class Manager:
         workers: Optional[int] = None,
         restart_workers: bool = False,
         heartbeat_timeout: Optional[float] = None,
+        rlx: Optional["ServerSettings"] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
@@ -157,6 +161,8 @@ class Manager:
             heartbeat_timeout: placement "processes": seconds a worker may send nothing before it is
                 ended as one that stopped answering (None: 20 s; see
                 :mod:`parl.runtime.processes.worker_pool`).
+            rlx: placement "rlx": the server's :class:`~parl.runtime.rlx.settings.ServerSettings`
+                (None: listen on 127.0.0.1:7070 with no token; see :mod:`parl.runtime.rlx.runner`).
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -191,6 +197,7 @@ class Manager:
             "workers": workers,
             "restart_workers": restart_workers or None,
             "heartbeat_timeout": heartbeat_timeout,
+            "rlx": rlx,
         }
         registry.check_options(placement, options)
         affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
@@ -234,6 +241,23 @@ class Manager:
         )
         #: The agents that did not stop at the last :meth:`stop` (what it returned).
         self.not_stopped: List[StuckAgent] = []
+
+    @property
+    def runner(self) -> AgentRunner:
+        """The placement's runner (for what one placement alone tells, such as the address an RLX
+        server listens on)."""
+        return self._runner
+
+    def environment(self, make: Callable[[], Any]) -> Any:
+        """The environment for the next agent to add: ``make()`` in placements that run agents'
+        environments here; placement "rlx" returns a slot that remote clients play instead, with
+        the spaces of ``make()``'s environment (see :meth:`AgentRunner.environment`)."""
+        return self._runner.environment(make)
+
+    def placement_metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """The placement's own metric rows since the last call, ``(step or None, {tag: value})``
+        (the RLX server's ``rlx/*`` and ``client/*``; none for the others)."""
+        return self._runner.metrics()
 
     def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
         """Bind one helper per task to ``agent``; returns the agent's id.
