@@ -26,6 +26,7 @@ import parl
 from parl import layers
 from parl.core.specs import Spec, normalize_specs
 from parl.runtime import registry
+from parl.runtime.rlx.settings import ServerSettings
 from parl.serving.request_queue import RequestQueue
 from parl.utils import GymAgent
 
@@ -623,7 +624,11 @@ def child_pids() -> Set[int]:
 # -- placement cases: every registered placement, for the placement contract ------------------------
 
 #: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
-TEST_OPTIONS: Dict[str, Dict[str, object]] = {"processes": {"workers": 2}}
+TEST_OPTIONS: Dict[str, Dict[str, object]] = {
+    "processes": {"workers": 2},
+    # Any free port of this machine: tests in other sessions may listen beside it.
+    "rlx": {"rlx": ServerSettings(bind="127.0.0.1:0")},
+}
 
 
 def _unprepared(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,8 @@ Built in:
 - ``"cooperative"``: every agent a greenlet in one scheduler thread (:mod:`parl.runtime.cooperative`).
 - ``"processes"``: agents in forked worker processes, predictions through shared memory
   (:mod:`parl.runtime.processes`); options ``workers``, ``restart_workers`` and ``heartbeat_timeout``.
+- ``"rlx"``: environments in other processes, machines or languages connect over TCP, one agent per
+  connection, batched by the cooperative scheduler (:mod:`parl.runtime.rlx`); option ``rlx``.
 """
 
 from __future__ import annotations
@@ -132,4 +134,10 @@ register(
     "parl.runtime.processes.worker_pool:ProcessRunner",
     options=("workers", "restart_workers", "heartbeat_timeout"),
     description="agents in forked worker processes; predictions cross through shared memory",
+)
+register(
+    "rlx",
+    "parl.runtime.rlx.runner:RlxRunner",
+    options=("rlx",),
+    description="remote environments connect over TCP (the RLX protocol); the cooperative scheduler batches them",
 )
