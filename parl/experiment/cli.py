@@ -1,6 +1,7 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
+    parl serve CONFIG [--bind HOST:PORT] [--token-file F] [--max-clients N] [-o key.path=value ...] [--no-eval]
     parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
     from parl.experiment.config import RobotConfig
+    from parl.experiment.trainer import Trainer
     from parl.serving.computation_task import ComputationTask
 
 EXIT_ERROR = 1
@@ -42,11 +44,18 @@ EXIT_USAGE = 2
 #: The run ended and its final checkpoint was written, but some agents did not stop.
 EXIT_STUCK = 3
 
+#: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
+SERVE_OPTIONS = {
+    "--bind": (str, "HOST:PORT", "rlx.bind", "address to listen on (default 127.0.0.1:7070; any other needs a token)"),
+    "--token-file": (str, "FILE", "rlx.token_file", "a file holding the token every client must send, >= 32 bytes"),
+    "--max-clients": (int, "N", "agents", "clients served at once: the robot's agents (default: the config's)"),
+}
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``parl``."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,export,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,serve,eval,export,plot}")
 
     train = commands.add_parser("train", help="train the robot of a config")
     train.add_argument("config", help="a YAML robot config")
@@ -55,6 +64,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in the log dir")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    serve = commands.add_parser(
+        "serve",
+        help="train the robot of a config for environments that connect over the network (RLX, docs/rlx.md)",
+        description="Listen for RLX clients, one agent per connection, and train; resumes from the latest "
+        "checkpoint in the log dir when there is one. Equivalent to parl train CONFIG -o placement=rlx, plus: "
+        "--bind is rlx.bind, --token-file rlx.token_file, --max-clients agents.",
+    )
+    serve.add_argument("config", help="a YAML robot config (its env gives the spaces)")
+    for option, (kind, metavar, key, text) in SERVE_OPTIONS.items():
+        serve.add_argument(option, type=kind, metavar=metavar, help=f"{text} ({key})")
+    serve.add_argument(
+        "-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE", help="change one config value"
+    )
+    serve.add_argument(
+        "--no-eval", action="store_true", help="no evaluation on local copies of the env (for remote-only envs)"
+    )
+    serve.add_argument("--quiet", action="store_true", help="no progress bar")
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
@@ -88,6 +115,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.command == "train":
             return _train(args)
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "eval":
             return _eval(args)
         if args.command == "export":
@@ -111,25 +140,64 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
-    from parl.experiment.trainer import Trainer, summary_lines
-    from parl.runtime.watchdog import describe_stuck
+    from parl.experiment.trainer import Trainer
 
     config = load_config(args.config, args.override)
-    trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
+    return _run(Trainer(config, resume=args.resume, progress=not args.quiet), "train")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from parl.experiment.checkpoints import CheckpointManager
+    from parl.experiment.config import load_config
+    from parl.experiment.trainer import Trainer
+    from parl.runtime.rlx.server import ListenError
+
+    config = load_config(args.config, serve_overrides(args))
+    resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
+
+    def announce(manager) -> None:
+        host, port = manager.runner.address
+        token = "a token" if config.rlx.token_file else "no token"
+        print(f"parl serve: listening on {host}:{port} for {config.agents} clients at most, {token}", flush=True)
+
+    trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=not args.no_eval, on_start=announce)
+    try:
+        return _run(trainer, "serve")
+    except ListenError as exc:
+        print(f"parl serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def serve_overrides(args: argparse.Namespace) -> List[str]:
+    """The config overrides of ``parl serve``'s options: ``placement=rlx``, the named options (values
+    as JSON, which YAML reads back unchanged), then each ``-o``."""
+    named = []
+    for option, (_, _, key, _) in SERVE_OPTIONS.items():
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is not None:
+            named.append(f"{key}={json.dumps(value)}")
+    return ["placement=rlx", *named, *args.override]
+
+
+def _run(trainer: "Trainer", command: str) -> int:
+    """Run ``trainer``, print its summary; the exit status of ``parl train`` (and ``parl serve``)."""
+    from parl.core.errors import AgentsFailedError
+    from parl.experiment.trainer import summary_lines
+    from parl.runtime.watchdog import describe_stuck
+
     try:
         result = trainer.run()
     except AgentsFailedError as exc:
-        print(f"parl train: {exc}", file=sys.stderr)
+        print(f"parl {command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print("\n".join(summary_lines(result, config.log_dir)))
+    print("\n".join(summary_lines(result, trainer.config.log_dir)))
     if result["checkpoint"] is None:
-        print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
+        print(f"parl {command}: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
         return EXIT_ERROR
     if trainer.manager is not None and trainer.manager.not_stopped:
         print(
-            f"parl train: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
+            f"parl {command}: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
             f"{describe_stuck(trainer.manager.not_stopped)}",
             file=sys.stderr,
         )

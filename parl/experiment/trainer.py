@@ -71,6 +71,9 @@ class Trainer:
         progress: draw the progress bar on ``stream``.
         stream: where the progress bar and the summary go (None: ``sys.stderr`` as it is now).
         log_seconds: seconds between task metric rows.
+        evaluate: evaluate at all (False: no evaluation, no target, no final evaluation; for a
+            robot whose environments exist only elsewhere, as an RLX server's may).
+        on_start: called with the Manager once it has started (``parl serve`` tells its address).
     """
 
     def __init__(
@@ -81,6 +84,8 @@ class Trainer:
         progress: bool = True,
         stream: Optional[TextIO] = None,
         log_seconds: float = 2.0,
+        evaluate: bool = True,
+        on_start: Optional[Callable[[Manager], None]] = None,
     ) -> None:
         self.config = config
         self.resume = resume
@@ -89,6 +94,8 @@ class Trainer:
         # capture, a notebook's) may be closed by the time a later run writes.
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
+        self.evaluate = evaluate
+        self.on_start = on_start
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
         #: The robot of the current or last :meth:`run` (None before it).
         self.manager: Optional[Manager] = None
@@ -141,8 +148,10 @@ class Trainer:
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
-            manager.start()
             try:
+                manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
+                if self.on_start is not None:
+                    self.on_start(manager)
                 stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
             finally:
                 manager.stop()
@@ -154,12 +163,13 @@ class Trainer:
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
-            if config.evaluation.every_steps is None and trained:
+            if config.evaluation.every_steps is None and trained and self.evaluate:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
-            writer.scalars(state.steps, metrics.collect(state.steps))
+            _log_interval(manager, writer, metrics, state.steps)
             final = self._save(manager, state)
             checkpoint_error = None if final is not None else state.checkpoint_error
-        final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
+        evaluated = trained and self.evaluate
+        final_eval = self._final_evaluation(manager, evaluators, state) if evaluated else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
             "env_steps": state.steps,
@@ -189,7 +199,7 @@ class Trainer:
         start: float,
     ) -> str:
         config = self.config
-        every_eval = config.evaluation.every_steps
+        every_eval = config.evaluation.every_steps if self.evaluate else None
         every_ckpt = config.checkpoint.every_steps
         every_seconds = None if config.checkpoint.every_minutes is None else 60.0 * config.checkpoint.every_minutes
         next_eval = state.steps if every_eval is not None else None
@@ -217,7 +227,7 @@ class Trainer:
             now = time.perf_counter()
             if now - last_log >= self.log_seconds:
                 last_log = now
-                writer.scalars(state.steps, metrics.collect(state.steps))
+                _log_interval(manager, writer, metrics, state.steps)
             if bar is not None:
                 bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
             if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
@@ -429,6 +439,13 @@ def env_steps(manager: Manager, finished_steps: int) -> int:
     if counts and all(isinstance(c, int) for c in counts):
         return int(sum(counts))
     return finished_steps
+
+
+def _log_interval(manager: Manager, writer: MetricsWriter, metrics: RobotMetrics, steps: int) -> None:
+    """The task metrics of the interval, and the placement's own rows (an RLX server's), at env step ``steps``."""
+    writer.scalars(steps, metrics.collect(steps))
+    for step, values in manager.placement_metrics():
+        writer.scalars(steps if step is None else step, values)
 
 
 def _eval_text(state: _RunState) -> str:
