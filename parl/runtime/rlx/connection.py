@@ -175,14 +175,14 @@ class Connection:
         if kind is Init:
             if self.state != READY:
                 raise ProtocolError(BAD_MESSAGE, "init while an episode is under way (end it with reset)")
-            message = Init(checked(slot.obs_spec, message.obs, "init: obs"))
+            message = Init(checked(slot.obs_spec, message.obs, "init:"))
             self.state, self.episode_started = EPISODE, now
             self.episode_return, self.episode_length = 0.0, 0
         else:
             if self.state != EPISODE:
                 raise ProtocolError(BAD_MESSAGE, f"{_name(message)} with no episode under way (start one with init)")
             what = _name(message)
-            obs = None if message.obs is None else checked(slot.obs_spec, message.obs, f"{what}: obs")
+            obs = None if message.obs is None else checked(slot.obs_spec, message.obs, f"{what}:")
             taken = None if message.action_taken is None else slot.action_taken(message.action_taken, what)
             message = message._replace(obs=obs, action_taken=taken)
             self.episode_return += message.reward

@@ -171,7 +171,7 @@ class RemoteEnv:
         Raises:
             ProtocolError: ``bad_message`` naming ``where``.
         """
-        array = checked(self._taken_spec, value, f"{where}: action_taken")
+        array = checked(self._taken_spec, value, f"{where}:")
         return int(array) if self._discrete else array
 
 

@@ -24,7 +24,7 @@ from time import perf_counter
 from typing import Callable, List, Optional, Set, Tuple
 
 from parl.rlx.address import split_address
-from parl.rlx.errors import BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
+from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
 from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
 from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
@@ -250,6 +250,9 @@ class RlxServer:
             self.end(conn, None, "closed by the client")
         except OSError as exc:
             self.end(conn, None, f"socket error: {exc}")
+        except Exception:  # noqa: BLE001 - a fault of the server's own ends this connection only
+            logger.exception("rlx: %r: the server failed on its request", conn)
+            self.end(conn, SERVER_ERROR, "the server failed on this request", counter="errors")
 
     def _handle(self, conn: Connection, message: ClientMessage) -> None:
         kind = type(message)
