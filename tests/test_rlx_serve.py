@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -19,7 +18,8 @@ import yaml
 import parl.rlx
 from parl.experiment.checkpoints import CheckpointManager
 
-REPO = Path(__file__).resolve().parents[1]
+from toys import listening, serve_process
+
 TOKEN = "0123456789abcdef0123456789abcdef"
 
 #: A small PPO CartPole robot: segments of 8, an update per 2 of them, no periodic checkpoint.
@@ -46,30 +46,6 @@ def write_config(tmp_path: Path) -> Path:
     return path
 
 
-def serve(*args: str) -> subprocess.Popen:
-    """``parl serve`` with ``args`` in a child process (stdout and stderr piped)."""
-    env = dict(
-        os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "parl", "serve", *args],
-        cwd=str(REPO),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def listening(proc: subprocess.Popen) -> str:
-    """The address the server announces on its first line (fails with its stderr if it exits first)."""
-    line = proc.stdout.readline()
-    if not line.startswith("parl serve: listening on "):
-        proc.kill()
-        raise AssertionError(f"no listening line: {line!r}; stderr: {proc.communicate()[1]}")
-    return line.split()[4]
-
-
 def interrupt(proc: subprocess.Popen) -> Tuple[str, str]:
     """Ctrl-C the server, its output once it has exited."""
     proc.send_signal(signal.SIGINT)
@@ -85,7 +61,7 @@ def checkpoint(log_dir: Path) -> Tuple[str, Dict[str, object]]:
 
 def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_weights(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    proc = serve(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    proc = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
     try:
         address = listening(proc)
         with parl.rlx.Client(address) as client:
@@ -101,7 +77,7 @@ def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_w
     assert first["counters"]["env_steps"] == steps and first["step"] == steps
     # A restart resumes from it: the step counter every welcome tells, and the same weights, which the
     # checkpoint written at the next Ctrl-C (nothing learned in between) holds bit for bit.
-    proc = serve(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    proc = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
     try:
         with parl.rlx.Client(listening(proc)) as client:
             assert client.env_steps == steps
@@ -117,7 +93,7 @@ def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_w
 
 def refusal(tmp_path: Path, *args: str) -> str:
     """stderr of ``parl serve`` with ``args``, which must exit with status 2."""
-    proc = serve(str(write_config(tmp_path)), "--quiet", *args)
+    proc = serve_process(str(write_config(tmp_path)), "--quiet", *args)
     try:
         _, err = proc.communicate(timeout=120)
     finally:
@@ -141,7 +117,7 @@ def test_listening_beyond_loopback_needs_a_token_of_32_bytes(tmp_path: Path) -> 
 def test_a_token_file_admits_its_clients_only(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
-    proc = serve(
+    proc = serve_process(
         str(write_config(tmp_path)), "--bind", "127.0.0.1:0", "--token-file", str(token), "--quiet", "--no-eval"
     )
     try:
