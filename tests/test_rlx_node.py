@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from toys import listening, serve_process
+from toys import serve_process
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlx" / "node"
 SEEDS = (100, 101, 102)
@@ -54,7 +54,7 @@ def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def train(seed: int, log_dir: Path, node_modules: Path) -> dict:
     """One ``parl serve`` of the example config and one Node process of CONNECTIONS CartPoles against it,
     until the server stops; the server's result.json."""
-    server = serve_process(
+    server, address = serve_process(
         "examples/configs/ppo_cartpole.yaml",
         "--bind",
         "127.0.0.1:0",
@@ -67,7 +67,6 @@ def train(seed: int, log_dir: Path, node_modules: Path) -> dict:
         f"log_dir={log_dir}",
     )
     try:
-        address = listening(server)
         client = subprocess.run(
             ["node", str(EXAMPLE / "train_cartpole.js"), "--address", address, "--connections", str(CONNECTIONS)]
             + ["--seed", str(seed)],

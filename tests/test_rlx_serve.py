@@ -17,8 +17,9 @@ import yaml
 
 import parl.rlx
 from parl.experiment.checkpoints import CheckpointManager
+from parl.experiment.cli import main
 
-from toys import listening, serve_process
+from toys import serve_process
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 
@@ -61,9 +62,8 @@ def checkpoint(log_dir: Path) -> Tuple[str, Dict[str, object]]:
 
 def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_weights(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    proc = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    proc, address = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
     try:
-        address = listening(proc)
         with parl.rlx.Client(address) as client:
             assert client.env_steps == 0
             played = parl.rlx.drive(gym.make("CartPole-v1"), client, episodes=12, seed=0)
@@ -77,9 +77,9 @@ def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_w
     assert first["counters"]["env_steps"] == steps and first["step"] == steps
     # A restart resumes from it: the step counter every welcome tells, and the same weights, which the
     # checkpoint written at the next Ctrl-C (nothing learned in between) holds bit for bit.
-    proc = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    proc, address = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
     try:
-        with parl.rlx.Client(listening(proc)) as client:
+        with parl.rlx.Client(address) as client:
             assert client.env_steps == steps
         out, err = interrupt(proc)
     finally:
@@ -91,37 +91,31 @@ def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_w
     assert again["counters"]["env_steps"] == steps
 
 
-def refusal(tmp_path: Path, *args: str) -> str:
-    """stderr of ``parl serve`` with ``args``, which must exit with status 2."""
-    proc = serve_process(str(write_config(tmp_path)), "--quiet", *args)
-    try:
-        _, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 2, err
-    return err
+def refusal(tmp_path: Path, capsys: pytest.CaptureFixture, *args: str) -> str:
+    """What ``parl serve`` with ``args`` wrote on stderr; it must exit with status 2 before it listens."""
+    assert main(["serve", str(write_config(tmp_path)), "--quiet", *args]) == 2
+    return capsys.readouterr().err
 
 
-def test_listening_beyond_loopback_needs_a_token_of_32_bytes(tmp_path: Path) -> None:
-    err = refusal(tmp_path, "--bind", "0.0.0.0:0")
+def test_listening_beyond_loopback_needs_a_token_of_32_bytes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0")
     assert err.startswith(
         "parl serve: rlx.token_file: token must be a secret of at least 32 bytes to listen on 0.0.0.0:0"
     )
     short = tmp_path / "short"
     short.write_text("abc\n")
-    err = refusal(tmp_path, "--bind", "0.0.0.0:0", "--token-file", str(short))
+    err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0", "--token-file", str(short))
     assert "rlx.token_file: token must be bytes, 32 to 4096 of them, got '<3>'" in err
-    assert "rlx.token_file: cannot read" in refusal(tmp_path, "--token-file", str(tmp_path / "missing"))
+    assert "rlx.token_file: cannot read" in refusal(tmp_path, capsys, "--token-file", str(tmp_path / "missing"))
 
 
 def test_a_token_file_admits_its_clients_only(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
-    proc = serve_process(
+    proc, address = serve_process(
         str(write_config(tmp_path)), "--bind", "127.0.0.1:0", "--token-file", str(token), "--quiet", "--no-eval"
     )
     try:
-        address = listening(proc)
         with pytest.raises(parl.rlx.ServerError, match="unauthorized"):
             parl.rlx.Client(address)
         with parl.rlx.Client(address, TOKEN) as client:
@@ -135,14 +129,14 @@ def test_a_token_file_admits_its_clients_only(tmp_path: Path) -> None:
     assert sum(row.get("rlx/errors", 0) for row in rows) == 1 and sum(row.get("rlx/accepted", 0) for row in rows) == 2
 
 
-def test_an_address_in_use_is_one_line_and_exit_status_2(tmp_path: Path) -> None:
+def test_an_address_in_use_is_one_line_and_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     import socket
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     try:
-        err = refusal(tmp_path, "--bind", f"127.0.0.1:{taken.getsockname()[1]}")
+        err = refusal(tmp_path, capsys, "--bind", f"127.0.0.1:{taken.getsockname()[1]}")
     finally:
         taken.close()
     assert err.startswith("parl serve: cannot listen on 127.0.0.1:") and "in use" in err and err.count("\n") == 1

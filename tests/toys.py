@@ -831,26 +831,11 @@ class RawConnection:
         self.sock.close()
 
 
-def serve_process(*args: str) -> subprocess.Popen:
-    """``parl serve`` with ``args`` in a child process of this one (stdout and stderr piped, text); the
-    caller stops it, by its pid."""
+def serve_process(*args: str) -> Tuple[subprocess.Popen, str]:
+    """``parl serve`` with ``args`` in a child process of this one, once it listens (stdout and stderr
+    piped, text), and its address; the caller stops it, by its pid."""
+    from parl.experiment.serve_process import start_serve
+
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])
-    return subprocess.Popen(
-        [sys.executable, "-m", "parl", "serve", *args],
-        cwd=repo,
-        env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def listening(proc: subprocess.Popen) -> str:
-    """The ``host:port`` a ``parl serve`` child announces on its first line (it is killed, and its stderr
-    shown, when it says anything else or exits first)."""
-    line = proc.stdout.readline()
-    if not line.startswith("parl serve: listening on "):
-        proc.kill()
-        raise AssertionError(f"no listening line: {line!r}; stderr: {proc.communicate()[1]}")
-    return line.split()[4]
+    return start_serve(args, cwd=repo, env=dict(os.environ, PYTHONPATH=path))

@@ -150,6 +150,7 @@ def _train(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from parl.experiment.checkpoints import CheckpointManager
     from parl.experiment.config import load_config
+    from parl.experiment.serve_process import listening_line
     from parl.experiment.trainer import Trainer
     from parl.runtime.rlx.server import ListenError
 
@@ -158,8 +159,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     def announce(manager) -> None:
         host, port = manager.runner.address
-        token = "a token" if config.rlx.token_file else "no token"
-        print(f"parl serve: listening on {host}:{port} for {config.agents} clients at most, {token}", flush=True)
+        print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
 
     trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=not args.no_eval, on_start=announce)
     try:

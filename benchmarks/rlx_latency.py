@@ -1,0 +1,187 @@
+"""Action round trips and env steps per second of an RLX server (``parl serve``) and client processes, on loopback.
+
+    python benchmarks/rlx_latency.py                        # 1 and 32 clients, every mode, 10 s each
+    python benchmarks/rlx_latency.py --clients 32 --modes acting --seconds 20
+
+Each row starts ``parl serve`` (CartPole-v1's spaces, ``--max-clients`` = the clients, no
+evaluation) and that many client processes, each one ``parl.rlx.Client`` playing its own
+gymnasium CartPole-v1 in a loop. The clients connect, wait until all are connected, then play for
+``--seconds``; each records every request's round trip as it sees it (encoding, network, the
+server, decoding). The table gives the env steps per second of all clients together, the median,
+99th percentile and largest round trip over all requests, and the server's own part of each
+action (``rlx/act_latency_ms``: from reading the request to writing the action) from its metrics.
+
+Modes (the server's robot):
+- ``acting``: the 64-64 MLP of dqn_cartpole.yaml acting greedily (GymAgent), never learning: the
+  serving path alone.
+- ``ppo``: examples/configs/ppo_cartpole.yaml as it is: every client's 32-step segment joined into
+  one synchronous update, which every client waits for.
+- ``dqn``: examples/configs/dqn_cartpole.yaml as it is: epsilon-greedy, replay, an update every
+  other step per client once its 500-step warm-up is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from parl.experiment.serve_process import start_serve
+
+REPO = Path(__file__).resolve().parents[1]
+#: Server configs and overrides per mode.
+MODES: Dict[str, List[str]] = {
+    "acting": [
+        "examples/configs/dqn_cartpole.yaml",
+        "-o",
+        "agent={class: parl.utils.GymAgent}",
+        "-o",
+        "tasks.RL.helper.warmup_steps=1000000000",
+    ],
+    "ppo": ["examples/configs/ppo_cartpole.yaml"],
+    "dqn": ["examples/configs/dqn_cartpole.yaml"],
+}
+#: Requests each client makes before the measurement starts.
+WARM_UP_STEPS = 200
+COMMON = [
+    "-o",
+    "train.max_env_steps=1000000000",
+    "-o",
+    "train.target_return=null",
+    "-o",
+    "checkpoint.every_minutes=null",
+]
+
+
+def client_main(address: str, seconds: float, seed: int, out: str) -> None:
+    """One client process: connect, say "ready", wait for "go" on stdin, play for ``seconds``, save
+    the round trips (seconds, float64) to ``out``."""
+    import gymnasium as gym
+
+    import parl.rlx
+
+    env = gym.make("CartPole-v1")
+    client = parl.rlx.Client(address)
+    player = Player(env, client, seed)
+    player.play(steps=WARM_UP_STEPS)  # the server's first predictions build its layers
+    print("ready", flush=True)
+    sys.stdin.readline()
+    latencies = player.play(seconds=seconds)
+    client.disconnect()
+    np.save(out, np.asarray(latencies))
+
+
+class Player:
+    """Plays CartPole through an RLX client, episode after episode."""
+
+    def __init__(self, env, client, seed: int) -> None:
+        self.env, self.client = env, client
+        obs, _ = env.reset(seed=seed)
+        self.action = client.init(obs)
+
+    def play(self, steps: Optional[int] = None, seconds: float = 0.0) -> List[float]:
+        """``steps`` requests (None: for ``seconds``); each one's round trip in seconds."""
+        env, client = self.env, self.client
+        latencies: List[float] = []
+        end = time.perf_counter() + seconds
+        while len(latencies) < steps if steps is not None else time.perf_counter() < end:
+            obs, reward, terminated, truncated, _ = env.step(self.action)
+            if terminated or truncated:
+                client.reset(reward, truncated=truncated and not terminated, obs=obs)
+                latencies.append(client.latency)
+                obs, _ = env.reset()
+                self.action = client.init(obs)
+            else:
+                self.action = client.send(reward, obs)
+            latencies.append(client.latency)
+        return latencies
+
+
+def measure(mode: str, clients: int, seconds: float, work: Path) -> Dict[str, float]:
+    """One row: the server of ``mode`` and ``clients`` client processes for ``seconds``."""
+    log_dir = work / f"{mode}-{clients}"
+    args = [*MODES[mode], "--bind", "127.0.0.1:0", "--max-clients", str(clients), "--no-eval", "--quiet"]
+    command = [*args, *COMMON, "-o", f"log_dir={log_dir}"]
+    server, address = start_serve(command, cwd=str(REPO), stderr=subprocess.DEVNULL)
+    players: List[subprocess.Popen] = []
+    try:
+        outs = [work / f"{mode}-{clients}-{i}.npy" for i in range(clients)]
+        for i, out in enumerate(outs):
+            command = [sys.executable, __file__, "--client", address, "--seconds", str(seconds), "--seed", str(i)]
+            players.append(
+                subprocess.Popen(
+                    [*command, "--out", str(out)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+                )
+            )
+        for player in players:
+            if player.stdout.readline().strip() != "ready":
+                raise SystemExit("a client did not connect")
+        started = time.time()
+        for player in players:
+            player.stdin.write("go\n")
+            player.stdin.flush()
+        for player in players:
+            player.wait()
+        ended = time.time()
+        load = os.getloadavg()[0]
+    finally:
+        for process in [*players, server]:
+            if process.poll() is None:
+                process.terminate()
+            process.wait()
+    latencies = np.concatenate([np.load(out) for out in outs]) * 1e3
+    steps = len(latencies) - clients  # the inits' round trips are not env steps (resets are, once each)
+    server_ms = server_latency(log_dir / "metrics.jsonl", started, ended)
+    return {
+        "steps_per_second": steps / (ended - started),
+        "p50_ms": float(np.percentile(latencies, 50)),
+        "p99_ms": float(np.percentile(latencies, 99)),
+        "max_ms": float(latencies.max()),
+        "server_ms": server_ms,
+        "load": load,
+    }
+
+
+def server_latency(metrics: Path, start: float, end: float) -> float:
+    """The server's mean ``rlx/act_latency_ms`` over the rows written between ``start`` and ``end``."""
+    rows = [json.loads(line) for line in metrics.open()] if metrics.exists() else []
+    values = [r["rlx/act_latency_ms"] for r in rows if "rlx/act_latency_ms" in r and start <= r["time"] <= end + 2.5]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds each row plays (default %(default)s)")
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.client:
+        client_main(args.client, args.seconds, args.seed, args.out)
+        return
+    columns = [("mode", 8), ("clients", 8), ("env steps/s", 13), ("p50 ms", 9), ("p99 ms", 9), ("max ms", 9)]
+    columns += [("server ms", 11), ("load", 7)]
+    print("".join(name.ljust(width) if name == "mode" else name.rjust(width) for name, width in columns), flush=True)
+    with tempfile.TemporaryDirectory(prefix="rlx-bench-") as work:
+        for mode in args.modes:
+            for clients in args.clients:
+                r = measure(mode, clients, args.seconds, Path(work))
+                print(
+                    f"{mode:<8}{clients:>8}{r['steps_per_second']:>13,.0f}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.2f}"
+                    f"{r['max_ms']:>9.1f}{r['server_ms']:>11.3f}{r['load']:>7.2f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
