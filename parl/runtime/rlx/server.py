@@ -40,6 +40,8 @@ SWEEP_SECONDS = 0.1
 #: New connections taken per poll at most (the rest wait for the next poll).
 ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
+#: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
+_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO}
 _READ, _READ_WRITE = selectors.EVENT_READ, selectors.EVENT_READ | selectors.EVENT_WRITE
 
 
@@ -174,8 +176,8 @@ class RlxServer:
         self.stats.clients -= 1
         if counter is not None:
             setattr(self.stats, counter, getattr(self.stats, counter) + 1)
-        log = logger.warning if counter == "errors" else logger.info
-        log("rlx: %r ended%s: %s", conn, f" ({code})" if code else "", reason)
+        level = _LOG_LEVELS.get(counter, logging.DEBUG)
+        logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", reason)
         conn.slot.connection_closed(conn)
 
     def close(self) -> None:
