@@ -85,13 +85,13 @@ def make_manager():
 
 @pytest.fixture
 def rlx_server():
-    """``rlx_server(slots=2, **settings) -> (manager, "host:port")``: a started RLX echo robot
-    (tests/toys.py: rlx_manager) on a free loopback port with ServerSettings ``settings``; stopped
-    after the test."""
+    """``rlx_server(slots=2, games=None, **settings) -> (manager, "host:port")``: a started RLX echo
+    robot (tests/toys.py: rlx_manager) on a free loopback port with ServerSettings ``settings``;
+    stopped after the test."""
     managers: List[parl.Manager] = []
 
-    def make(slots: int = 2, **settings) -> tuple:
-        manager = rlx_manager(slots, ServerSettings(**{"bind": "127.0.0.1:0", **settings}))
+    def make(slots: int = 2, games=None, **settings) -> tuple:
+        manager = rlx_manager(slots, ServerSettings(**{"bind": "127.0.0.1:0", **settings}), games)
         managers.append(manager)
         manager.start()
         return manager, rlx_address(manager)

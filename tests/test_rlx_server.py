@@ -14,6 +14,7 @@ import pytest
 
 import parl.rlx
 from parl.rlx.errors import BAD_MESSAGE, BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ServerError
+from parl.rlx.framing import encode
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError
 
@@ -238,8 +239,7 @@ INIT = {"type": "init", "obs": [1.0, 0.0]}
 def test_a_request_out_of_order_or_out_of_its_space_ends_that_connection(rlx_server, messages, code, text) -> None:
     manager, address = rlx_server(slots=1)
     raw = RawConnection(address)
-    for message in messages:
-        raw.send(message)
+    raw.send_bytes(b"".join(encode(message) for message in messages))  # one write: read at once
     *answers, error = raw.read_all()
     assert (error["type"], error["code"]) == ("error", code) and error["message"].startswith(text)
     assert [a["type"] for a in answers] in ([], ["welcome"], ["welcome", "action"])
@@ -259,6 +259,21 @@ def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> N
     rows = manager.placement_metrics()
     assert (10, {"client/battery": 1.0}) in rows and (None, {"client/queue/depth": 3.0}) in rows
     assert rows[0][1]["rlx/act_latency_ms"] > 0 and rows[0][1]["rlx/clients"] in (0.0, 1.0)
+
+
+def test_a_slot_whose_agent_has_played_its_games_takes_no_more_clients(rlx_server) -> None:
+    manager, address = rlx_server(slots=2, games=1)
+    first = parl.rlx.Client(address)
+    assert first.slot == 0 and play(first, code=1, steps=3) == 3.0
+    with pytest.raises(ServerError, match="shutdown: this slot's agent has ended"):
+        first.init(rlx_obs(1, 0))
+    with parl.rlx.Client(address) as second:
+        assert second.slot == 1 and play(second, code=2, steps=2) == 2.0
+    # Every agent has played its games: the robot is done, and its server with it.
+    assert wait_for(lambda: not manager.running())
+    with pytest.raises(ConnectionRefusedError):
+        parl.rlx.Client(address)
+    assert sorted(e["steps"] for e in manager.episodes()) == [2, 3] and manager.errors == []
 
 
 def test_stopping_the_robot_tells_every_client(rlx_server) -> None:

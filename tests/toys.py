@@ -750,9 +750,12 @@ class RecordingHelper(parl.OnPolicyHelper):
         super()._store(transition, episode_over)
 
 
-def rlx_manager(slots: int, settings: ServerSettings, **task_settings: object) -> parl.Manager:
+def rlx_manager(
+    slots: int, settings: ServerSettings, games: Optional[int] = None, **task_settings: object
+) -> parl.Manager:
     """A Manager of an echo task in placement "rlx" with ``slots`` slot agents (GymAgents playing
-    RemoteEnvs with SpacesEnv's spaces, each with a RecordingHelper); not started."""
+    RemoteEnvs with SpacesEnv's spaces, ``games`` episodes each (None: no end), each with a
+    RecordingHelper); not started."""
     manager = parl.Manager(
         {"T": parl.TaskSettings(echo_algorithm_func(), **task_settings)},
         placement="rlx",
@@ -760,7 +763,8 @@ def rlx_manager(slots: int, settings: ServerSettings, **task_settings: object) -
         thread_placement="os",
     )
     for index in range(slots):
-        manager.add_agent(GymAgent(manager.environment(SpacesEnv), task="T", seed=index), {"T": RecordingHelper()})
+        agent = GymAgent(manager.environment(SpacesEnv), task="T", seed=index, num_games=games)
+        manager.add_agent(agent, {"T": RecordingHelper()})
     return manager
 
 

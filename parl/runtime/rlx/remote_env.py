@@ -26,6 +26,7 @@ import numpy as np
 
 from parl.core.specs import Spec
 from parl.rlx import spaces
+from parl.rlx.errors import SHUTDOWN
 from parl.rlx.messages import Action, ActionValue, Done, Init, Step
 from parl.runtime.rlx.connection import Connection, checked
 
@@ -46,6 +47,9 @@ class SlotHost(Protocol):
     def weights_version(self) -> int:
         """The updates of the robot's tasks so far."""
 
+    def end(self, conn: Connection, code: Optional[str], reason: str) -> None:
+        """Close ``conn`` after an ``error`` of ``code`` saying ``reason``."""
+
 
 class RemoteEnv:
     """One slot of an RLX server: gymnasium's ``reset`` and ``step`` for the agent that plays it, and
@@ -56,7 +60,8 @@ class RemoteEnv:
         observation_space, action_space: the gymnasium spaces of the robot's environment.
         described_observation, described_action: the same as a ``welcome`` tells them.
         obs_spec: what an observation must be (shape, dtype, finite).
-        connection: the connection attached now (None: the slot is free).
+        connection: the connection attached now (None: the slot is free, unless ``retired``).
+        retired: its agent has ended (played its games, or failed); it takes no connection.
         waited_at, resumed_at: ``perf_counter()`` when its agent last began and ended a wait on the
             network (the watchdog counts such waits as waits, not time in the environment).
     """
@@ -72,6 +77,8 @@ class RemoteEnv:
         self._discrete = isinstance(self.described_action, spaces.DiscreteSpace)
         self._server = server
         self.connection: Optional[Connection] = None
+        #: True once its agent has ended: it takes no new connection.
+        self.retired = False
         self.waited_at = self.resumed_at = 0.0
         self._agent: Optional[greenlet.greenlet] = None
         self._hub: Optional[greenlet.greenlet] = None
@@ -143,6 +150,14 @@ class RemoteEnv:
     def bind(self, agent: greenlet.greenlet, hub: greenlet.greenlet) -> None:
         """The greenlet of the agent that plays this slot, and the scheduler's."""
         self._agent, self._hub = agent, hub
+
+    def retire(self) -> None:
+        """Its agent has ended (played its games, or failed): no connection plays this slot any more,
+        and the one attached now is ended."""
+        self.retired = True
+        conn = self.connection
+        if conn is not None:
+            self._server.end(conn, SHUTDOWN, "this slot's agent has ended")
 
     def attach(self, conn: Connection) -> None:
         """A new connection plays this (free) slot."""

@@ -88,6 +88,13 @@ class RlxRunner(CooperativeRunner):
         if isinstance(agent.env, RemoteEnv):
             agent.env.bind(agent_greenlet, hub)
 
+    def _play(self, agent: Agent) -> None:
+        try:
+            super()._play(agent)
+        finally:
+            if isinstance(agent.env, RemoteEnv):  # done or failed: its slot takes no more clients
+                agent.env.retire()
+
     def _poll(self) -> bool:
         return self._server.poll(0.0)
 

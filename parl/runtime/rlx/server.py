@@ -210,7 +210,7 @@ class RlxServer:
             peer = _peer(address)
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            slot = next((s for s in self.slots if s.connection is None), None)
+            slot = next((s for s in self.slots if s.connection is None and not s.retired), None)
             reason = self._refusal(slot)
             if reason is not None:
                 self.stats.refused += 1
