@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -21,6 +22,7 @@ from parl.experiment.cli import main
 
 from toys import serve_process
 
+REPO = Path(__file__).resolve().parents[1]
 TOKEN = "0123456789abcdef0123456789abcdef"
 
 #: A small PPO CartPole robot: segments of 8, an update per 2 of them, no periodic checkpoint.
@@ -140,3 +142,10 @@ def test_an_address_in_use_is_one_line_and_exit_status_2(tmp_path: Path, capsys:
     finally:
         taken.close()
     assert err.startswith("parl serve: cannot listen on 127.0.0.1:") and "in use" in err and err.count("\n") == 1
+
+
+def test_import_parl_does_not_import_rlx() -> None:
+    code = "import sys, parl; print(sorted(m for m in sys.modules if 'rlx' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
