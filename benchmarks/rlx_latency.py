@@ -2,14 +2,18 @@
 
     python benchmarks/rlx_latency.py                        # 1 and 32 clients, every mode, 10 s each
     python benchmarks/rlx_latency.py --clients 32 --modes acting --seconds 20
+    python benchmarks/rlx_latency.py --clients 32 -o thread_placement=os     # -o: a config override for the servers
 
 Each row starts ``parl serve`` (CartPole-v1's spaces, ``--max-clients`` = the clients, no
 evaluation) and that many client processes, each one ``parl.rlx.Client`` playing its own
 gymnasium CartPole-v1 in a loop. The clients connect, wait until all are connected, then play for
 ``--seconds``; each records every request's round trip as it sees it (encoding, network, the
 server, decoding). The table gives the env steps per second of all clients together, the median,
-99th percentile and largest round trip over all requests, and the server's own part of each
-action (``rlx/act_latency_ms``: from reading the request to writing the action) from its metrics.
+99th percentile and largest round trip over all requests, the server's own part of each action
+(``rlx/act_latency_ms``: from reading the request to writing the action) from its metrics, the CPU
+time per env step of the server process and of all clients together (what the work costs, which
+other jobs on the machine change less than they change the rates), and the 1-minute load average
+at the end of the row (the machine's other jobs count in it).
 
 Modes (the server's robot):
 - ``acting``: the 64-64 MLP of dqn_cartpole.yaml acting greedily (GymAgent), never learning: the
@@ -74,9 +78,11 @@ def client_main(address: str, seconds: float, seed: int, out: str) -> None:
     player.play(steps=WARM_UP_STEPS)  # the server's first predictions build its layers
     print("ready", flush=True)
     sys.stdin.readline()
+    cpu, steps = time.process_time(), player.steps
     latencies = player.play(seconds=seconds)
+    cpu, steps = time.process_time() - cpu, player.steps - steps
     client.disconnect()
-    np.save(out, np.asarray(latencies))
+    np.save(out, np.asarray([cpu, steps, *latencies]))  # this process's CPU seconds, env steps, round trips
 
 
 class Player:
@@ -86,14 +92,17 @@ class Player:
         self.env, self.client = env, client
         obs, _ = env.reset(seed=seed)
         self.action = client.init(obs)
+        self.steps = 0
 
     def play(self, steps: Optional[int] = None, seconds: float = 0.0) -> List[float]:
-        """``steps`` requests (None: for ``seconds``); each one's round trip in seconds."""
+        """``steps`` requests (None: for ``seconds``); each one's round trip in seconds (``self.steps``
+        counts the env steps)."""
         env, client = self.env, self.client
         latencies: List[float] = []
         end = time.perf_counter() + seconds
         while len(latencies) < steps if steps is not None else time.perf_counter() < end:
             obs, reward, terminated, truncated, _ = env.step(self.action)
+            self.steps += 1
             if terminated or truncated:
                 client.reset(reward, truncated=truncated and not terminated, obs=obs)
                 latencies.append(client.latency)
@@ -105,11 +114,13 @@ class Player:
         return latencies
 
 
-def measure(mode: str, clients: int, seconds: float, work: Path) -> Dict[str, float]:
-    """One row: the server of ``mode`` and ``clients`` client processes for ``seconds``."""
+def measure(mode: str, clients: int, seconds: float, work: Path, overrides: Sequence[str]) -> Dict[str, float]:
+    """One row: the server of ``mode`` (with config ``overrides``) and ``clients`` client processes for ``seconds``."""
     log_dir = work / f"{mode}-{clients}"
     args = [*MODES[mode], "--bind", "127.0.0.1:0", "--max-clients", str(clients), "--no-eval", "--quiet"]
     command = [*args, *COMMON, "-o", f"log_dir={log_dir}"]
+    for override in overrides:
+        command += ["-o", override]
     server, address = start_serve(command, cwd=str(REPO), stderr=subprocess.DEVNULL)
     players: List[subprocess.Popen] = []
     try:
@@ -124,6 +135,7 @@ def measure(mode: str, clients: int, seconds: float, work: Path) -> Dict[str, fl
         for player in players:
             if player.stdout.readline().strip() != "ready":
                 raise SystemExit("a client did not connect")
+        server_cpu = cpu_seconds(server.pid)
         started = time.time()
         for player in players:
             player.stdin.write("go\n")
@@ -131,23 +143,33 @@ def measure(mode: str, clients: int, seconds: float, work: Path) -> Dict[str, fl
         for player in players:
             player.wait()
         ended = time.time()
+        server_cpu = cpu_seconds(server.pid) - server_cpu
         load = os.getloadavg()[0]
     finally:
         for process in [*players, server]:
             if process.poll() is None:
                 process.terminate()
             process.wait()
-    latencies = np.concatenate([np.load(out) for out in outs]) * 1e3
-    steps = len(latencies) - clients  # the inits' round trips are not env steps (resets are, once each)
+    saved = [np.load(out) for out in outs]
+    latencies = np.concatenate([s[2:] for s in saved]) * 1e3  # every request's, resets and inits included
+    steps = int(sum(s[1] for s in saved))
     server_ms = server_latency(log_dir / "metrics.jsonl", started, ended)
     return {
         "steps_per_second": steps / (ended - started),
+        "server_cpu_us": 1e6 * server_cpu / steps,
+        "client_cpu_us": 1e6 * sum(float(s[0]) for s in saved) / steps,
         "p50_ms": float(np.percentile(latencies, 50)),
         "p99_ms": float(np.percentile(latencies, 99)),
         "max_ms": float(latencies.max()),
         "server_ms": server_ms,
         "load": load,
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user and system, every thread) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def server_latency(metrics: Path, start: float, end: float) -> float:
@@ -162,6 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds each row plays (default %(default)s)")
+    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -170,15 +193,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         client_main(args.client, args.seconds, args.seed, args.out)
         return
     columns = [("mode", 8), ("clients", 8), ("env steps/s", 13), ("p50 ms", 9), ("p99 ms", 9), ("max ms", 9)]
-    columns += [("server ms", 11), ("load", 7)]
+    columns += [("server ms", 11), ("server CPU us", 15), ("client CPU us", 15), ("load", 7)]
     print("".join(name.ljust(width) if name == "mode" else name.rjust(width) for name, width in columns), flush=True)
     with tempfile.TemporaryDirectory(prefix="rlx-bench-") as work:
         for mode in args.modes:
             for clients in args.clients:
-                r = measure(mode, clients, args.seconds, Path(work))
+                r = measure(mode, clients, args.seconds, Path(work), args.override)
                 print(
                     f"{mode:<8}{clients:>8}{r['steps_per_second']:>13,.0f}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.2f}"
-                    f"{r['max_ms']:>9.1f}{r['server_ms']:>11.3f}{r['load']:>7.2f}",
+                    f"{r['max_ms']:>9.1f}{r['server_ms']:>11.3f}{r['server_cpu_us']:>15.1f}{r['client_cpu_us']:>15.1f}"
+                    f"{r['load']:>7.2f}",
                     flush=True,
                 )
 
