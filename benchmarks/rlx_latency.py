@@ -1,14 +1,15 @@
 """Action round trips and env steps per second of an RLX server (``parl serve``) and client processes, on loopback.
 
-    python benchmarks/rlx_latency.py                        # 1 and 32 clients, every mode, 10 s each
-    python benchmarks/rlx_latency.py --clients 32 --modes acting --seconds 20
+    python benchmarks/rlx_latency.py                        # 1 and 32 clients, every mode, 3 slices of 5 s
+    python benchmarks/rlx_latency.py --clients 32 --modes acting --slices 5
     python benchmarks/rlx_latency.py --clients 32 -o thread_placement=os     # -o: a config override for the servers
 
 Each row starts ``parl serve`` (CartPole-v1's spaces, ``--max-clients`` = the clients, no
 evaluation) and that many client processes, each one ``parl.rlx.Client`` playing its own
 gymnasium CartPole-v1 in a loop. The clients connect, wait until all are connected, then play for
-``--seconds``; each records every request's round trip as it sees it (encoding, network, the
-server, decoding). The table gives the env steps per second of all clients together, the median,
+``--slices`` slices of ``--seconds`` each; each records every request's round trip as it sees it
+(encoding, network, the server, decoding). The table gives the env steps per second of all clients
+together (the median over the slices, each slice's rate at the end of the row), the median,
 99th percentile and largest round trip over all requests, the server's own part of each action
 (``rlx/act_latency_ms``: from reading the request to writing the action) from its metrics, the CPU
 time per env step of the server process and of all clients together (what the work costs, which
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -53,6 +54,8 @@ MODES: Dict[str, List[str]] = {
     "ppo": ["examples/configs/ppo_cartpole.yaml"],
     "dqn": ["examples/configs/dqn_cartpole.yaml"],
 }
+#: Seconds between two rows of the server's metrics (parl serve's task rows).
+METRIC_SECONDS = 2.0
 #: Requests each client makes before the measurement starts.
 WARM_UP_STEPS = 200
 COMMON = [
@@ -65,9 +68,10 @@ COMMON = [
 ]
 
 
-def client_main(address: str, seconds: float, seed: int, out: str) -> None:
-    """One client process: connect, say "ready", wait for "go" on stdin, play for ``seconds``, save
-    the round trips (seconds, float64) to ``out``."""
+def client_main(address: str, seconds: float, slices: int, seed: int, out: str) -> None:
+    """One client process: connect, warm up, say "ready"; then ``slices`` times: wait for "go" on stdin,
+    play for ``seconds``, save this process's CPU seconds, the env steps and every round trip (seconds)
+    to ``<out>-<slice>.npy``, say "done"."""
     import gymnasium as gym
 
     import parl.rlx
@@ -77,12 +81,14 @@ def client_main(address: str, seconds: float, seed: int, out: str) -> None:
     player = Player(env, client, seed)
     player.play(steps=WARM_UP_STEPS)  # the server's first predictions build its layers
     print("ready", flush=True)
-    sys.stdin.readline()
-    cpu, steps = time.process_time(), player.steps
-    latencies = player.play(seconds=seconds)
-    cpu, steps = time.process_time() - cpu, player.steps - steps
+    for index in range(slices):
+        sys.stdin.readline()
+        cpu, steps = time.process_time(), player.steps
+        latencies = player.play(seconds=seconds)
+        cpu, steps = time.process_time() - cpu, player.steps - steps
+        np.save(f"{out}-{index}.npy", np.asarray([cpu, steps, *latencies]))
+        print("done", flush=True)
     client.disconnect()
-    np.save(out, np.asarray([cpu, steps, *latencies]))  # this process's CPU seconds, env steps, round trips
 
 
 class Player:
@@ -114,8 +120,11 @@ class Player:
         return latencies
 
 
-def measure(mode: str, clients: int, seconds: float, work: Path, overrides: Sequence[str]) -> Dict[str, float]:
-    """One row: the server of ``mode`` (with config ``overrides``) and ``clients`` client processes for ``seconds``."""
+def measure(
+    mode: str, clients: int, seconds: float, slices: int, work: Path, overrides: Sequence[str]
+) -> Dict[str, float]:
+    """One row: the server of ``mode`` (with config ``overrides``) and ``clients`` client processes,
+    ``slices`` slices of ``seconds``. Rates are the median over the slices; round trips are pooled."""
     log_dir = work / f"{mode}-{clients}"
     args = [*MODES[mode], "--bind", "127.0.0.1:0", "--max-clients", str(clients), "--no-eval", "--quiet"]
     command = [*args, *COMMON, "-o", f"log_dir={log_dir}"]
@@ -123,45 +132,49 @@ def measure(mode: str, clients: int, seconds: float, work: Path, overrides: Sequ
         command += ["-o", override]
     server, address = start_serve(command, cwd=str(REPO), stderr=subprocess.DEVNULL)
     players: List[subprocess.Popen] = []
+    outs = [work / f"{mode}-{clients}-{i}" for i in range(clients)]
+    rates, server_cpu, windows = [], [], []
     try:
-        outs = [work / f"{mode}-{clients}-{i}.npy" for i in range(clients)]
         for i, out in enumerate(outs):
             command = [sys.executable, __file__, "--client", address, "--seconds", str(seconds), "--seed", str(i)]
+            command += ["--slices", str(slices), "--out", str(out)]
             players.append(
-                subprocess.Popen(
-                    [*command, "--out", str(out)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-                )
+                subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             )
         for player in players:
             if player.stdout.readline().strip() != "ready":
                 raise SystemExit("a client did not connect")
-        server_cpu = cpu_seconds(server.pid)
-        started = time.time()
-        for player in players:
-            player.stdin.write("go\n")
-            player.stdin.flush()
-        for player in players:
-            player.wait()
-        ended = time.time()
-        server_cpu = cpu_seconds(server.pid) - server_cpu
+        for index in range(slices):
+            cpu, started = cpu_seconds(server.pid), time.time()
+            for player in players:
+                player.stdin.write("go\n")
+                player.stdin.flush()
+            for player in players:
+                if player.stdout.readline().strip() != "done":
+                    raise SystemExit("a client failed")
+            ended = time.time()
+            steps = sum(int(np.load(f"{out}-{index}.npy")[1]) for out in outs)
+            rates.append(steps / (ended - started))
+            server_cpu.append((cpu_seconds(server.pid) - cpu) / steps)
+            windows.append((started, ended))
         load = os.getloadavg()[0]
     finally:
         for process in [*players, server]:
             if process.poll() is None:
                 process.terminate()
             process.wait()
-    saved = [np.load(out) for out in outs]
+    saved = [np.load(f"{out}-{index}.npy") for out in outs for index in range(slices)]
     latencies = np.concatenate([s[2:] for s in saved]) * 1e3  # every request's, resets and inits included
-    steps = int(sum(s[1] for s in saved))
-    server_ms = server_latency(log_dir / "metrics.jsonl", started, ended)
+    steps = sum(float(s[1]) for s in saved)
     return {
-        "steps_per_second": steps / (ended - started),
-        "server_cpu_us": 1e6 * server_cpu / steps,
+        "steps_per_second": float(np.median(rates)),
+        "rates": rates,
+        "server_cpu_us": 1e6 * float(np.median(server_cpu)),
         "client_cpu_us": 1e6 * sum(float(s[0]) for s in saved) / steps,
         "p50_ms": float(np.percentile(latencies, 50)),
         "p99_ms": float(np.percentile(latencies, 99)),
         "max_ms": float(latencies.max()),
-        "server_ms": server_ms,
+        "server_ms": server_latency(log_dir / "metrics.jsonl", windows),
         "load": load,
     }
 
@@ -172,10 +185,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_latency(metrics: Path, start: float, end: float) -> float:
-    """The server's mean ``rlx/act_latency_ms`` over the rows written between ``start`` and ``end``."""
+def server_latency(metrics: Path, windows: Sequence[Tuple[float, float]]) -> float:
+    """The server's mean ``rlx/act_latency_ms`` over its metric rows whose whole interval lies in one of
+    the ``windows`` (start and end times)."""
     rows = [json.loads(line) for line in metrics.open()] if metrics.exists() else []
-    values = [r["rlx/act_latency_ms"] for r in rows if "rlx/act_latency_ms" in r and start <= r["time"] <= end + 2.5]
+    rows = [r for r in rows if "rlx/act_latency_ms" in r]
+    values = [
+        r["rlx/act_latency_ms"]
+        for r in rows
+        if any(start + METRIC_SECONDS <= r["time"] <= end for start, end in windows)
+    ]
     return float(np.mean(values)) if values else float("nan")
 
 
@@ -183,26 +202,27 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
-    parser.add_argument("--seconds", type=float, default=10.0, help="seconds each row plays (default %(default)s)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds of a slice (default %(default)s)")
+    parser.add_argument("--slices", type=int, default=3, help="slices per row (default %(default)s)")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
-        client_main(args.client, args.seconds, args.seed, args.out)
+        client_main(args.client, args.seconds, args.slices, args.seed, args.out)
         return
     columns = [("mode", 8), ("clients", 8), ("env steps/s", 13), ("p50 ms", 9), ("p99 ms", 9), ("max ms", 9)]
-    columns += [("server ms", 11), ("server CPU us", 15), ("client CPU us", 15), ("load", 7)]
+    columns += [("server ms", 11), ("server CPU us", 15), ("client CPU us", 15), ("load", 7), ("   slices", 0)]
     print("".join(name.ljust(width) if name == "mode" else name.rjust(width) for name, width in columns), flush=True)
     with tempfile.TemporaryDirectory(prefix="rlx-bench-") as work:
         for mode in args.modes:
             for clients in args.clients:
-                r = measure(mode, clients, args.seconds, Path(work), args.override)
+                r = measure(mode, clients, args.seconds, args.slices, Path(work), args.override)
                 print(
                     f"{mode:<8}{clients:>8}{r['steps_per_second']:>13,.0f}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.2f}"
                     f"{r['max_ms']:>9.1f}{r['server_ms']:>11.3f}{r['server_cpu_us']:>15.1f}{r['client_cpu_us']:>15.1f}"
-                    f"{r['load']:>7.2f}",
+                    f"{r['load']:>7.2f}   " + ", ".join(f"{rate:,.0f}" for rate in r["rates"]),
                     flush=True,
                 )
 
