@@ -6,9 +6,9 @@
 
 Each row starts ``parl serve`` (CartPole-v1's spaces, ``--max-clients`` = the clients, no
 evaluation) and that many client processes, each one ``parl.rlx.Client`` playing its own
-gymnasium CartPole-v1 in a loop. The clients connect, wait until all are connected, then play for
-``--slices`` slices of ``--seconds`` each; each records every request's round trip as it sees it
-(encoding, network, the server, decoding). The table gives the env steps per second of all clients
+gymnasium CartPole-v1 in a loop. The clients connect, warm up, wait until all are connected, then play
+on while ``--slices`` slices of ``--seconds`` each are measured; each records every request's round
+trip as it sees it (encoding, network, the server, decoding). The table gives the env steps per second of all clients
 together (the median over the slices, each slice's rate at the end of the row), the median,
 99th percentile and largest round trip over all requests, the server's own part of each action
 (``rlx/act_latency_ms``: from reading the request to writing the action) from its metrics, the CPU
@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -56,6 +57,8 @@ MODES: Dict[str, List[str]] = {
 }
 #: Seconds between two rows of the server's metrics (parl serve's task rows).
 METRIC_SECONDS = 2.0
+#: Seconds the clients play after "go" before the first slice, and after the last before "stop".
+SETTLE_SECONDS = 1.0
 #: Requests each client makes before the measurement starts.
 WARM_UP_STEPS = 200
 COMMON = [
@@ -68,10 +71,10 @@ COMMON = [
 ]
 
 
-def client_main(address: str, seconds: float, slices: int, seed: int, out: str) -> None:
-    """One client process: connect, warm up, say "ready"; then ``slices`` times: wait for "go" on stdin,
-    play for ``seconds``, save this process's CPU seconds, the env steps and every round trip (seconds)
-    to ``<out>-<slice>.npy``, say "done"."""
+def client_main(address: str, seed: int, out: str) -> None:
+    """One client process: connect, warm up, say "ready", wait for "go" on stdin, then play until "stop"
+    arrives; save to ``out`` (.npy) this process's CPU seconds and env steps from go to stop, then for
+    every request its end time (Unix seconds), round trip (seconds) and whether it was an env step."""
     import gymnasium as gym
 
     import parl.rlx
@@ -79,52 +82,52 @@ def client_main(address: str, seconds: float, slices: int, seed: int, out: str) 
     env = gym.make("CartPole-v1")
     client = parl.rlx.Client(address)
     player = Player(env, client, seed)
-    player.play(steps=WARM_UP_STEPS)  # the server's first predictions build its layers
+    player.play(threading.Event(), steps=WARM_UP_STEPS)  # the server's first predictions build its layers
     print("ready", flush=True)
-    for index in range(slices):
-        sys.stdin.readline()
-        cpu, steps = time.process_time(), player.steps
-        latencies = player.play(seconds=seconds)
-        cpu, steps = time.process_time() - cpu, player.steps - steps
-        np.save(f"{out}-{index}.npy", np.asarray([cpu, steps, *latencies]))
-        print("done", flush=True)
+    sys.stdin.readline()
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+    cpu, steps, start = time.process_time(), player.steps, len(player.records)
+    player.play(stop)
+    cpu, steps = time.process_time() - cpu, player.steps - steps
     client.disconnect()
+    np.save(out, np.asarray([(cpu, steps, 0.0), *player.records[start:]]))
 
 
 class Player:
-    """Plays CartPole through an RLX client, episode after episode."""
+    """Plays CartPole through an RLX client, episode after episode, keeping for every request its end
+    time, round trip and whether it was an env step (``records``)."""
 
     def __init__(self, env, client, seed: int) -> None:
         self.env, self.client = env, client
         obs, _ = env.reset(seed=seed)
         self.action = client.init(obs)
         self.steps = 0
+        self.records: List[Tuple[float, float, float]] = []
 
-    def play(self, steps: Optional[int] = None, seconds: float = 0.0) -> List[float]:
-        """``steps`` requests (None: for ``seconds``); each one's round trip in seconds (``self.steps``
-        counts the env steps)."""
-        env, client = self.env, self.client
-        latencies: List[float] = []
-        end = time.perf_counter() + seconds
-        while len(latencies) < steps if steps is not None else time.perf_counter() < end:
+    def play(self, stop: threading.Event, steps: Optional[int] = None) -> None:
+        """Until ``stop`` is set, or ``steps`` env steps."""
+        env, client, records = self.env, self.client, self.records
+        while not stop.is_set() and (steps is None or self.steps < steps):
             obs, reward, terminated, truncated, _ = env.step(self.action)
             self.steps += 1
             if terminated or truncated:
                 client.reset(reward, truncated=truncated and not terminated, obs=obs)
-                latencies.append(client.latency)
+                records.append((time.time(), client.latency, 1.0))
                 obs, _ = env.reset()
                 self.action = client.init(obs)
+                records.append((time.time(), client.latency, 0.0))
             else:
                 self.action = client.send(reward, obs)
-            latencies.append(client.latency)
-        return latencies
+                records.append((time.time(), client.latency, 1.0))
 
 
 def measure(
     mode: str, clients: int, seconds: float, slices: int, work: Path, overrides: Sequence[str]
 ) -> Dict[str, float]:
-    """One row: the server of ``mode`` (with config ``overrides``) and ``clients`` client processes,
-    ``slices`` slices of ``seconds``. Rates are the median over the slices; round trips are pooled."""
+    """One row: the server of ``mode`` (with config ``overrides``) and ``clients`` client processes that
+    play on while ``slices`` slices of ``seconds`` are measured (so no client waits for one that has
+    stopped). Rates are the median over the slices; round trips are pooled over the slices."""
     log_dir = work / f"{mode}-{clients}"
     args = [*MODES[mode], "--bind", "127.0.0.1:0", "--max-clients", str(clients), "--no-eval", "--quiet"]
     command = [*args, *COMMON, "-o", f"log_dir={log_dir}"]
@@ -132,51 +135,56 @@ def measure(
         command += ["-o", override]
     server, address = start_serve(command, cwd=str(REPO), stderr=subprocess.DEVNULL)
     players: List[subprocess.Popen] = []
-    outs = [work / f"{mode}-{clients}-{i}" for i in range(clients)]
-    rates, server_cpu, windows = [], [], []
+    outs = [work / f"{mode}-{clients}-{i}.npy" for i in range(clients)]
     try:
         for i, out in enumerate(outs):
-            command = [sys.executable, __file__, "--client", address, "--seconds", str(seconds), "--seed", str(i)]
-            command += ["--slices", str(slices), "--out", str(out)]
-            players.append(
-                subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            )
+            command = [sys.executable, __file__, "--client", address, "--seed", str(i), "--out", str(out)]
+            pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+            players.append(subprocess.Popen(command, cwd=REPO, text=True, **pipes))
         for player in players:
             if player.stdout.readline().strip() != "ready":
                 raise SystemExit("a client did not connect")
-        for index in range(slices):
-            cpu, started = cpu_seconds(server.pid), time.time()
-            for player in players:
-                player.stdin.write("go\n")
-                player.stdin.flush()
-            for player in players:
-                if player.stdout.readline().strip() != "done":
-                    raise SystemExit("a client failed")
-            ended = time.time()
-            steps = sum(int(np.load(f"{out}-{index}.npy")[1]) for out in outs)
-            rates.append(steps / (ended - started))
-            server_cpu.append((cpu_seconds(server.pid) - cpu) / steps)
-            windows.append((started, ended))
+        tell(players, "go")
+        start = time.time() + SETTLE_SECONDS
+        bounds = [start + k * seconds for k in range(slices + 1)]
+        server_cpu = []
+        for bound in bounds:
+            time.sleep(max(0.0, bound - time.time()))
+            server_cpu.append(cpu_seconds(server.pid))
+        time.sleep(SETTLE_SECONDS)
+        tell(players, "stop")
+        for player in players:
+            player.wait()
         load = os.getloadavg()[0]
     finally:
         for process in [*players, server]:
             if process.poll() is None:
                 process.terminate()
             process.wait()
-    saved = [np.load(f"{out}-{index}.npy") for out in outs for index in range(slices)]
-    latencies = np.concatenate([s[2:] for s in saved]) * 1e3  # every request's, resets and inits included
-    steps = sum(float(s[1]) for s in saved)
+    saved = [np.load(out) for out in outs]
+    records = np.concatenate([s[1:] for s in saved])
+    ends, latencies, stepped = records[:, 0], records[:, 1] * 1e3, records[:, 2]
+    window = (ends >= bounds[0]) & (ends < bounds[-1])
+    steps = [float(stepped[(ends >= a) & (ends < b)].sum()) for a, b in zip(bounds, bounds[1:])]
+    cpu = [b - a for a, b in zip(server_cpu, server_cpu[1:])]
     return {
-        "steps_per_second": float(np.median(rates)),
-        "rates": rates,
-        "server_cpu_us": 1e6 * float(np.median(server_cpu)),
-        "client_cpu_us": 1e6 * sum(float(s[0]) for s in saved) / steps,
-        "p50_ms": float(np.percentile(latencies, 50)),
-        "p99_ms": float(np.percentile(latencies, 99)),
-        "max_ms": float(latencies.max()),
-        "server_ms": server_latency(log_dir / "metrics.jsonl", windows),
+        "steps_per_second": float(np.median(steps)) / seconds,
+        "rates": [n / seconds for n in steps],
+        "server_cpu_us": 1e6 * float(np.median([c / n for c, n in zip(cpu, steps)])),
+        "client_cpu_us": 1e6 * sum(float(s[0, 0]) for s in saved) / sum(float(s[0, 1]) for s in saved),
+        "p50_ms": float(np.percentile(latencies[window], 50)),
+        "p99_ms": float(np.percentile(latencies[window], 99)),
+        "max_ms": float(latencies[window].max()),
+        "server_ms": server_latency(log_dir / "metrics.jsonl", bounds[0], bounds[-1]),
         "load": load,
     }
+
+
+def tell(players: Sequence[subprocess.Popen], word: str) -> None:
+    """Write ``word`` as a line to every client."""
+    for player in players:
+        player.stdin.write(f"{word}\n")
+        player.stdin.flush()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -185,15 +193,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_latency(metrics: Path, windows: Sequence[Tuple[float, float]]) -> float:
-    """The server's mean ``rlx/act_latency_ms`` over its metric rows whose whole interval lies in one of
-    the ``windows`` (start and end times)."""
+def server_latency(metrics: Path, start: float, end: float) -> float:
+    """The server's mean ``rlx/act_latency_ms`` over its metric rows whose whole interval lies between
+    ``start`` and ``end`` (Unix seconds)."""
     rows = [json.loads(line) for line in metrics.open()] if metrics.exists() else []
-    rows = [r for r in rows if "rlx/act_latency_ms" in r]
     values = [
         r["rlx/act_latency_ms"]
         for r in rows
-        if any(start + METRIC_SECONDS <= r["time"] <= end for start, end in windows)
+        if "rlx/act_latency_ms" in r and start + METRIC_SECONDS <= r["time"] <= end
     ]
     return float(np.mean(values)) if values else float("nan")
 
@@ -210,7 +217,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
-        client_main(args.client, args.seconds, args.slices, args.seed, args.out)
+        client_main(args.client, args.seed, args.out)
         return
     columns = [("mode", 8), ("clients", 8), ("env steps/s", 13), ("p50 ms", 9), ("p99 ms", 9), ("max ms", 9)]
     columns += [("server ms", 11), ("server CPU us", 15), ("client CPU us", 15), ("load", 7), ("   slices", 0)]
