@@ -299,3 +299,15 @@ class _Closed:
 
     def init(self, obs):
         raise ServerError(SHUTDOWN, "the server is stopping")
+
+
+def test_client_metrics_wait_in_a_bounded_queue_and_the_dropped_are_counted() -> None:
+    from parl.runtime.rlx.stats import MAX_CLIENT_METRICS, ServerStats
+
+    stats = ServerStats()
+    for value in range(MAX_CLIENT_METRICS + 5):
+        stats.client_metric(None, "x", float(value))
+    (_, row), (_, metrics) = stats.rows()
+    assert row["rlx/dropped_metrics"] == 5.0
+    assert metrics["client/x"] == (5 + MAX_CLIENT_METRICS + 4) / 2  # the mean of the last MAX_CLIENT_METRICS
+    assert stats.rows() == [(None, {**row, "rlx/dropped_metrics": 0.0})]

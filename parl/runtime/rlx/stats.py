@@ -4,9 +4,9 @@
     stats.accepted += 1                       # the scheduler thread counts
     rows = stats.rows()                       # any thread: [(None, {"rlx/clients": 3, ...}), (120, {...})]
 
-Counters only grow, and are written by the scheduler thread alone; :meth:`ServerStats.rows` turns
-them into the interval since its last call. Clients' own metrics (their ``metrics`` messages)
-wait in a bounded queue, the oldest dropped (and counted) when it is full.
+Counters only grow, and are written by the scheduler thread alone; :meth:`ServerStats.rows` (any one
+reader thread) turns them into the interval since its last call. Clients' own metrics (their
+``metrics`` messages) wait in a bounded queue, the oldest dropped (and counted) when it is full.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 #: Client metrics kept between two reads; beyond it the oldest go.
 MAX_CLIENT_METRICS = 10_000
 
-_COUNTERS = ("accepted", "refused", "errors", "timeouts")
+_COUNTERS = ("accepted", "refused", "errors", "timeouts", "dropped_metrics")
 
 
 class ServerStats:
@@ -31,7 +31,7 @@ class ServerStats:
         timeouts: connections ended by a timeout.
         act_seconds, acts: the server's part of each action's latency (from the request read to
             the action written) summed, and the actions counted.
-        dropped_metrics: client metrics dropped from a full queue.
+        dropped_metrics: client metrics dropped from a full queue (unread for MAX_CLIENT_METRICS more).
     """
 
     def __init__(self) -> None:
@@ -43,14 +43,13 @@ class ServerStats:
         self.act_seconds = 0.0
         self.acts = 0
         self.dropped_metrics = 0
-        self._client_metrics: Deque[Tuple[Optional[int], str, float]] = deque()
+        self._client_metrics: Deque[Tuple[Optional[int], str, float]] = deque(maxlen=MAX_CLIENT_METRICS)
         self._last = {name: 0 for name in _COUNTERS}
         self._last_acts = (0.0, 0)
 
     def client_metric(self, step: Optional[int], name: str, value: float) -> None:
         """Keep one client metric until :meth:`rows` reads it."""
-        if len(self._client_metrics) >= MAX_CLIENT_METRICS:
-            self._client_metrics.popleft()
+        if len(self._client_metrics) == MAX_CLIENT_METRICS:  # the append drops the oldest
             self.dropped_metrics += 1
         self._client_metrics.append((step, name, value))
 
@@ -67,7 +66,7 @@ class ServerStats:
             row["rlx/act_latency_ms"] = 1000.0 * (seconds - self._last_acts[0]) / (acts - self._last_acts[1])
         self._last_acts = (seconds, acts)
         sums: Dict[Optional[int], Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-        while self._client_metrics:
+        for _ in range(len(self._client_metrics)):  # what is there now; the scheduler may add more
             step, name, value = self._client_metrics.popleft()
             sums[step][f"client/{name}"].append(value)
         rows: List[Tuple[Optional[int], Dict[str, float]]] = [(None, row)]
