@@ -22,7 +22,8 @@ stopped by SIGINT; final checkpoint runs/x/checkpoints/ckpt-5000; agents 2, 5 di
 not stop (stuck in their environment for 31 s, 12 s)``) and exits with status 3,
 leaving them behind (daemon threads, killed worker processes). A periodic checkpoint or
 metrics that cannot be written are reported in one line and training goes on
-(metrics switched off).
+(metrics switched off). ``parl serve`` (docs/rlx.md) exits as ``parl train`` does,
+and with status 2 when its address cannot be listened on.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 if TYPE_CHECKING:
     from parl.experiment.config import RobotConfig
     from parl.experiment.trainer import Trainer
+    from parl.runtime.manager import Manager
     from parl.serving.computation_task import ComputationTask
 
 EXIT_ERROR = 1
@@ -68,9 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="train the robot of a config for environments that connect over the network (RLX, docs/rlx.md)",
-        description="Listen for RLX clients, one agent per connection, and train; resumes from the latest "
-        "checkpoint in the log dir when there is one. Equivalent to parl train CONFIG -o placement=rlx, plus: "
-        "--bind is rlx.bind, --token-file rlx.token_file, --max-clients agents.",
+        description="Listen for RLX clients, one agent per connection, and train as parl train CONFIG "
+        "-o placement=rlx does; resume from the latest checkpoint in the log dir when there is one.",
     )
     serve.add_argument("config", help="a YAML robot config (its env gives the spaces)")
     for option, (kind, metavar, key, text) in SERVE_OPTIONS.items():
@@ -157,7 +158,7 @@ def _serve(args: argparse.Namespace) -> int:
     config = load_config(args.config, serve_overrides(args))
     resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
 
-    def announce(manager) -> None:
+    def announce(manager: "Manager") -> None:
         host, port = manager.runner.address
         print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
 

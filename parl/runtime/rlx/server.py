@@ -130,8 +130,9 @@ class RlxServer:
                     self._read(target, now)
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
-            for conn in [c for c in self._connections if c.timed_out(now)]:
-                self.end(conn, TIMEOUT, conn.timed_out(now) or "timeout", counter="timeouts")
+            for conn, reason in [(c, c.timed_out(now)) for c in self._connections]:
+                if reason is not None:
+                    self.end(conn, TIMEOUT, reason, counter="timeouts")
         return bool(events)
 
     def wake(self) -> None:
