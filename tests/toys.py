@@ -627,7 +627,9 @@ def child_pids() -> Set[int]:
 #: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
 TEST_OPTIONS: Dict[str, Dict[str, object]] = {
     "processes": {"workers": 2},
-    # Any free port of this machine: tests in other sessions may listen beside it.
+    # Any free port of this machine: tests in other sessions may listen beside it. The contract runs
+    # the runner with agents of their own environments; its network side (slots played by clients) is
+    # tests/test_rlx_server.py's and tests/test_rlx_fuzz.py's.
     "rlx": {"rlx": ServerSettings(bind="127.0.0.1:0")},
 }
 
