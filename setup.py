@@ -49,7 +49,7 @@ setup(
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
         "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/progress.py)
         "pydantic>=2.10",  # robot configs: one schema, checked with the key path of every error (parl/experiment/config.py)
-        "msgpack>=1.0",  # framed data on the worker pipes, never pickle (parl/wire.py)
+        "msgpack>=1.0",  # framed data on the worker pipes and the RLX protocol, never pickle (parl/wire.py, parl/rlx)
     ],
     entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
     extras_require={

@@ -231,7 +231,18 @@ def _array(items: list) -> np.ndarray:
     if len(items) != 4:
         raise ValueError(f"array of {len(items) - 1} fields; expected dtype, shape, data")
     _, dtype_str, shape, data = items
-    dtype = _dtype_in(dtype_str)
+    return array_from(_dtype_in(dtype_str), shape, data)
+
+
+def array_from(dtype: np.dtype, shape: object, data: object) -> np.ndarray:
+    """A writable array in native byte order from ``data``, the C-order bytes of an array of ``dtype``
+    (an allowed one, in the byte order it names) and ``shape``: how every format that carries arrays
+    as dtype, shape and bytes reads them.
+
+    Raises:
+        ValueError: ``shape`` is not a list of at most :data:`MAX_DIMS` non-negative ints, or ``data``
+            is not bytes of exactly the size they make.
+    """
     if not isinstance(shape, list) or len(shape) > MAX_DIMS:
         raise ValueError(f"array shape {shape!r} is not a list of at most {MAX_DIMS} ints")
     count = 1

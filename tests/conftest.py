@@ -9,8 +9,19 @@ import pytest
 
 import parl
 from parl.runtime import registry
+from parl.runtime.rlx.settings import ServerSettings
 
-from toys import EchoAlgorithm, PlacementCase, Robots, echo_algorithm_func, open_gates, parl_threads, placement_cases
+from toys import (
+    EchoAlgorithm,
+    PlacementCase,
+    Robots,
+    echo_algorithm_func,
+    open_gates,
+    parl_threads,
+    placement_cases,
+    rlx_address,
+    rlx_manager,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -71,6 +82,24 @@ def make_manager():
             open_gates(task)
         manager.stop()
         assert not manager.running()
+
+
+@pytest.fixture
+def rlx_server():
+    """``rlx_server(slots=2, games=None, **settings) -> (manager, "host:port")``: a started RLX echo
+    robot (tests/toys.py: rlx_manager) on a free loopback port with ServerSettings ``settings``;
+    stopped after the test."""
+    managers: List[parl.Manager] = []
+
+    def make(slots: int = 2, games=None, **settings) -> tuple:
+        manager = rlx_manager(slots, ServerSettings(**{"bind": "127.0.0.1:0", **settings}), games)
+        managers.append(manager)
+        manager.start()
+        return manager, rlx_address(manager)
+
+    yield make
+    for manager in managers:
+        manager.stop()
 
 
 # -- placement cases (tests/toys.py) ----------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import parl
-from parl.utils.gym_agent import GymAgent, env_action_converter, obs_inputs
+from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
 
 # -- env_action_converter ---------------------------------------------------------------------
 
@@ -58,6 +58,18 @@ def test_an_unbounded_box_raises(low, high) -> None:
 def test_other_spaces_raise_naming_them() -> None:
     with pytest.raises(ValueError, match="MultiBinary"):
         env_action_converter(gym.spaces.MultiBinary(3))
+
+
+def test_an_env_action_becomes_the_models_again() -> None:
+    discrete = model_action_converter(gym.spaces.Discrete(3))
+    assert discrete(2)["action"].tolist() == [2] and discrete(np.int64(1))["action"].dtype == np.int64
+    box = gym.spaces.Box(np.array([-3, 0], np.float32), np.array([3, 0], np.float32))  # a degenerate 2nd axis
+    to_env, to_model = env_action_converter(box), model_action_converter(box)
+    model = {"action": np.array([0.5, 0.7], np.float32)}
+    np.testing.assert_allclose(to_model(to_env(model))["action"], [0.5, 0.0])  # no range: 0
+    np.testing.assert_allclose(to_model(np.array([9.0, 0.0]))["action"], [1.0, 0.0])  # clipped to [-1, 1]
+    with pytest.raises(ValueError, match="Box action space must be bounded"):
+        model_action_converter(gym.spaces.Box(-np.inf, np.inf, (1,)))
 
 
 def test_obs_inputs_is_a_float32_obs_entry() -> None:
@@ -206,6 +218,25 @@ def test_continuous_actions_reach_the_env_scaled_to_its_bounds() -> None:
     np.testing.assert_allclose(np.concatenate(env.actions), [-3.0, -1.5, 0.0, 1.5, 3.0])
     # The helper stores the policy's own action, not the env's.
     np.testing.assert_allclose([r["actions"]["action"][0] for r in helper.stored], [-1.0, -0.5, 0.0, 0.5, 1.0])
+
+
+class OverriddenEnv(StepEnv):
+    """A StepEnv that takes action 2 on its third step whatever it was told, and says so in its info."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, ({"action_taken": 2} if self.t == 3 else info)
+
+
+def test_the_action_an_env_says_it_took_is_the_one_stored() -> None:
+    env = OverriddenEnv(4, gym.spaces.Discrete(3))
+    agent = GymAgent(env, seed=0)
+    helper = RecordingHelper()
+    helper.predict = lambda inputs, states=None: ({"action": np.array([1], np.int64)}, {"memory": states["memory"]})
+    agent.helpers["RL"] = helper
+    agent.run_one_episode()
+    assert env.actions == [1, 1, 1, 1]  # told 1 every step
+    assert [int(r["actions"]["action"][0]) for r in helper.stored] == [1, 1, 2, 1]  # took 2 at step 3
 
 
 def test_only_the_first_reset_is_seeded() -> None:

@@ -12,6 +12,7 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     experience                         what helpers keep
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
+    rlx                                the RLX protocol and its Python client (beside layers): leaves only
     leaf modules                       validation, affinity, threads, seeding, wire: import no parl module
 """
 
@@ -39,6 +40,7 @@ RANKS = {
     "experience": 2,
     "core": 1,
     "layers": 0,
+    "rlx": 0,
     "validation": -1,
     "affinity": -1,
     "threads": -1,

@@ -11,6 +11,7 @@ sender of any row of a batch is ``obs[0] // 1000``.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -26,6 +27,7 @@ import parl
 from parl import layers
 from parl.core.specs import Spec, normalize_specs
 from parl.runtime import registry
+from parl.runtime.rlx.settings import ServerSettings
 from parl.serving.request_queue import RequestQueue
 from parl.utils import GymAgent
 
@@ -643,7 +645,14 @@ def child_pids() -> Set[int]:
 # -- placement cases: every registered placement, for the placement contract ------------------------
 
 #: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
-TEST_OPTIONS: Dict[str, Dict[str, object]] = {"processes": {"workers": 2}, "ray": {"workers": 2}}
+TEST_OPTIONS: Dict[str, Dict[str, object]] = {
+    "processes": {"workers": 2},
+    "ray": {"workers": 2},
+    # Any free port of this machine: tests in other sessions may listen beside it. The contract runs
+    # the runner with agents of their own environments; its network side (slots played by clients) is
+    # tests/test_rlx_server.py's and tests/test_rlx_fuzz.py's.
+    "rlx": {"rlx": ServerSettings(bind="127.0.0.1:0")},
+}
 
 
 def _unprepared(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -730,3 +739,130 @@ class Robots:
             for task in manager.tasks.values():
                 open_gates(task)
             manager.stop()
+
+
+# -- RLX servers: placement "rlx" with echo tasks, and clients of them --------------------------------
+
+#: The discrete actions of an RLX echo robot: enough for every ``obs[0]`` the tests send.
+RLX_ACTIONS = 1_000_000
+
+
+class SpacesEnv:
+    """What an RLX server reads of its config's environment: the spaces (obs float32 [2], as the echo
+    model's, and RLX_ACTIONS discrete actions); it cannot be stepped."""
+
+    def __init__(self) -> None:
+        import gymnasium
+
+        self.observation_space = gymnasium.spaces.Box(-1e9, 1e9, (2,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(RLX_ACTIONS)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class RecordingHelper(parl.OnPolicyHelper):
+    """An OnPolicyHelper that also keeps every transition it stores, with its ``episode_over``."""
+
+    def __init__(self, sample_interval: int = 4) -> None:
+        super().__init__(sample_interval=sample_interval)
+        self.stored: List[Tuple[parl.Transition, bool]] = []
+
+    def _store(self, transition: parl.Transition, episode_over: bool) -> None:
+        self.stored.append((transition, episode_over))
+        super()._store(transition, episode_over)
+
+
+def rlx_manager(
+    slots: int, settings: ServerSettings, games: Optional[int] = None, **task_settings: object
+) -> parl.Manager:
+    """A Manager of an echo task in placement "rlx" with ``slots`` slot agents (GymAgents playing
+    RemoteEnvs with SpacesEnv's spaces, ``games`` episodes each (None: no end), each with a
+    RecordingHelper); not started."""
+    manager = parl.Manager(
+        {"T": parl.TaskSettings(echo_algorithm_func(), **task_settings)},
+        placement="rlx",
+        rlx=settings,
+        thread_placement="os",
+    )
+    for index in range(slots):
+        agent = GymAgent(manager.environment(SpacesEnv), task="T", seed=index, num_games=games)
+        manager.add_agent(agent, {"T": RecordingHelper()})
+    return manager
+
+
+def rlx_address(manager: parl.Manager) -> str:
+    """``host:port`` the started RLX manager listens on."""
+    host, port = manager.runner.address
+    return f"{host}:{port}"
+
+
+def rlx_obs(code: int, step: int) -> np.ndarray:
+    """The observation an RLX echo client sends: the echo robot answers ``1000 * code + step``."""
+    return np.array([1000 * code + step, 0.0], np.float32)
+
+
+class RawConnection:
+    """A client socket that sends whatever bytes a test gives it (unlike parl.rlx.Client) and reads the
+    server's frames as plain dicts."""
+
+    def __init__(self, address: str, timeout: float = WAIT) -> None:
+        import socket
+
+        from parl.rlx.address import split_address
+
+        self.sock = socket.create_connection(split_address(address), timeout=timeout)
+        self._buffer = b""
+
+    def send_bytes(self, data: bytes) -> None:
+        """Send ``data`` as it is; a server that has closed may make this raise OSError."""
+        self.sock.sendall(data)
+
+    def send(self, message: Dict[str, object]) -> None:
+        """Send one frame of ``message``."""
+        from parl.rlx.framing import encode
+
+        self.send_bytes(encode(message))
+
+    def read(self) -> Optional[Dict[str, object]]:
+        """The server's next message, or None once it has closed (a reset counts as closed)."""
+        from parl.rlx.framing import decode
+
+        while len(self._buffer) < 4 or len(self._buffer) < 4 + int.from_bytes(self._buffer[:4], "big"):
+            try:
+                data = self.sock.recv(1 << 16)
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                return None
+            self._buffer += data
+        size = 4 + int.from_bytes(self._buffer[:4], "big")
+        body, self._buffer = self._buffer[4:size], self._buffer[size:]
+        return decode(body)
+
+    def read_all(self) -> List[Dict[str, object]]:
+        """Every message until the server closes (the socket's timeout bounds each wait)."""
+        messages = []
+        while True:
+            message = self.read()
+            if message is None:
+                return messages
+            messages.append(message)
+
+    def hello(self, token: Optional[bytes] = None) -> Dict[str, object]:
+        """Say hello; the server's answer."""
+        self.send({"type": "hello", "version": 1, **({} if token is None else {"token": token})})
+        return self.read()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def serve_process(*args: str) -> Tuple[subprocess.Popen, str]:
+    """``parl serve`` with ``args`` in a child process of this one, once it listens (stdout and stderr
+    piped, text), and its address; the caller stops it, by its pid."""
+    from parl.experiment.serve_process import start_serve
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])
+    return start_serve(args, cwd=repo, env=dict(os.environ, PYTHONPATH=path))

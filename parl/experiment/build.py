@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional
 import parl
 from parl.experiment.class_spec import build_checked
 from parl.experiment.config import RobotConfig
+from parl.runtime import registry
 from parl.validation import check_int
 
 
@@ -55,8 +56,8 @@ def make_env(config: RobotConfig) -> Any:
 
 
 def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None, env: Any = None) -> parl.Agent:
-    """Agent ``index``, in a new environment: ``cls(env, seed=seed * 1000 + index, **kwargs)``;
-    ``seed`` replaces that seed (evaluation agents), ``env`` the new environment (one that records, say).
+    """Agent ``index``, in a new environment (or ``env``): ``cls(env, seed=seed * 1000 + index, **kwargs)``;
+    ``seed`` replaces that seed (evaluation agents), ``env`` the environment (one that records, say).
 
     Raises:
         ConfigError: the agent class fails in its constructor (one line at ``agent``).
@@ -74,7 +75,9 @@ def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]
 
 def build_manager(config: RobotConfig) -> parl.Manager:
     """A Manager with every task (sharing the parts ``shared`` names), and ``agents`` agents with
-    their helpers; not started."""
+    their helpers; not started. Each agent's environment is the placement's
+    (:meth:`parl.Manager.environment`): a new one, or with placement ``rlx`` a slot that remote
+    clients play, ``agents`` of them."""
     manager = parl.Manager(
         {name: task_settings(config, name) for name in config.tasks},
         placement=config.placement,
@@ -84,7 +87,9 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         stall_seconds=config.stall_seconds,
         heartbeat_timeout=config.heartbeat_timeout,
         ray=None if config.ray is None else config.ray.options(),
+        rlx=config.rlx.settings() if "rlx" in registry.entry(config.placement).options else None,
     )
     for index in range(config.agents):
-        manager.add_agent(make_agent(config, index), make_helpers(config, index))
+        env = manager.environment(lambda: make_env(config))
+        manager.add_agent(make_agent(config, index, env=env), make_helpers(config, index))
     return manager

@@ -1,6 +1,7 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet] [--seeds 0-4 [--jobs N]]
+    parl serve CONFIG [--bind HOST:PORT] [--token-file F] [--max-clients N] [-o key.path=value ...] [--no-eval]
     parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [--video DIR] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT|best]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
@@ -21,7 +22,8 @@ stopped by SIGINT; final checkpoint runs/x/checkpoints/ckpt-5000; agents 2, 5 di
 not stop (stuck in their environment for 31 s, 12 s)``) and exits with status 3,
 leaving them behind (daemon threads, killed worker processes). A periodic checkpoint or
 metrics that cannot be written are reported in one line and training goes on
-(metrics switched off).
+(metrics switched off). ``parl serve`` (docs/rlx.md) exits as ``parl train`` does,
+and with status 2 when its address cannot be listened on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 if TYPE_CHECKING:
     from parl.core.agent import Agent
     from parl.experiment.config import RobotConfig
+    from parl.experiment.trainer import Trainer
+    from parl.runtime.manager import Manager
     from parl.serving.computation_task import ComputationTask
 
 EXIT_ERROR = 1
@@ -43,11 +47,18 @@ EXIT_USAGE = 2
 #: The run ended and its final checkpoint was written, but some agents did not stop.
 EXIT_STUCK = 3
 
+#: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
+SERVE_OPTIONS = {
+    "--bind": (str, "HOST:PORT", "rlx.bind", "address to listen on (default 127.0.0.1:7070; any other needs a token)"),
+    "--token-file": (str, "FILE", "rlx.token_file", "a file holding the token every client must send, >= 32 bytes"),
+    "--max-clients": (int, "N", "agents", "clients served at once: the robot's agents (default: the config's)"),
+}
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``parl``."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,export,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,serve,eval,export,plot}")
 
     train = commands.add_parser("train", help="train the robot of a config")
     train.add_argument("config", help="a YAML robot config")
@@ -63,6 +74,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="train once per seed (0-4, 0,3,7) into <log_dir>/seed_<n>, then write <log_dir>/aggregate.json",
     )
     train.add_argument("--jobs", type=int, default=None, help="with --seeds: runs at once, each its own process")
+
+    serve = commands.add_parser(
+        "serve",
+        help="train the robot of a config for environments that connect over the network (RLX, docs/rlx.md)",
+        description="Listen for RLX clients, one agent per connection, and train as parl train CONFIG "
+        "-o placement=rlx does; resume from the latest checkpoint in the log dir when there is one.",
+    )
+    serve.add_argument("config", help="a YAML robot config (its env gives the spaces)")
+    for option, (kind, metavar, key, text) in SERVE_OPTIONS.items():
+        serve.add_argument(option, type=kind, metavar=metavar, help=f"{text} ({key})")
+    serve.add_argument(
+        "-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE", help="change one config value"
+    )
+    serve.add_argument(
+        "--no-eval", action="store_true", help="no evaluation on local copies of the env (for remote-only envs)"
+    )
+    serve.add_argument("--quiet", action="store_true", help="no progress bar")
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
@@ -108,6 +136,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.command == "train":
             return _train(args)
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "eval":
             return _eval(args)
         if args.command == "export":
@@ -131,27 +161,66 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
-    from parl.experiment.trainer import Trainer, summary_lines
-    from parl.runtime.watchdog import describe_stuck
+    from parl.experiment.trainer import Trainer
 
     if args.seeds is not None or args.jobs is not None:
         return _train_seeds(args)
     config = load_config(args.config, args.override)
-    trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
+    return _run(Trainer(config, resume=args.resume, progress=not args.quiet), "train")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from parl.experiment.checkpoints import CheckpointManager
+    from parl.experiment.config import load_config
+    from parl.experiment.serve_process import listening_line
+    from parl.experiment.trainer import Trainer
+    from parl.runtime.rlx.server import ListenError
+
+    config = load_config(args.config, serve_overrides(args))
+    resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
+
+    def announce(manager: "Manager") -> None:
+        host, port = manager.runner.address
+        print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
+
+    trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=not args.no_eval, on_start=announce)
+    try:
+        return _run(trainer, "serve")
+    except ListenError as exc:
+        print(f"parl serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def serve_overrides(args: argparse.Namespace) -> List[str]:
+    """The config overrides of ``parl serve``'s options: ``placement=rlx``, the named options (values
+    as JSON, which YAML reads back unchanged), then each ``-o``."""
+    named = []
+    for option, (_, _, key, _) in SERVE_OPTIONS.items():
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is not None:
+            named.append(f"{key}={json.dumps(value)}")
+    return ["placement=rlx", *named, *args.override]
+
+
+def _run(trainer: "Trainer", command: str) -> int:
+    """Run ``trainer``, print its summary; the exit status of ``parl train`` (and ``parl serve``)."""
+    from parl.core.errors import AgentsFailedError
+    from parl.experiment.trainer import summary_lines
+    from parl.runtime.watchdog import describe_stuck
+
     try:
         result = trainer.run()
     except AgentsFailedError as exc:
-        print(f"parl train: {exc}", file=sys.stderr)
+        print(f"parl {command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print("\n".join(summary_lines(result, config.log_dir)))
+    print("\n".join(summary_lines(result, trainer.config.log_dir)))
     if result["checkpoint"] is None:
-        print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
+        print(f"parl {command}: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
         return EXIT_ERROR
     if trainer.manager is not None and trainer.manager.not_stopped:
         print(
-            f"parl train: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
+            f"parl {command}: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
             f"{describe_stuck(trainer.manager.not_stopped)}",
             file=sys.stderr,
         )

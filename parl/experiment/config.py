@@ -47,10 +47,12 @@ from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_check
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.yaml_loading import parse_value, read_config_file
+from parl.rlx.messages import MAX_TOKEN_BYTES
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.runtime.ray.options import WORKER_PLACEMENTS
 from parl.runtime.ray.session import require_ray
+from parl.runtime.rlx.settings import FRAME_BYTES_RANGE, ServerSettings
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError, check_choice
 
@@ -278,6 +280,53 @@ class RayConfig(_Section):
         return parl.RayOptions(**self.model_dump())
 
 
+_RLX_DEFAULTS = {f.name: f.default for f in fields(ServerSettings)}
+
+
+class RlxConfig(_Section):
+    """``rlx``: the server of placement ``rlx`` (``parl serve``), :class:`ServerSettings` with the token read
+    from ``token_file`` (its whitespace at either end stripped) and the memory floor in MiB."""
+
+    bind: NonEmptyStr = _RLX_DEFAULTS["bind"]
+    token_file: Optional[NonEmptyStr] = None
+    max_frame_bytes: Annotated[int, Field(ge=FRAME_BYTES_RANGE[0], le=FRAME_BYTES_RANGE[1])] = _RLX_DEFAULTS[
+        "max_frame_bytes"
+    ]
+    idle_timeout: PositiveFloat = _RLX_DEFAULTS["idle_timeout"]
+    episode_timeout: Optional[PositiveFloat] = _RLX_DEFAULTS["episode_timeout"]
+    handshake_timeout: PositiveFloat = _RLX_DEFAULTS["handshake_timeout"]
+    min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
+    _settings: Optional[ServerSettings] = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _checked_settings(self) -> "RlxConfig":
+        token = None if self.token_file is None else _read_token(self.token_file)
+        options = {key: value for key, value in self if key not in ("token_file", "min_free_memory_mb")}
+        try:
+            self._settings = ServerSettings(token=token, min_free_memory=self.min_free_memory_mb << 20, **options)
+        except ParameterError as exc:
+            key = "token_file" if exc.name == "token" else exc.name
+            raise ConfigError(f"rlx.{key}: {exc}") from None
+        return self
+
+    def settings(self) -> ServerSettings:
+        """The server's settings (the token read when the config was loaded)."""
+        return self._settings
+
+
+def _read_token(path: str) -> bytes:
+    """The token in file ``path`` (relative to the working directory), whitespace at either end stripped.
+
+    Raises:
+        ConfigError: at ``rlx.token_file``, naming the file, when it cannot be read.
+    """
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_TOKEN_BYTES + 64).strip()
+    except OSError as exc:
+        raise ConfigError(f"rlx.token_file: cannot read {path!r}: {exc.strerror or exc}") from None
+
+
 class RobotConfig(_Section):
     """A checked robot config; :mod:`parl.experiment.build` turns it into a Manager."""
 
@@ -302,6 +351,7 @@ class RobotConfig(_Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
+    rlx: RlxConfig = Field(default_factory=RlxConfig)
     _source: str = PrivateAttr("")
 
     @property

@@ -88,6 +88,9 @@ class Trainer:
         log_seconds: seconds between task metric rows.
         callbacks: called besides those the config names (after them); see
             :mod:`parl.experiment.callbacks`.
+        evaluate: evaluate at all (False: no evaluation, no target, no final evaluation; for a
+            robot whose environments exist only elsewhere, as an RLX server's may).
+        on_start: called with the Manager once it has started (``parl serve`` tells its address).
     """
 
     def __init__(
@@ -99,6 +102,8 @@ class Trainer:
         stream: Optional[TextIO] = None,
         log_seconds: float = 2.0,
         callbacks: Sequence[Callback] = (),
+        evaluate: bool = True,
+        on_start: Optional[Callable[[Manager], None]] = None,
     ) -> None:
         self.config = config
         self.resume = resume
@@ -111,6 +116,8 @@ class Trainer:
         self.extra_callbacks = list(callbacks)
         #: The callbacks of the current or last :meth:`run` (the config's, built afresh, then ``callbacks``).
         self.callbacks = Callbacks()
+        self.evaluate = evaluate
+        self.on_start = on_start
         self.checkpoints = CheckpointManager(os.path.join(config.log_dir, "checkpoints"), keep=config.checkpoint.keep)
         #: The checkpoint of the best evaluation: ``<log_dir>/checkpoints/best``.
         self.best_checkpoint = best_checkpoints(self.checkpoints.directory)
@@ -169,8 +176,10 @@ class Trainer:
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
-            manager.start()
             try:
+                manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
+                if self.on_start is not None:
+                    self.on_start(manager)
                 self._remote = RayEvaluation(config) if config.placement == "ray" else None
                 stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
             finally:
@@ -186,13 +195,14 @@ class Trainer:
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
-            if config.evaluation.every_steps is None and trained:
+            if config.evaluation.every_steps is None and trained and self.evaluate:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
-            self._log_tasks(writer, metrics, state.steps)
+            self._log_tasks(manager, writer, metrics, state.steps)
             final = self._save(manager, evaluators, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
         no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
-        final_eval = self._final_evaluation(manager, evaluators, state) if trained else float("nan")
+        evaluated = trained and self.evaluate
+        final_eval = self._final_evaluation(manager, evaluators, state) if evaluated else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
             "env_steps": state.steps,
@@ -224,7 +234,7 @@ class Trainer:
         start: float,
     ) -> str:
         config = self.config
-        every_eval = config.evaluation.every_steps
+        every_eval = config.evaluation.every_steps if self.evaluate else None
         every_ckpt = config.checkpoint.every_steps
         every_seconds = None if config.checkpoint.every_minutes is None else 60.0 * config.checkpoint.every_minutes
         next_eval = state.steps if every_eval is not None else None
@@ -257,7 +267,7 @@ class Trainer:
             now = time.perf_counter()
             if now - last_log >= self.log_seconds:
                 last_log = now
-                self._log_tasks(writer, metrics, state.steps)
+                self._log_tasks(manager, writer, metrics, state.steps)
             if bar is not None:
                 bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
             if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
@@ -371,11 +381,14 @@ class Trainer:
             )
         return mean
 
-    def _log_tasks(self, writer: MetricsWriter, metrics: RobotMetrics, steps: int) -> None:
-        """Write the task metrics of the interval since the last call, and show them to the callbacks."""
+    def _log_tasks(self, manager: Manager, writer: MetricsWriter, metrics: RobotMetrics, steps: int) -> None:
+        """Write the task metrics of the interval since the last call, and show them to the callbacks;
+        then the placement's own rows (an RLX server's), at env step ``steps`` unless they carry theirs."""
         values = metrics.collect(steps)
         writer.scalars(steps, values)
         self.callbacks.update(steps, values)
+        for step, row in manager.placement_metrics():
+            writer.scalars(steps if step is None else step, row)
 
     # -- checkpoints ----------------------------------------------------------
     def _save(
@@ -480,6 +493,8 @@ class Trainer:
 
     def _no_evaluation_reason(self, manager: Manager, state: "_RunState") -> str:
         """Why a run ended without an evaluation, in a few words."""
+        if not self.evaluate:
+            return "evaluations are switched off"
         idle = sorted(name for name, task in manager.tasks.items() if task.update_steps == 0)
         if idle:
             return f"task{'s' if len(idle) > 1 else ''} {', '.join(idle)} never updated"

@@ -57,7 +57,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
 from parl.core.agent import Agent
@@ -74,8 +74,9 @@ from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_positive
 
-if TYPE_CHECKING:  # the options only: Ray itself is imported when a robot starts on it
+if TYPE_CHECKING:  # the settings only: Ray and the server are imported when a robot starts on them
     from parl.runtime.ray.options import RayOptions
+    from parl.runtime.rlx.settings import ServerSettings
 
 logger = logging.getLogger("parl")
 
@@ -143,6 +144,7 @@ class Manager:
         restart_workers: bool = False,
         heartbeat_timeout: Optional[float] = None,
         ray: Optional["RayOptions"] = None,
+        rlx: Optional["ServerSettings"] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
@@ -163,6 +165,8 @@ class Manager:
                 :mod:`parl.runtime.processes.worker_pool`).
             ray: placement "ray": where the Ray cluster is and how the workers run
                 (:class:`~parl.runtime.ray.options.RayOptions`; None: a local Ray, the defaults).
+            rlx: placement "rlx": the server's :class:`~parl.runtime.rlx.settings.ServerSettings`
+                (None: listen on 127.0.0.1:7070 with no token; see :mod:`parl.runtime.rlx.runner`).
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -198,6 +202,7 @@ class Manager:
             "restart_workers": restart_workers or None,
             "heartbeat_timeout": heartbeat_timeout,
             "ray": ray,
+            "rlx": rlx,
         }
         registry.check_options(placement, options)
         affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
@@ -244,6 +249,23 @@ class Manager:
         #: The agents that did not stop at the last :meth:`stop` (what it returned).
         self.not_stopped: List[StuckAgent] = []
 
+    @property
+    def runner(self) -> AgentRunner:
+        """The placement's runner (for what one placement alone tells, such as the address an RLX
+        server listens on, or the Ray workers lost and started again: ``RayRunner.losses``)."""
+        return self._runner
+
+    def environment(self, make: Callable[[], Any]) -> Any:
+        """The environment for the next agent to add: ``make()`` in placements that run agents'
+        environments here; placement "rlx" returns a slot that remote clients play instead, with
+        the spaces of ``make()``'s environment (see :meth:`AgentRunner.environment`)."""
+        return self._runner.environment(make)
+
+    def placement_metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """The placement's own metric rows since the last call, ``(step or None, {tag: value})``
+        (the RLX server's ``rlx/*`` and ``client/*``; none for the others)."""
+        return self._runner.metrics()
+
     def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
         """Bind one helper per task to ``agent``; returns the agent's id.
 
@@ -278,11 +300,6 @@ class Manager:
         self._runner.start()
         if self._watchdog is not None:
             self._watchdog.start()
-
-    @property
-    def runner(self) -> AgentRunner:
-        """The runner of this Manager's placement (its own attributes tell more: ``RayRunner.losses``)."""
-        return self._runner
 
     def agent_threads(self) -> int:
         """How many threads of this process run agents: one per agent with placement "threads", none

@@ -18,6 +18,8 @@ Built in:
   (:mod:`parl.runtime.processes`); options ``workers``, ``restart_workers`` and ``heartbeat_timeout``.
 - ``"ray"``: agents on Ray worker actors, each acting with copies of the tasks; the learners stay in
   this process (:mod:`parl.runtime.ray`); options ``workers`` and ``ray``.
+- ``"rlx"``: environments in other processes, machines or languages connect over TCP, one agent per
+  connection, batched by the cooperative scheduler (:mod:`parl.runtime.rlx`); option ``rlx``.
 """
 
 from __future__ import annotations
@@ -153,4 +155,10 @@ register(
     options=("workers", "ray"),
     description="agents on Ray worker actors acting with copies of the tasks; learners in this process",
     predicts_in_copies=True,
+)
+register(
+    "rlx",
+    "parl.runtime.rlx.runner:RlxRunner",
+    options=("rlx",),
+    description="remote environments connect over TCP (the RLX protocol); the cooperative scheduler batches them",
 )

@@ -7,6 +7,8 @@
     runner.join(deadline)                                   # Manager.join: the agents finish their games
     still_alive = runner.stop(deadline)                     # Manager.stop, after the wrappers were stopped
     runner.idle_agents()                                    # the watchdog: agents in their environment
+    env = runner.environment(make_env)                      # Manager.environment: an agent's env (or stand-in)
+    rows = runner.metrics()                                 # the trainer: the placement's own metrics
 
 Every placement runs the same Agent code and plays each agent's games through
 :func:`play_games`, as :attr:`RunnerContext.play` does for agents in this
@@ -21,7 +23,7 @@ import abc
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from greenlet import GreenletExit
 
@@ -111,6 +113,17 @@ class AgentRunner(abc.ABC):
         """How many threads of this process play agents (``thread_placement="auto"`` decides by it):
         none by default (greenlets share their scheduler's thread; worker processes are apart)."""
         return 0
+
+    def environment(self, make: Callable[[], Any]) -> Any:
+        """The environment of the next agent added (``Manager.environment``): ``make()``, a new local
+        copy, by default. A placement whose environments live elsewhere (``"rlx"``: clients over the
+        network) returns its stand-in for one, which has the spaces of ``make()``'s."""
+        return make()
+
+    def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """The placement's own metrics since the last call, as rows ``(step, {tag: value})`` (step
+        None: the robot's env steps when written); none by default."""
+        return []
 
     def idle_agents(self) -> Dict[int, float]:
         """Agent id -> the ``perf_counter()`` reading since which it has been in its own code (its

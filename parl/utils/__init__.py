@@ -3,7 +3,7 @@
 from parl.utils.action_repeat import ActionRepeat
 from parl.utils.evaluation import evaluate
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
-from parl.utils.gym_agent import GymAgent, env_action_converter, obs_inputs
+from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
 from parl.utils.schedules import LinearSchedule
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "OUNoiseAgent",
     "RandomStartAgent",
     "env_action_converter",
+    "model_action_converter",
     "evaluate",
     "obs_inputs",
 ]

@@ -11,7 +11,10 @@ recurrent states through the episode (zero at its start), converts actions
 for the environment with :func:`env_action_converter`, stores every
 transition and asks the helper to learn after each step. In an environment
 that repeats actions (:class:`~parl.utils.action_repeat.ActionRepeat`) a step
-of the agent is one action step: it counts the time steps it took.
+of the agent is one action step: it counts the time steps it took. An environment that
+took another action than the one it was given says so in its step's info,
+``info["action_taken"]`` (as ``env.step`` takes actions), and that action is
+stored instead: an RLX client logging its own actions (docs/rlx.md).
 """
 
 from __future__ import annotations
@@ -51,6 +54,25 @@ def env_action_converter(space: Any, name: str = "action") -> Callable[[ArrayDic
     raise ValueError(f"no action conversion for a {kind} space; give one explicitly")
 
 
+def model_action_converter(space: Any, name: str = "action") -> Callable[[Any], ArrayDict]:
+    """The inverse of :func:`env_action_converter`: an action as ``env.step`` takes it, as the
+    model's action dict (one sample). Box actions are scaled back to [-1, 1].
+
+    Raises:
+        ValueError: as :func:`env_action_converter`.
+    """
+    kind = type(space).__name__
+    if kind == "Discrete":
+        return lambda action: {name: np.array([int(action)], dtype=np.int64)}
+    if kind == "Box":
+        env_action_converter(space, name)  # refuses an unbounded Box as it does
+        low, high = np.asarray(space.low, dtype=np.float32), np.asarray(space.high, dtype=np.float32)
+        half, mid = (high - low) / 2.0, (high + low) / 2.0
+        inverse = np.divide(1.0, half, out=np.zeros_like(half), where=half > 0)
+        return lambda action: {name: np.clip((np.asarray(action, np.float32) - mid) * inverse, -1.0, 1.0)}
+    raise ValueError(f"no action conversion for a {kind} space; give one explicitly")
+
+
 def obs_inputs(obs: Any) -> ArrayDict:
     """The default input dict of an observation: ``{"obs": array}``, float32 except that
     uint8 image frames stay uint8 (a quarter of the bytes; the model scales them)."""
@@ -80,6 +102,7 @@ class GymAgent(Agent):
         self.task = task
         self.total_steps = 0
         self.to_env_action = env_action_converter(env.action_space)
+        self.to_model_action = model_action_converter(env.action_space)
         env.action_space.seed(seed)
 
     def counters(self) -> Dict[str, int]:
@@ -130,6 +153,8 @@ class GymAgent(Agent):
         while not done:
             actions, next_states = self.act(inputs, states)
             obs, reward, terminated, truncated, info = self.env.step(self.to_env_action(actions))
+            if info and "action_taken" in info:
+                actions = {**actions, **self.to_model_action(info["action_taken"])}
             next_inputs = obs_inputs(obs)
             costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states

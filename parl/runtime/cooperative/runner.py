@@ -333,14 +333,38 @@ class CooperativeRunner(AgentRunner):
         return [self._thread.name] if self.running() else []
 
     def wake(self) -> None:
-        with self._cond:
-            self._cond.notify()
+        self._wake_scheduler()
 
     def idle_agents(self) -> Dict[int, float]:
         # An agent stuck in its environment holds this thread: the others stay parked meanwhile.
-        return idle_agents(
-            self._playing, lambda i: [(c._parked_at, c._resumed_at) for c in self._communicators.get(i, ())]
-        )
+        return idle_agents(self._playing, self._calls)
+
+    def _calls(self, agent_id: int) -> List[Tuple[float, float]]:
+        """When each of the agent's waits began and ended (its communicators'; see :func:`idle_agents`)."""
+        return [(c._parked_at, c._resumed_at) for c in self._communicators.get(agent_id, ())]
+
+    # -- hooks of placements built on this scheduler ---------------------------------------------
+    def _bind_agent(self, agent: Agent, agent_greenlet: greenlet.greenlet, hub: greenlet.greenlet) -> None:
+        """Tie the agent's communicators to its greenlet and the scheduler's (in the scheduler thread,
+        before the agents start)."""
+        for comm in self._communicators.get(agent.id, ()):
+            comm._hub, comm._greenlet = hub, agent_greenlet
+
+    def _poll(self) -> bool:
+        """Work of the scheduler's own between batches, without waiting; whether there was any. None here."""
+        return False
+
+    def _wait_for_work(self) -> None:
+        """Nothing to do: sleep until a training reply, resume or stop (:meth:`_wake_scheduler`), at
+        most POLL_INTERVAL."""
+        with self._cond:
+            if not self._replies and not self.context.stopping.is_set():
+                self._cond.wait(POLL_INTERVAL)
+
+    def _wake_scheduler(self) -> None:
+        """End :meth:`_wait_for_work` (any thread)."""
+        with self._cond:
+            self._cond.notify()
 
     # -- the scheduler thread -----------------------------------------------------
     def _training_done(self, request: _TrainingRequest) -> None:
@@ -348,9 +372,10 @@ class CooperativeRunner(AgentRunner):
         its agent, if one is parked on it, is resumed by the scheduler."""
         with self._cond:
             request.done = True
-            if request.greenlet is not None:
-                self._replies.append(request)
-                self._cond.notify()
+            if request.greenlet is None:
+                return
+            self._replies.append(request)
+        self._wake_scheduler()
 
     def _claim(self, request: _TrainingRequest, agent: Optional[greenlet.greenlet]) -> bool:
         """Whether ``request`` is still in flight; if so and ``agent`` is given, the agent is to be
@@ -368,8 +393,7 @@ class CooperativeRunner(AgentRunner):
         agents: List[Tuple[Agent, greenlet.greenlet]] = []
         for agent in self.context.agents:
             agent_greenlet = greenlet.greenlet(self._play, hub)
-            for comm in self._communicators.get(agent.id, ()):
-                comm._hub, comm._greenlet = hub, agent_greenlet
+            self._bind_agent(agent, agent_greenlet, hub)
             agents.append((agent, agent_greenlet))
         self._live = len(agents)
         try:
@@ -411,14 +435,14 @@ class CooperativeRunner(AgentRunner):
                     else:
                         request.greenlet.switch(request.result)
                 served = True
+            if self._poll():
+                served = True
             for queue in queues:
                 if queue.pending and not queue.wrapper.paused:
                     self._predict(queue)
                     served = True
             if not served:
-                with cond:
-                    if not replies and not stopping.is_set():
-                        cond.wait(POLL_INTERVAL)
+                self._wait_for_work()
 
     def _predict(self, queue: _TaskQueue) -> None:
         """One batched prediction for the parked requests of one task; resumes their agents."""

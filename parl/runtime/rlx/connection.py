@@ -1,0 +1,229 @@
+"""One client's connection to an RLX server: frames in and out, and where it stands in the protocol.
+
+    conn = Connection(sock, "10.0.0.7:51234", slot, settings, now)
+    for body in conn.receive():              # the frames completed by what the socket had
+        message = conn.accept(parse_client(body), now)   # checked against the protocol and the spaces
+    conn.send(Action(1, weights_version=12))
+
+A connection goes through three states: ``handshake`` until its hello, then ``ready`` (no
+episode) and ``episode`` in turns: ``init`` starts an episode, a ``step`` that terminates or
+truncates it or a ``reset`` ends it. One request at a time: a client sends ``init``, ``step`` or
+``reset`` only once the server has answered the one before (``metrics`` need no answer).
+Everything a message carries is checked here, against the slot's spaces, before any agent sees
+it: a message out of order or with a bad value is a :class:`~parl.rlx.errors.ProtocolError`
+that ends this connection only.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import List, Optional, Protocol, Union
+
+import numpy as np
+
+from parl.core.specs import Spec, check_sample
+from parl.rlx.errors import BAD_MESSAGE, ProtocolError
+from parl.rlx.framing import FrameReader, encode
+from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
+from parl.runtime.rlx.settings import ServerSettings
+
+HANDSHAKE, READY, EPISODE = "handshake", "ready", "episode"
+#: What a connection may owe its client (frames written, not yet taken by its socket), in largest frames,
+#: before it is ended.
+MAX_OUTBOX_FRAMES = 4
+_READ_BYTES = 1 << 16
+
+
+class ClosedByPeer(Exception):
+    """The client closed its end."""
+
+
+class Slot(Protocol):
+    """What a connection reads of the slot that plays it (:class:`~parl.runtime.rlx.remote_env.RemoteEnv`)."""
+
+    index: int
+    obs_spec: Spec
+
+    def action_taken(self, value: object, where: str) -> object:
+        """A client's ``action_taken`` checked against the action space (ProtocolError if it does not fit)."""
+
+
+class Connection:
+    """A client's socket (non-blocking) and its protocol state; used by the server's scheduler thread only.
+
+    Attributes:
+        peer: ``host:port`` of the client, for logs.
+        slot: the server slot that plays this connection's episodes.
+        state: ``handshake``, ``ready`` or ``episode``.
+        open: False once closed.
+        awaiting_reply: the client waits for the server's answer (no idle clock runs then).
+        last_heard: when the client last sent a frame or was last answered (the idle clock's start).
+        episode_started: when the episode under way began.
+        episode_return, episode_length: the rewards summed and actions counted in that episode.
+        received_at: when the request the slot works on was read (the server's act latency starts).
+        pending: a checked init, step or reset its slot has not taken yet.
+    """
+
+    def __init__(self, sock: socket.socket, peer: str, slot: Slot, settings: ServerSettings, now: float) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.slot = slot
+        self.settings = settings
+        self.state = HANDSHAKE
+        self.open = True
+        self.awaiting_reply = False
+        self.accepted_at = self.last_heard = now
+        self.episode_started = 0.0
+        self.episode_return = 0.0
+        self.episode_length = 0
+        self.received_at = 0.0
+        self.pending: Optional[Union[Init, Step, Reset]] = None
+        self.client = ""
+        self._reader = FrameReader(settings.max_frame_bytes)
+        self._outbox = bytearray()
+
+    def __repr__(self) -> str:
+        name = f" ({self.client})" if self.client else ""
+        return f"client {self.peer}{name}, slot {self.slot.index}"
+
+    # -- bytes ------------------------------------------------------------------------------------
+    def receive(self) -> List[bytes]:
+        """The bodies of the frames completed by what the socket holds now.
+
+        Raises:
+            ClosedByPeer: the client closed its end.
+            ProtocolError: ``bad_frame``, a header announcing more than ``max_frame_bytes``.
+            OSError: the socket failed.
+        """
+        try:
+            data = self.sock.recv(_READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return []
+        if not data:
+            raise ClosedByPeer()
+        return self._reader.feed(data)
+
+    def send(self, message: object) -> None:
+        """Write one message; what the socket does not take now waits in the outbox (:meth:`flush`).
+
+        Raises:
+            OSError: the socket failed, or the client reads so little that more than
+                MAX_OUTBOX_FRAMES times ``max_frame_bytes`` bytes wait for it.
+        """
+        frame = encode(message.to_data())
+        if self._outbox:
+            self._outbox += frame
+        else:
+            try:
+                sent = self.sock.send(frame)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            if sent < len(frame):
+                self._outbox += frame[sent:]
+        if len(self._outbox) > MAX_OUTBOX_FRAMES * self.settings.max_frame_bytes:
+            raise OSError(f"the client does not read: {len(self._outbox)} bytes wait for it")
+
+    @property
+    def wants_to_write(self) -> bool:
+        """Whether frames wait in the outbox."""
+        return bool(self._outbox)
+
+    def flush(self) -> None:
+        """Write what the outbox holds, as far as the socket takes it.
+
+        Raises:
+            OSError: the socket failed.
+        """
+        try:
+            sent = self.sock.send(self._outbox)
+        except (BlockingIOError, InterruptedError):
+            return
+        del self._outbox[:sent]
+
+    def close(self) -> None:
+        """Close the socket (what the outbox holds is dropped)."""
+        self.open = False
+        self._outbox.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    # -- the protocol -----------------------------------------------------------------------------
+    def accept(self, message: ClientMessage, now: float) -> ClientMessage:
+        """``message``, checked against where the connection stands and against its slot's spaces,
+        with arrays converted to the spaces' dtypes; the state moves on.
+
+        Raises:
+            ProtocolError: ``bad_message``, naming the message and what is wrong.
+        """
+        self.last_heard = now
+        kind = type(message)
+        if self.state == HANDSHAKE:
+            if kind is not Hello:
+                raise ProtocolError(BAD_MESSAGE, f"expected hello first, got {_name(message)}")
+            self.state = READY
+            self.client = message.client
+            return message
+        if kind is Metrics or kind is Bye:
+            return message
+        if kind is Hello:
+            raise ProtocolError(BAD_MESSAGE, "hello was already said")
+        if self.awaiting_reply:
+            raise ProtocolError(BAD_MESSAGE, f"{_name(message)} before the answer to the last request (one at a time)")
+        slot = self.slot
+        if kind is Init:
+            if self.state != READY:
+                raise ProtocolError(BAD_MESSAGE, "init while an episode is under way (end it with reset)")
+            message = Init(checked(slot.obs_spec, message.obs, "init:"))
+            self.state, self.episode_started = EPISODE, now
+            self.episode_return, self.episode_length = 0.0, 0
+        else:
+            if self.state != EPISODE:
+                raise ProtocolError(BAD_MESSAGE, f"{_name(message)} with no episode under way (start one with init)")
+            what = _name(message)
+            obs = None if message.obs is None else checked(slot.obs_spec, message.obs, f"{what}:")
+            taken = None if message.action_taken is None else slot.action_taken(message.action_taken, what)
+            message = message._replace(obs=obs, action_taken=taken)
+            self.episode_return += message.reward
+            self.episode_length += 1
+            if kind is Reset or message.terminated or message.truncated:
+                self.state = READY
+        self.awaiting_reply = True
+        self.received_at = now
+        return message
+
+    def answered(self, now: float) -> None:
+        """The server answered the request under way: the idle clock starts."""
+        self.awaiting_reply = False
+        self.last_heard = now
+
+    def timed_out(self, now: float) -> Optional[str]:
+        """Why the connection is past a timeout now, or None."""
+        settings = self.settings
+        if self.state == HANDSHAKE:
+            if now - self.accepted_at > settings.handshake_timeout:
+                return f"no hello within {settings.handshake_timeout:g} s"
+            return None
+        if not self.awaiting_reply and now - self.last_heard > settings.idle_timeout:
+            return f"no request for {settings.idle_timeout:g} s"
+        limit = settings.episode_timeout
+        if self.state == EPISODE and limit is not None and now - self.episode_started > limit:
+            return f"an episode longer than {limit:g} s"
+        return None
+
+
+def checked(spec: Spec, value: object, where: str) -> np.ndarray:
+    """``value`` checked against ``spec`` (shape, dtype, finite, range) and converted to its dtype.
+
+    Raises:
+        ProtocolError: ``bad_message`` with the check's explanation.
+    """
+    try:
+        return check_sample(spec, value, where)
+    except ValueError as exc:
+        raise ProtocolError(BAD_MESSAGE, str(exc)) from None
+
+
+def _name(message: object) -> str:
+    return type(message).__name__.lower()

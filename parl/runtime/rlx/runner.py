@@ -1,0 +1,125 @@
+"""Placement ``"rlx"``: environments anywhere connect over the network, one agent per connection.
+
+    manager = parl.Manager(tasks, placement="rlx", rlx=ServerSettings(bind="127.0.0.1:7070"))
+    for i in range(8):                                    # 8 slots: 8 clients at most
+        env = manager.environment(lambda: gymnasium.make("CartPole-v1"))   # a RemoteEnv (its spaces)
+        manager.add_agent(GymAgent(env, seed=i), {"RL": parl.OnPolicyHelper()})
+    manager.start()                                       # listening; manager.runner.address
+
+The cooperative scheduler (:mod:`parl.runtime.cooperative.runner`) with the RLX server
+(:mod:`parl.runtime.rlx.server`) in its thread: between prediction batches it polls the sockets,
+and when it has nothing to do it waits on them (a training reply, resume or stop wakes it). An
+agent whose environment is a :class:`~parl.runtime.rlx.remote_env.RemoteEnv` plays a slot: each
+connection takes a free slot, and its requests reach the agent as the results of ``env.reset``
+and ``env.step``, so the requests of every connected client are batched into one prediction as
+the cooperative placement batches its agents'. Agents with environments of their own run as in
+placement ``"cooperative"``. The slots are the agents made with :meth:`RlxRunner.environment`, so
+``max_clients`` is the number of such agents.
+
+Options: ``rlx``, a :class:`~parl.runtime.rlx.settings.ServerSettings` (default: listen on
+127.0.0.1:7070, no token, 1 MiB frames). The server listens from ``Manager.start`` until the
+robot stops, when every client gets ``error shutdown``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import greenlet
+
+from parl.core.agent import Agent
+from parl.runtime.cooperative.runner import CooperativeRunner
+from parl.runtime.rlx.remote_env import RemoteEnv
+from parl.runtime.rlx.server import RlxServer
+from parl.runtime.rlx.settings import ServerSettings
+from parl.runtime.runner import RunnerContext
+from parl.serving.request_queue import POLL_INTERVAL
+
+
+class RlxRunner(CooperativeRunner):
+    """The cooperative scheduler serving RLX connections (see the module docstring).
+
+    Attributes:
+        settings: the server's settings.
+        slots: the slots, in the order their agents were made.
+        address: ``(host, port)`` listened on, once started (None before).
+    """
+
+    def __init__(self, context: RunnerContext) -> None:
+        super().__init__(context)
+        self.settings: ServerSettings = context.options.get("rlx") or ServerSettings()
+        if not isinstance(self.settings, ServerSettings):
+            raise ValueError(f"rlx must be a ServerSettings, got {type(self.settings).__name__}")
+        self.slots: List[RemoteEnv] = []
+        self._spaces: Optional[Tuple[Any, Any]] = None
+        self._server = RlxServer(self.settings, self.slots, self._weights_version, self._env_steps)
+
+    @property
+    def address(self) -> Optional[Tuple[str, int]]:
+        """``(host, port)`` the server listens on (None before start)."""
+        return self._server.address
+
+    def environment(self, make: Callable[[], Any]) -> RemoteEnv:
+        """A new slot, with the spaces of an environment ``make()`` gives (made once, closed at once)."""
+        if self._spaces is None:
+            env = make()
+            try:
+                self._spaces = (env.observation_space, env.action_space)
+            finally:
+                close = getattr(env, "close", None)
+                if close is not None:
+                    close()
+        slot = RemoteEnv(len(self.slots), *self._spaces, self._server)
+        self.slots.append(slot)
+        return slot
+
+    def start(self) -> None:
+        """Listen (raises OSError when the address cannot be listened on), then start the scheduler."""
+        self._server.open()
+        super().start()
+
+    def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """``rlx/*`` and the clients' ``client/*`` metrics since the last call (docs/metrics.md)."""
+        return self._server.stats.rows()
+
+    # -- the scheduler's hooks -----------------------------------------------------------------
+    def _bind_agent(self, agent: Agent, agent_greenlet: greenlet.greenlet, hub: greenlet.greenlet) -> None:
+        super()._bind_agent(agent, agent_greenlet, hub)
+        if isinstance(agent.env, RemoteEnv):
+            agent.env.bind(agent_greenlet, hub)
+
+    def _play(self, agent: Agent) -> None:
+        try:
+            super()._play(agent)
+        finally:
+            if isinstance(agent.env, RemoteEnv):  # done or failed: its slot takes no more clients
+                agent.env.retire()
+
+    def _poll(self) -> bool:
+        return self._server.poll(0.0)
+
+    def _wait_for_work(self) -> None:
+        self._server.poll(POLL_INTERVAL)
+
+    def _wake_scheduler(self) -> None:
+        self._server.wake()
+
+    def _end(self, agent_greenlets) -> None:
+        try:
+            super()._end(agent_greenlets)
+        finally:
+            self._server.close()
+
+    def _calls(self, agent_id: int) -> List[Tuple[float, float]]:
+        """Also a slot agent's waits on its client: waiting for the network is not time in its environment."""
+        calls = super()._calls(agent_id)
+        agent = self.context.agents[agent_id] if agent_id < len(self.context.agents) else None
+        if agent is not None and isinstance(agent.env, RemoteEnv):
+            calls.append((agent.env.waited_at, agent.env.resumed_at))
+        return calls
+
+    def _weights_version(self) -> int:
+        return sum(wrapper.task.update_steps for wrapper in self.context.wrappers.values())
+
+    def _env_steps(self) -> int:
+        return sum(int(getattr(agent, "total_steps", 0)) for agent in self.context.agents)

@@ -1,0 +1,86 @@
+"""How placement ``"rlx"`` serves its remote environments: address, token, limits and timeouts.
+
+    settings = ServerSettings(bind="0.0.0.0:7070", token=Path("token").read_bytes().strip())
+    manager = parl.Manager(tasks, placement="rlx", rlx=settings)
+
+Safe by default: the server listens on this machine only (``127.0.0.1``) unless told otherwise,
+and refuses to listen anywhere else without a token of at least :data:`MIN_TOKEN_BYTES` bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from parl.rlx.address import DEFAULT_ADDRESS, is_loopback, split_address
+from parl.rlx.framing import MAX_FRAME_BYTES
+from parl.rlx.messages import MAX_TOKEN_BYTES
+from parl.validation import ParameterError, check_int, check_positive
+
+#: The shortest token: 32 bytes (256 bits when random; ``openssl rand -hex 32`` gives 64 characters).
+MIN_TOKEN_BYTES = 32
+#: Bounds of ``max_frame_bytes``: 1 KiB to 64 MiB.
+FRAME_BYTES_RANGE = (1 << 10, 64 << 20)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The settings of an RLX server (placement ``"rlx"``); checked when made.
+
+    Attributes:
+        bind: ``host:port`` to listen on (port 0: a free port, see ``RlxRunner.address``).
+        token: the secret each client's hello must carry (compared in constant time), None for
+            none; required, of :data:`MIN_TOKEN_BYTES` to 4096 bytes, unless ``bind`` is a loopback
+            address. Never shown in reprs or logs.
+        max_frame_bytes: the largest frame body a client may send (default 1 MiB); a larger one
+            ends its connection as soon as its header arrives.
+        idle_timeout: seconds a client may stay silent while the server waits on it (between the
+            server's reply and the next request, or with no episode under way).
+        episode_timeout: the longest an episode may last, in seconds (None: no limit).
+        handshake_timeout: seconds from connecting to the hello.
+        min_free_memory: bytes of available memory (``MemAvailable``) below which a new client is
+            refused as busy (0: no floor).
+
+    Raises:
+        ParameterError: a setting out of its range, naming it; ``token`` when ``bind`` is not a
+            loopback address and no token is given.
+    """
+
+    bind: str = DEFAULT_ADDRESS
+    token: Optional[bytes] = field(default=None, repr=False)
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    idle_timeout: float = 60.0
+    episode_timeout: Optional[float] = 3600.0
+    handshake_timeout: float = 10.0
+    min_free_memory: int = 256 << 20
+
+    def __post_init__(self) -> None:
+        try:
+            host, _ = split_address(self.bind)
+        except ValueError:
+            raise ParameterError("bind", "an address host:port", self.bind) from None
+        if self.token is None:
+            if not is_loopback(host):
+                raise ParameterError(
+                    "token",
+                    f"a secret of at least {MIN_TOKEN_BYTES} bytes to listen on {self.bind}, which is not a loopback "
+                    "address",
+                    None,
+                )
+        elif not isinstance(self.token, bytes) or not MIN_TOKEN_BYTES <= len(self.token) <= MAX_TOKEN_BYTES:
+            length = len(self.token) if isinstance(self.token, (bytes, str)) else type(self.token).__name__
+            raise ParameterError("token", f"bytes, {MIN_TOKEN_BYTES} to {MAX_TOKEN_BYTES} of them", f"<{length}>")
+        check_int("max_frame_bytes", self.max_frame_bytes, *FRAME_BYTES_RANGE)
+        check_positive("idle_timeout", self.idle_timeout)
+        check_positive("handshake_timeout", self.handshake_timeout)
+        if self.episode_timeout is not None:
+            check_positive("episode_timeout", self.episode_timeout)
+        check_int("min_free_memory", self.min_free_memory, 0)
+
+    def limits(self) -> dict:
+        """The limits a ``welcome`` tells each client."""
+        return {
+            "max_frame_bytes": self.max_frame_bytes,
+            "idle_timeout": self.idle_timeout,
+            "episode_timeout": self.episode_timeout,
+        }

@@ -1,0 +1,151 @@
+"""``parl serve``: the config's robot listens for RLX clients; Ctrl-C writes the final checkpoint, and a
+restart resumes the robot's env step counter and weights; it refuses to listen beyond loopback without a
+token. Each server is a child process of the test, stopped by its pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import gymnasium as gym
+import pytest
+import yaml
+
+import parl.rlx
+from parl.experiment.checkpoints import CheckpointManager
+from parl.experiment.cli import main
+
+from toys import serve_process
+
+REPO = Path(__file__).resolve().parents[1]
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+#: A small PPO CartPole robot: segments of 8, an update per 2 of them, no periodic checkpoint.
+CONFIG: Dict[str, object] = {
+    "name": "served",
+    "agents": 2,
+    "env": {"id": "CartPole-v1"},
+    "tasks": {
+        "RL": {
+            "model": {"class": "parl.models.MLPActorCritic", "hidden_sizes": [16]},
+            "algorithm": {"class": "parl.algorithms.PPO", "epochs": 2},
+            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
+            "batching": {"min_batchsize": 1, "training_timeout": 0.05},
+        }
+    },
+    "train": {"max_env_steps": 1_000_000},
+    "checkpoint": {"every_minutes": None},
+}
+
+
+def write_config(tmp_path: Path) -> Path:
+    path = tmp_path / "served.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "log_dir": str(tmp_path / "run")}), encoding="utf-8")
+    return path
+
+
+def interrupt(proc: subprocess.Popen) -> Tuple[str, str]:
+    """Ctrl-C the server, its output once it has exited."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=60)
+
+
+def checkpoint(log_dir: Path) -> Tuple[str, Dict[str, object]]:
+    """The latest checkpoint's directory name and its robot.json."""
+    latest = CheckpointManager(str(log_dir / "checkpoints")).latest()
+    assert latest is not None, "no checkpoint"
+    return os.path.basename(latest), json.loads(Path(latest, "robot.json").read_text())
+
+
+def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_weights(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    proc, address = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    try:
+        with parl.rlx.Client(address) as client:
+            assert client.env_steps == 0
+            played = parl.rlx.drive(gym.make("CartPole-v1"), client, episodes=12, seed=0)
+        steps = sum(e.length for e in played)
+        out, err = interrupt(proc)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped (signal SIGINT)" in out and "Traceback" not in err
+    name, first = checkpoint(tmp_path / "run")
+    assert first["counters"]["env_steps"] == steps and first["step"] == steps
+    # A restart resumes from it: the step counter every welcome tells, and the same weights, which the
+    # checkpoint written at the next Ctrl-C (nothing learned in between) holds bit for bit.
+    proc, address = serve_process(str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    try:
+        with parl.rlx.Client(address) as client:
+            assert client.env_steps == steps
+        out, err = interrupt(proc)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert f"resumed from {tmp_path / 'run' / 'checkpoints' / name}" in out
+    again_name, again = checkpoint(tmp_path / "run")
+    assert again_name == name and again["files"] == first["files"]  # the same weights, optimizer and counters
+    assert again["counters"]["env_steps"] == steps
+
+
+def refusal(tmp_path: Path, capsys: pytest.CaptureFixture, *args: str) -> str:
+    """What ``parl serve`` with ``args`` wrote on stderr; it must exit with status 2 before it listens."""
+    assert main(["serve", str(write_config(tmp_path)), "--quiet", *args]) == 2
+    return capsys.readouterr().err
+
+
+def test_listening_beyond_loopback_needs_a_token_of_32_bytes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0")
+    assert err.startswith(
+        "parl serve: rlx.token_file: token must be a secret of at least 32 bytes to listen on 0.0.0.0:0"
+    )
+    short = tmp_path / "short"
+    short.write_text("abc\n")
+    err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0", "--token-file", str(short))
+    assert "rlx.token_file: token must be bytes, 32 to 4096 of them, got '<3>'" in err
+    assert "rlx.token_file: cannot read" in refusal(tmp_path, capsys, "--token-file", str(tmp_path / "missing"))
+
+
+def test_a_token_file_admits_its_clients_only(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    proc, address = serve_process(
+        str(write_config(tmp_path)), "--bind", "127.0.0.1:0", "--token-file", str(token), "--quiet", "--no-eval"
+    )
+    try:
+        with pytest.raises(parl.rlx.ServerError, match="unauthorized"):
+            parl.rlx.Client(address)
+        with parl.rlx.Client(address, TOKEN) as client:
+            assert client.init([0.0, 0.0, 0.0, 0.0]) in (0, 1)
+        out, err = interrupt(proc)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert TOKEN not in (tmp_path / "run" / "config.yaml").read_text()  # the file's path only
+    rows: List[Dict[str, object]] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert sum(row.get("rlx/errors", 0) for row in rows) == 1 and sum(row.get("rlx/accepted", 0) for row in rows) == 2
+
+
+def test_an_address_in_use_is_one_line_and_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        err = refusal(tmp_path, capsys, "--bind", f"127.0.0.1:{taken.getsockname()[1]}")
+    finally:
+        taken.close()
+    assert err.startswith("parl serve: cannot listen on 127.0.0.1:") and "in use" in err and err.count("\n") == 1
+
+
+def test_import_parl_does_not_import_rlx() -> None:
+    code = "import sys, parl; print(sorted(m for m in sys.modules if 'rlx' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
