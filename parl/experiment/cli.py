@@ -111,30 +111,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from parl.core.errors import AgentsFailedError
     from parl.experiment.config import load_config
-    from parl.experiment.trainer import Trainer, summary_lines
-    from parl.runtime.watchdog import describe_stuck
+    from parl.experiment.run import train_config
+    from parl.experiment.trainer import summary_lines
 
     config = load_config(args.config, args.override)
-    trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
-    try:
-        result = trainer.run()
-    except AgentsFailedError as exc:
-        print(f"parl train: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    print("\n".join(summary_lines(result, config.log_dir)))
-    if result["checkpoint"] is None:
-        print(f"parl train: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
-        return EXIT_ERROR
-    if trainer.manager is not None and trainer.manager.not_stopped:
-        print(
-            f"parl train: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
-            f"{describe_stuck(trainer.manager.not_stopped)}",
-            file=sys.stderr,
-        )
-        return EXIT_STUCK
-    return 0
+    outcome = train_config(config, resume=args.resume, progress=not args.quiet)
+    if outcome.result is not None:
+        print("\n".join(summary_lines(outcome.result, config.log_dir)))
+    if outcome.problem is None:
+        return 0
+    print(f"parl train: {outcome.problem}", file=sys.stderr)
+    return EXIT_STUCK if outcome.stuck else EXIT_ERROR
 
 
 def _exit_site(exc: SystemExit) -> str:
@@ -146,13 +134,6 @@ def _exit_site(exc: SystemExit) -> str:
         return f"{exit_call(exc)} was called"
     frame, line = frames[-1]
     return f"{frame.f_code.co_filename}:{line} ({frame.f_code.co_name}) called {exit_call(exc)}"
-
-
-def _stopped_by(stop_reason: str) -> str:
-    """``stopped by SIGINT`` for a signal's stop reason (``signal SIGINT``), else ``stopped (<reason>)``."""
-    if stop_reason.startswith("signal "):
-        return f"stopped by {stop_reason[len('signal ') :]}"
-    return f"stopped ({stop_reason})"
 
 
 def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str, Dict[str, object]]:
