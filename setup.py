@@ -55,7 +55,16 @@ setup(
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
+        # Placement "ray" (parl/runtime/ray/) and `parl tune` (parl/experiment/tune.py): Ray with Ray Tune
+        # (which brings pandas and pyarrow); imported only when a robot or a sweep uses it.
+        "ray": ["ray[tune]>=2.60"],
         # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
-        "test": ["pytest>=7", "pytest-timeout>=2.2", "ale-py>=0.10", "opencv-python-headless>=4.10"],
+        "test": [
+            "pytest>=7",
+            "pytest-timeout>=2.2",
+            "ale-py>=0.10",
+            "opencv-python-headless>=4.10",
+            "ray[tune]>=2.60",
+        ],
     },
 )
