@@ -1,6 +1,8 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet]
+    parl tune CONFIG --grid key.path=v1,v2 [--grid ...] [--samples N] [-o key.path=value ...]
+              [--log-dir DIR] [--max-concurrent K] [--trial-cpus C] [--address ADDR]
     parl eval CONFIG --checkpoint DIR [--episodes N] [--seed S] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT]
     parl plot LOGDIR [LOGDIR ...] [-o curves.png]
@@ -21,7 +23,8 @@ stopped by SIGINT; final checkpoint runs/x/checkpoints/ckpt-5000; agents 2, 5 di
 not stop (stuck in their environment for 31 s, 12 s)``) and exits with status 3,
 leaving them behind (daemon threads, killed worker processes). A periodic checkpoint or
 metrics that cannot be written are reported in one line and training goes on
-(metrics switched off).
+(metrics switched off). ``parl tune`` without Ray Tune installed says in one line
+how to install it (exit status 1); a bad ``--grid`` is a config error (exit status 2).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ EXIT_STUCK = 3
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``parl``."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,eval,export,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,tune,eval,export,plot}")
 
     train = commands.add_parser("train", help="train the robot of a config")
     train.add_argument("config", help="a YAML robot config")
@@ -55,6 +58,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in the log dir")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    tune = commands.add_parser("tune", help="train a grid of variants of a config on Ray Tune, one row per trial")
+    tune.add_argument("config", help="a YAML robot config")
+    tune.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        required=True,
+        metavar="KEY.PATH=V1,V2",
+        help="a config key and its values, each read as -o reads it; trials run every combination",
+    )
+    tune.add_argument(
+        "--samples", type=int, default=1, help="repeat the grid N times, sample i with seed + i (default 1)"
+    )
+    tune.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="change one value of every trial",
+    )
+    tune.add_argument("--log-dir", help="trials write to LOG_DIR/tune/<trial name> (default: the config's log_dir)")
+    tune.add_argument("--max-concurrent", type=int, help="trials running at once (default: as many as CPUs allow)")
+    tune.add_argument(
+        "--trial-cpus",
+        type=float,
+        help="CPUs each trial's own process asks for (default 1; placement ray: 0 plus a bundle per worker)",
+    )
+    tune.add_argument("--address", help="the Ray cluster to run on (default: a local Ray on 127.0.0.1)")
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
@@ -88,6 +121,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.command == "train":
             return _train(args)
+        if args.command == "tune":
+            return _tune(args)
         if args.command == "eval":
             return _eval(args)
         if args.command == "export":
@@ -105,7 +140,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
         print(f"parl {args.command}: {_exit_site(exc)}", file=sys.stderr)
         return EXIT_ERROR
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, ImportError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
@@ -123,6 +158,35 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     print(f"parl train: {outcome.problem}", file=sys.stderr)
     return EXIT_STUCK if outcome.stuck else EXIT_ERROR
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from parl.experiment.sweep import plan_sweep, table_lines, write_results
+    from parl.experiment.tune import import_tune, run_sweep
+    from parl.validation import check_int
+
+    if args.max_concurrent is not None:
+        check_int("--max-concurrent", args.max_concurrent, 1)
+    import_tune()  # before any config is built: without Ray Tune, one line and nothing else
+    plan = plan_sweep(
+        args.config,
+        args.grid,
+        overrides=args.override,
+        samples=args.samples,
+        log_dir=args.log_dir,
+        trial_cpus=args.trial_cpus,
+    )
+    rows = run_sweep(plan, max_concurrent=args.max_concurrent, address=args.address)
+    print("\n".join(table_lines(plan, rows)))
+    print(f"results: {write_results(plan, rows)}")
+    failed = [row for row in rows if row.error is not None]
+    if len(failed) == len(rows):
+        print(
+            f"parl tune: all {len(rows)} trials failed; first: trial {failed[0].trial.index}: {failed[0].error}",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    return 0
 
 
 def _exit_site(exc: SystemExit) -> str:
