@@ -87,9 +87,20 @@ class Trial:
 
 @dataclass
 class SweepPlan:
-    """The trials of a sweep, in order, and where it writes."""
+    """The trials of a sweep, in order, and where it writes.
+
+    Attributes:
+        config: the config file, as given (in the commands printed).
+        path: the config file's absolute path (what the trials load).
+        axes: the grid.
+        samples: how many times the grid repeats.
+        overrides: the ``-o`` of every trial.
+        folder: the sweep's folder, ``<log dir>/tune``.
+        trials: every trial, in order.
+    """
 
     config: str
+    path: str
     axes: List[GridAxis]
     samples: int
     overrides: List[str]
@@ -181,7 +192,7 @@ def plan_sweep(
     folder = os.path.abspath(os.path.join(log_dir or base.log_dir, SWEEP_FOLDER))
     if os.path.isdir(folder) and os.listdir(folder):
         raise ConfigError(f"--log-dir: {folder} already holds a sweep; give another --log-dir or remove it")
-    plan = SweepPlan(os.path.abspath(config), axes, samples, list(overrides), folder)
+    plan = SweepPlan(config, os.path.abspath(config), axes, samples, list(overrides), folder)
     grid_keys = [axis.key for axis in axes]
     for values in itertools.product(*(axis.values for axis in axes)):
         for sample in range(samples):
@@ -219,7 +230,7 @@ def _trial(
         f"log_dir={log_dir}",
     )
     try:
-        config = load_config(plan.config, overrides)
+        config = load_config(plan.path, overrides)
     except ConfigError:  # values that load alone but not together: the trial reports it when it runs
         bundles: Tuple[Dict[str, float], ...] = ({"CPU": 1.0 if trial_cpus is None else float(trial_cpus)},)
     else:
@@ -330,7 +341,7 @@ def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
     """Write the table as JSON to ``<sweep folder>/results.json``; returns its path."""
     best = best_row(rows)
     data = {
-        "config": plan.config,
+        "config": plan.path,
         "overrides": plan.overrides,
         "grid": {axis.key: list(axis.values) for axis in plan.axes},
         "samples": plan.samples,

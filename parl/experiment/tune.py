@@ -136,7 +136,7 @@ def trial_report(plan: SweepPlan, trial: Trial) -> Dict[str, object]:
     paddle.disable_signal_handler()
     try:
         with claim_cores(int(trial.bundles[0].get("CPU", 0.0))):
-            outcome = train_config(load_config(plan.config, trial.overrides), progress=False)
+            outcome = train_config(load_config(plan.path, trial.overrides), progress=False)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a trial's failure is its row, not the sweep's
         return {"error": one_line(exc)}
     figures = {k: v for k, v in (outcome.result or {}).items() if isinstance(v, (bool, int, float, str))}
