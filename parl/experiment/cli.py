@@ -178,7 +178,9 @@ def _tune(args: argparse.Namespace) -> int:
     )
     rows = run_sweep(plan, max_concurrent=args.max_concurrent, address=args.address)
     print("\n".join(table_lines(plan, rows)))
-    print(f"results: {write_results(plan, rows)}")
+    results = write_results(plan, rows)
+    below = os.path.relpath(results)
+    print(f"results: {results if below.startswith('..') else below}")
     failed = [row for row in rows if row.error is not None]
     if len(failed) == len(rows):
         print(
