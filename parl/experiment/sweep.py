@@ -3,7 +3,7 @@
     plan = plan_sweep("examples/configs/ppo_cartpole.yaml",
                       ["tasks.RL.algorithm.learning_rate=0.0015,0.0005", "tasks.RL.algorithm.epochs=5,10"])
     [trial.overrides for trial in plan.trials]     # 4 trials, each the -o list of one parl train run
-    rows = [TrialRow(trial, result, error=None) for ...]     # what each trial's run gave
+    rows = run_sweep(plan)                         # parl.experiment.tune: a TrialRow per trial
     print("\\n".join(table_lines(plan, rows)))
 
 Every ``--grid KEY=V1,V2`` is an axis; each value is a text that ``-o`` reads (a YAML value; commas
@@ -200,11 +200,11 @@ def plan_sweep(
     return plan
 
 
-def _load_value(config: str, overrides: Sequence[str], axis: GridAxis, value: str) -> RobotConfig:
-    """The config with one axis value; an error names the ``--grid`` option instead of ``-o``."""
+def _load_value(config: str, overrides: Sequence[str], axis: GridAxis, value: str) -> None:
+    """Load the config with one axis value; an error names the ``--grid`` option instead of ``-o``."""
     text = f"{axis.key}={value}"
     try:
-        return load_config(config, [*overrides, text])
+        load_config(config, [*overrides, text])
     except ConfigError as exc:
         message = str(exc).replace(f" (in -o {text})", "")
         raise ConfigError(f"{message} (in --grid {axis.text})") from None
@@ -300,7 +300,7 @@ def table_lines(plan: SweepPlan, rows: Sequence[TrialRow]) -> List[str]:
                 f"{row.figure('final_eval'):.1f}",
                 f"{row.figure('best_eval'):.1f}",
                 f"{int(row.figure('env_steps')):,}" if not math.isnan(row.figure("env_steps")) else "-",
-                {True: "yes", False: "no"}.get(result.get("reached"), "-"),  # type: ignore[arg-type]
+                _yes_no(result.get("reached")),
                 f"{row.figure('train_seconds'):.1f}",
             ]
             + ([_cut(row.error or "")] if with_errors else [])
@@ -331,6 +331,10 @@ def _aligned(headers: List[str], cells: List[List[str]], left: int) -> List[str]
         ]
         out.append("  ".join(padded).rstrip())
     return out
+
+
+def _yes_no(flag: object) -> str:
+    return "yes" if flag is True else "no" if flag is False else "-"
 
 
 def _cut(text: str) -> str:
