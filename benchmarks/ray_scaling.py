@@ -23,7 +23,10 @@ Once every agent has stepped and ``--warmup`` seconds more have passed, the agen
   CartPole's episodes grow as the policy learns (the config reaches 500-step episodes within about
   20,000 env steps), and with them the env steps per update: give a warm-up that gets there.
 
-Each point is measured ``--repeats`` times, the points taking turns, and the median is reported.
+Each point is measured ``--repeats`` times, the points taking turns, and the median is reported,
+with the share of the wall time the driver's learner spent in ``learn`` and its milliseconds per
+update: in synchronous PPO every agent waits while it updates, so that share of the run does not
+shrink with more workers.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -87,19 +90,47 @@ class Point:
         return f"{self.env}: {where}"
 
 
-def measure(point: Point, seconds: float, warmup: float) -> float:
-    """Env steps per second of ``point`` after ``warmup`` seconds, over ``seconds``."""
+class Run(NamedTuple):
+    """One measurement: env steps per second, and the learner's share of the wall time with its
+    milliseconds per update (synchronous PPO: every agent waits while the learner updates)."""
+
+    steps_per_s: float
+    learning_share: float
+    ms_per_update: float
+
+
+class _LearnClock:
+    """Times every ``learn`` call of the learner task it wraps (set as the task's ``learn``)."""
+
+    def __init__(self, task: parl.ComputationTask) -> None:
+        self._learn = task.learn
+        self.seconds, self.calls = 0.0, 0
+
+    def __call__(self, batch: object) -> object:
+        start = time.perf_counter()
+        try:
+            return self._learn(batch)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def measure(point: Point, seconds: float, warmup: float) -> Run:
+    """Env steps per second of ``point`` after ``warmup`` seconds, over ``seconds``, and its learner's load."""
     config = load_config(str(CONFIG), point.overrides())
     cluster = _start_cluster(point.workers) if point.placement == "ray" else None
     try:
         manager = build_manager(config)
+        task = manager.tasks["RL"]
+        clock = task.learn = _LearnClock(task)
         manager.start()
         try:
             _wait_for_every_agent(manager)
             time.sleep(warmup)
-            first, start = env_steps(manager, 0), time.perf_counter()
+            first, learned, calls, start = env_steps(manager, 0), clock.seconds, clock.calls, time.perf_counter()
             time.sleep(seconds)
             steps, elapsed = env_steps(manager, 0) - first, time.perf_counter() - start
+            learned, calls = clock.seconds - learned, clock.calls - calls
             if manager.errors:
                 raise manager.errors[0]
         finally:
@@ -108,7 +139,7 @@ def measure(point: Point, seconds: float, warmup: float) -> float:
         if cluster is not None:
             import_ray().shutdown()
             cluster.shutdown()
-    return steps / elapsed
+    return Run(steps / elapsed, learned / elapsed, 1e3 * learned / max(calls, 1))
 
 
 def _wait_for_every_agent(manager: parl.Manager, timeout: float = START_TIMEOUT) -> None:
@@ -150,18 +181,22 @@ def points(args: argparse.Namespace) -> List[Point]:
     return out
 
 
-def table(rates: Dict[Point, List[float]]) -> List[str]:
-    """The results as a markdown table: median env steps/s and the ratio each part is judged by."""
+def table(runs: Dict[Point, List[Run]]) -> List[str]:
+    """The results as a markdown table: medians over the runs and the ratio each part is judged by."""
     lines = [
-        "| env | placement | workers (nodes) | worker placement | agents | env steps/s (median) | runs | ratio |",
-        "|---|---|---:|---|---:|---:|---|---|",
+        "| env | placement | workers (nodes) | worker placement | agents | env steps/s (median) | runs "
+        "| learner busy, ms per update | ratio |",
+        "|---|---|---:|---|---:|---:|---|---|---|",
     ]
-    medians = {point: statistics.median(values) for point, values in rates.items()}
-    for point, values in rates.items():
+    medians = {point: statistics.median(r.steps_per_s for r in values) for point, values in runs.items()}
+    for point, values in runs.items():
+        busy = statistics.median(r.learning_share for r in values)
+        update = statistics.median(r.ms_per_update for r in values)
         lines.append(
             f"| {point.env} | {point.placement} | {point.workers if point.placement == 'ray' else '-'} | "
             f"{point.worker_placement or 'cooperative'} | {point.agents} | {medians[point]:,.0f} | "
-            f"{', '.join(f'{v:,.0f}' for v in values)} | {_ratio(point, medians)} |"
+            f"{', '.join(f'{r.steps_per_s:,.0f}' for r in values)} | {busy:.0%}, {update:.1f} | "
+            f"{_ratio(point, medians)} |"
         )
     return lines
 
@@ -219,18 +254,22 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     command = shlex.join(["python", "benchmarks/ray_scaling.py", *(sys.argv[1:] if argv is None else argv)])
     print(command)
     print(machine(), flush=True)
-    rates: Dict[Point, List[float]] = {point: [] for point in points(args)}
+    runs: Dict[Point, List[Run]] = {point: [] for point in points(args)}
     loads = [os.getloadavg()[0]]
     for repeat in range(args.repeats):
-        for point in rates:
-            rate = measure(point, args.seconds, args.warmup)
-            rates[point].append(rate)
+        for point in runs:
+            run = measure(point, args.seconds, args.warmup)
+            runs[point].append(run)
             loads.append(os.getloadavg()[0])
-            print(f"  run {repeat}: {point.label}, {point.agents} agents: {rate:,.0f} env steps/s", flush=True)
+            print(
+                f"  run {repeat}: {point.label}, {point.agents} agents: {run.steps_per_s:,.0f} env steps/s, "
+                f"learner busy {run.learning_share:.0%} ({run.ms_per_update:.1f} ms per update)",
+                flush=True,
+            )
     print()
     print(f"```bash\n{command}\n```\n")
     print(f"{machine()}; 1-minute load average {min(loads):.1f}-{max(loads):.1f} during the runs.\n")
-    print("\n".join(table(rates)))
+    print("\n".join(table(runs)))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,8 @@ def test_each_trial_asks_for_the_cpus_its_robot_needs(tmp_path: Path) -> None:
         bundles("placement=ray")
     with pytest.raises(ValueError, match="--samples must be an integer >= 1, got 0"):
         plan_sweep(PPO, ["seed=1"], samples=0, log_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="--trial-cpus must be a number of CPUs >= 0, got -1"):
+        bundles(trial_cpus=-1)
 
 
 def test_a_sweep_never_writes_over_another(tmp_path: Path) -> None:

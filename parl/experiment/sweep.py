@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.experiment.class_spec import ConfigError
-from parl.experiment.config import MAX_WORKERS, RobotConfig, load_config
+from parl.experiment.config import RobotConfig, load_config
 from parl.experiment.yaml_loading import parse_value, split_values
-from parl.validation import check_int, check_range
+from parl.validation import ParameterError, check_int
 
 #: The folder of a sweep under the log dir.
 SWEEP_FOLDER = "tune"
@@ -176,8 +176,10 @@ def plan_sweep(
         ParameterError: a bad ``samples`` or ``trial_cpus``.
     """
     samples = check_int("--samples", samples, 1)
-    if trial_cpus is not None:
-        check_range("--trial-cpus", trial_cpus, 0.0, float(MAX_WORKERS))
+    if trial_cpus is not None and not (
+        isinstance(trial_cpus, (int, float)) and not isinstance(trial_cpus, bool) and 0 <= trial_cpus < math.inf
+    ):
+        raise ParameterError("--trial-cpus", "a number of CPUs >= 0", trial_cpus)
     axes = [parse_axis(text) for text in grid]
     if not axes:
         raise ConfigError("expected at least one --grid key.path=value1,value2,...")
