@@ -111,8 +111,12 @@ def run_sweep(
 
 def run_trial(config: Dict[str, object], plan: SweepPlan) -> None:
     """Tune's trainable: run the trial ``config`` names and report its figures (see :func:`trial_report`)."""
+    import paddle
     from ray import tune
 
+    # Tune ends a finished trial's process with SIGTERM; Paddle's handler would print a C++ "fatal
+    # error" page for it. The trial's process is its own, so the default handler is put back.
+    paddle.disable_signal_handler()
     tune.report(trial_report(plan, trial_of(plan, config)))
 
 
@@ -125,15 +129,10 @@ def trial_report(plan: SweepPlan, trial: Trial) -> Dict[str, object]:
     """Train ``trial`` as ``parl train`` does, on as many cores of its own as its first bundle has
     whole CPUs (:func:`~parl.experiment.core_claims.claim_cores`); the run's result figures
     (numbers, flags, texts) and ``error``: the one line that ended it, empty when nothing did."""
-    import paddle
-
     from parl.experiment.config import load_config
     from parl.experiment.core_claims import claim_cores
     from parl.experiment.run import train_config
 
-    # Tune ends a finished trial's process with SIGTERM; Paddle's handler would print a C++ "fatal
-    # error" page for it. The trial's process is its own, so the default handler is put back.
-    paddle.disable_signal_handler()
     try:
         with claim_cores(int(trial.bundles[0].get("CPU", 0.0))):
             outcome = train_config(load_config(plan.path, trial.overrides), progress=False)
