@@ -61,6 +61,9 @@ setup(
         # moviepy, which gymnasium's RecordVideo writes MP4 files with: parl eval --video (parl/experiment/video.py).
         # 1.0.3 is the newest that installs beside matplotlib's Pillow (moviepy 2 requires Pillow < 12).
         "video": ["moviepy>=1.0.3"],
+        # Placement "ray" (parl/runtime/ray/) and `parl tune` (parl/experiment/tune.py): Ray with Ray Tune
+        # (which brings pandas and pyarrow); imported only when a robot or a sweep uses it.
+        "ray": ["ray[tune]>=2.60"],
         # pytest-timeout: a test that hangs fails with the stacks of its threads instead of stalling the suite.
         "test": [
             "pytest>=7",
@@ -70,6 +73,7 @@ setup(
             "box2d>=2.3.10",
             "pygame-ce>=2.1.3",
             "moviepy>=1.0.3",
+            "ray[tune]>=2.60",
         ],
     },
 )

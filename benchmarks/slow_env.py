@@ -1,10 +1,12 @@
-"""Worker processes with an environment whose step costs about 1 ms of CPU.
+"""Slow environments, and worker processes with an environment whose step costs about 1 ms of CPU.
 
     python benchmarks/slow_env.py [--workers 1 2] [--agents 8] [--seconds 4] [--repeats 3]
 
 :class:`BusyCartPole` is CartPole-v1 whose ``step`` first burns ``burn_seconds``
 of this thread's CPU time in a busy loop (CPU time, not wall time, so a step
-costs the same work however the OS schedules it). :func:`through_workers`
+costs the same work however the OS schedules it). :class:`SleepingEnv` has
+CartPole's spaces and episodes of a fixed length, and sleeps at every step
+(benchmarks/ray_scaling.py). :func:`through_workers`
 runs a robot with ``placement="processes"`` over such environments and
 measures env steps per second; benchmarks/throughput.py prints its rows
 ("worker processes at 1 and 2 with the 1 ms environment") and their ratio.
@@ -21,9 +23,10 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,6 +53,38 @@ class BusyCartPole(gym.Wrapper):
 
 def make_busy_env(burn_seconds: float = BURN_SECONDS) -> gym.Env:
     return BusyCartPole(gym.make(ENV_ID), burn_seconds)
+
+
+class SleepingEnv(gym.Env):
+    """An environment with CartPole's spaces whose every step sleeps ``sleep_seconds`` of wall time
+    (a simulator or a robot that answers late, costing this process no CPU meanwhile).
+
+    Every episode lasts ``episode_steps`` steps (truncated, never terminated) and every reward is 1,
+    whatever the actions, so the work per env step stays the same however well a policy learns:
+    throughput measured early or late in a run is the same. Observations are small random numbers.
+    """
+
+    def __init__(self, sleep_seconds: float = 0.005, episode_steps: int = 200) -> None:
+        cartpole = gym.make(ENV_ID)
+        self.observation_space = cartpole.observation_space
+        self.action_space = cartpole.action_space
+        cartpole.close()
+        self.sleep_seconds = sleep_seconds
+        self.episode_steps = episode_steps
+        self._steps = 0
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        super().reset(seed=seed)
+        self._steps = 0
+        return self._observation(), {}
+
+    def step(self, action: Any):
+        time.sleep(self.sleep_seconds)
+        self._steps += 1
+        return self._observation(), 1.0, False, self._steps >= self.episode_steps, {}
+
+    def _observation(self) -> np.ndarray:
+        return self.np_random.uniform(-0.05, 0.05, size=4).astype(np.float32)
 
 
 def through_workers(workers: int, agents: int, seconds: float, burn_seconds: float = BURN_SECONDS) -> Dict[str, float]:

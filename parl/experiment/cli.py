@@ -1,6 +1,8 @@
 """The ``parl`` command line.
 
     parl train CONFIG [-o key.path=value ...] [--resume] [--quiet] [--seeds 0-4 [--jobs N]]
+    parl tune CONFIG --grid key.path=v1,v2 [--grid ...] [--samples N] [-o key.path=value ...]
+              [--log-dir DIR] [--max-concurrent K] [--trial-cpus C] [--address ADDR]
     parl serve CONFIG [--bind HOST:PORT] [--token-file F] [--max-clients N] [-o key.path=value ...] [--no-eval]
     parl eval CONFIG --checkpoint DIR|best [--episodes N] [--seed S] [--video DIR] [-o key.path=value ...]
     parl export RUN_DIR -o DIR [--checkpoint CHECKPOINT|best]
@@ -24,6 +26,8 @@ leaving them behind (daemon threads, killed worker processes). A periodic checkp
 metrics that cannot be written are reported in one line and training goes on
 (metrics switched off). ``parl serve`` (docs/rlx.md) exits as ``parl train`` does,
 and with status 2 when its address cannot be listened on.
+``parl tune`` without Ray Tune installed says in one line
+how to install it (exit status 1); a bad ``--grid`` is a config error (exit status 2).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ SERVE_OPTIONS = {
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``parl``."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,serve,eval,export,plot}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,tune,serve,eval,export,plot}")
 
     train = commands.add_parser("train", help="train the robot of a config")
     train.add_argument("config", help="a YAML robot config")
@@ -91,6 +95,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-eval", action="store_true", help="no evaluation on local copies of the env (for remote-only envs)"
     )
     serve.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    tune = commands.add_parser("tune", help="train a grid of variants of a config on Ray Tune, one row per trial")
+    tune.add_argument("config", help="a YAML robot config")
+    tune.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        required=True,
+        metavar="KEY.PATH=V1,V2",
+        help="a config key and its values, each read as -o reads it; trials run every combination",
+    )
+    tune.add_argument(
+        "--samples", type=int, default=1, help="repeat the grid N times, sample i with seed + i (default 1)"
+    )
+    tune.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="change one value of every trial",
+    )
+    tune.add_argument("--log-dir", help="trials write to LOG_DIR/tune/<trial name> (default: the config's log_dir)")
+    tune.add_argument("--max-concurrent", type=int, help="trials running at once (default: as many as CPUs allow)")
+    tune.add_argument(
+        "--trial-cpus",
+        type=float,
+        help="CPUs each trial's own process asks for (default 1; placement ray: 0 plus a bundle per worker)",
+    )
+    tune.add_argument("--address", help="the Ray cluster to run on (default: a local Ray on 127.0.0.1)")
 
     evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
     evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
@@ -138,6 +172,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _train(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "tune":
+            return _tune(args)
         if args.command == "eval":
             return _eval(args)
         if args.command == "export":
@@ -155,7 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
         print(f"parl {args.command}: {_exit_site(exc)}", file=sys.stderr)
         return EXIT_ERROR
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, ImportError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
@@ -205,26 +241,46 @@ def serve_overrides(args: argparse.Namespace) -> List[str]:
 
 def _run(trainer: "Trainer", command: str) -> int:
     """Run ``trainer``, print its summary; the exit status of ``parl train`` (and ``parl serve``)."""
-    from parl.core.errors import AgentsFailedError
+    from parl.experiment.run import run_trainer
     from parl.experiment.trainer import summary_lines
-    from parl.runtime.watchdog import describe_stuck
 
-    try:
-        result = trainer.run()
-    except AgentsFailedError as exc:
-        print(f"parl {command}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    print("\n".join(summary_lines(result, trainer.config.log_dir)))
-    if result["checkpoint"] is None:
-        print(f"parl {command}: final checkpoint not written: {result['checkpoint_error']}", file=sys.stderr)
-        return EXIT_ERROR
-    if trainer.manager is not None and trainer.manager.not_stopped:
+    outcome = run_trainer(trainer)
+    if outcome.result is not None:
+        print("\n".join(summary_lines(outcome.result, trainer.config.log_dir)))
+    if outcome.problem is None:
+        return 0
+    print(f"parl {command}: {outcome.problem}", file=sys.stderr)
+    return EXIT_STUCK if outcome.stuck else EXIT_ERROR
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from parl.experiment.sweep import plan_sweep, table_lines, write_results
+    from parl.experiment.tune import import_tune, run_sweep
+    from parl.validation import check_int
+
+    if args.max_concurrent is not None:
+        check_int("--max-concurrent", args.max_concurrent, 1)
+    import_tune()  # before any config is built: without Ray Tune, one line and nothing else
+    plan = plan_sweep(
+        args.config,
+        args.grid,
+        overrides=args.override,
+        samples=args.samples,
+        log_dir=args.log_dir,
+        trial_cpus=args.trial_cpus,
+    )
+    rows = run_sweep(plan, max_concurrent=args.max_concurrent, address=args.address)
+    print("\n".join(table_lines(plan, rows)))
+    results = write_results(plan, rows)
+    below = os.path.relpath(results)
+    print(f"results: {results if below.startswith('..') else below}")
+    failed = [row for row in rows if row.error is not None]
+    if len(failed) == len(rows):
         print(
-            f"parl {command}: {_stopped_by(str(result['stop_reason']))}; final checkpoint {result['checkpoint']}; "
-            f"{describe_stuck(trainer.manager.not_stopped)}",
+            f"parl tune: all {len(rows)} trials failed; first: trial {failed[0].trial.index}: {failed[0].error}",
             file=sys.stderr,
         )
-        return EXIT_STUCK
+        return EXIT_ERROR
     return 0
 
 
@@ -267,13 +323,6 @@ def _exit_site(exc: SystemExit) -> str:
         return f"{exit_call(exc)} was called"
     frame, line = frames[-1]
     return f"{frame.f_code.co_filename}:{line} ({frame.f_code.co_name}) called {exit_call(exc)}"
-
-
-def _stopped_by(stop_reason: str) -> str:
-    """``stopped by SIGINT`` for a signal's stop reason (``signal SIGINT``), else ``stopped (<reason>)``."""
-    if stop_reason.startswith("signal "):
-        return f"stopped by {stop_reason[len('signal ') :]}"
-    return f"stopped ({stop_reason})"
 
 
 def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str, Dict[str, object]]:

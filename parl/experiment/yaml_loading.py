@@ -100,6 +100,27 @@ def parse_value(raw: str, key_path: str, origin: str = "") -> Any:
         raise ConfigError(f"{key_path}: cannot parse {raw!r}: {problem}{origin}") from None
 
 
+def split_values(raw: str, key_path: str, origin: str = "") -> List[str]:
+    """The comma-separated YAML values of ``raw`` (``0.1,0.2``, ``[32, 32],[64, 64]``, ``"a,b",c``) as
+    typed, each one text that :func:`parse_value` reads: ``raw`` is read as the YAML flow sequence
+    ``[raw]``, so commas inside brackets or quotes do not split.
+
+    Raises:
+        ConfigError: ``<key_path>: cannot parse '<raw>': <YAML problem><origin>``, or no value given.
+    """
+    text = f"[{raw}]"
+    try:
+        _check_shape(text, f"-o {key_path}", key_path)
+        node = yaml.compose(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or one_line(exc)
+        raise ConfigError(f"{key_path}: cannot parse {raw!r}: {problem}{origin}") from None
+    values = [text[item.start_mark.index : item.end_mark.index] for item in node.value]
+    if not values:
+        raise ConfigError(f"{key_path}: expected at least one value, got {raw!r}{origin}")
+    return values
+
+
 def _check_shape(text: str, source: str, key_path: str = "") -> None:
     """Refuse ``text`` (found at ``key_path``) when it nests deeper than MAX_DEPTH or its aliases expand past
     MAX_VALUES values or into themselves, from its YAML events (nothing is built; the parser keeps no stack)."""

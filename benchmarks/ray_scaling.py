@@ -1,0 +1,276 @@
+"""Env steps per second of placement "ray" as worker nodes are added, on local Ray clusters.
+
+    python benchmarks/ray_scaling.py [--nodes 1 2 4] [--seconds 20] [--warmup 5] [--repeats 2]
+                                     [--worker-placements threads cooperative] [--parts sleep cpu]
+
+Every point trains the PPO CartPole robot (examples/configs/ppo_cartpole.yaml: synchronous PPO,
+each update joining a 32-step segment of every agent) with ``placement: ray`` on a fresh
+``ray.cluster_utils.Cluster`` of one-CPU nodes (a head of 1 CPU and N - 1 more), one worker actor
+per node, built with the config builder and run by its Manager (no evaluations, no checkpoints).
+Once every agent has stepped and ``--warmup`` seconds more have passed, the agents' live
+``total_steps`` (the driver's copies, refreshed by every worker's answers) are read, again
+``--seconds`` later, and the cluster is shut down.
+
+- ``sleep``: an environment with CartPole's spaces whose steps each sleep 5 ms and whose episodes
+  all last 200 steps (benchmarks/slow_env.py's ``SleepingEnv``: the work per step does not change
+  as the policy learns), ``--agents-per-worker`` agents (default 4) per worker, for every
+  ``--worker-placements`` (a sleeping env blocks a cooperative worker's every agent; threads sleep
+  side by side), on ``--nodes`` nodes. Efficiency at N = throughput(N) / (N x throughput(1));
+  targets: >= 0.9 at N = 2 and >= 0.8 at N = 4.
+- ``cpu``: CartPole-v1, ``--cpu-agents`` agents (default 8) per worker in cooperative workers, on 1
+  and 2 nodes, and the agents of one worker placed in this process (placement ``cooperative``, no
+  Ray): 2 workers against 1 (target >= 1.6x) and 1 worker against in-process (target >= 0.8).
+  CartPole's episodes grow as the policy learns (the config reaches 500-step episodes within about
+  20,000 env steps), and with them the env steps per update: give a warm-up that gets there.
+
+Each point is measured ``--repeats`` times, the points taking turns, and the median is reported,
+with the share of the wall time the driver's learner spent in ``learn`` and its milliseconds per
+update: in synchronous PPO every agent waits while it updates, so that share of the run does not
+shrink with more workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import parl  # noqa: E402 - sets the thread environment before Ray and Paddle start
+from parl.experiment.build import build_manager  # noqa: E402
+from parl.experiment.config import load_config  # noqa: E402
+from parl.experiment.trainer import env_steps  # noqa: E402
+from parl.runtime.ray.session import import_ray  # noqa: E402
+
+CONFIG = HERE.parent / "examples" / "configs" / "ppo_cartpole.yaml"
+#: Wall seconds each step of the sleeping environment waits.
+SLEEP_SECONDS = 0.005
+#: Seconds the workers may take to start acting.
+START_TIMEOUT = 120.0
+#: Overrides of every point: nothing is written, the synchronous batching of the config kept.
+COMMON = ["log_dir=/tmp/parl-ray-scaling", "stall_seconds=null"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One robot to measure: its environment, placement, workers (and nodes), agents."""
+
+    env: str  # "sleep" or "cpu"
+    placement: str  # "ray" or "cooperative"
+    workers: int
+    worker_placement: Optional[str]
+    agents: int
+
+    def overrides(self) -> List[str]:
+        """The config overrides of this robot."""
+        out = COMMON + [f"agents={self.agents}", f"placement={self.placement}"]
+        if self.env == "sleep":
+            out += [
+                f"python_path=[{HERE}]",
+                "env.id=null",
+                "env.factory=slow_env.SleepingEnv",
+                f"env.kwargs={{sleep_seconds: {SLEEP_SECONDS}}}",
+            ]
+        if self.placement == "ray":
+            out += [f"workers={self.workers}", f"ray.worker_placement={self.worker_placement}"]
+        return out
+
+    @property
+    def label(self) -> str:
+        where = f"ray, {self.workers} x {self.worker_placement}" if self.placement == "ray" else "in-process"
+        return f"{self.env}: {where}"
+
+
+class Run(NamedTuple):
+    """One measurement: env steps per second, and the learner's share of the wall time with its
+    milliseconds per update (synchronous PPO: every agent waits while the learner updates)."""
+
+    steps_per_s: float
+    learning_share: float
+    ms_per_update: float
+
+
+class _LearnClock:
+    """Times every ``learn`` call of the learner task it wraps (set as the task's ``learn``)."""
+
+    def __init__(self, task: parl.ComputationTask) -> None:
+        self._learn = task.learn
+        self.seconds, self.calls = 0.0, 0
+
+    def __call__(self, batch: object) -> object:
+        start = time.perf_counter()
+        try:
+            return self._learn(batch)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def measure(point: Point, seconds: float, warmup: float) -> Run:
+    """Env steps per second of ``point`` after ``warmup`` seconds, over ``seconds``, and its learner's load."""
+    config = load_config(str(CONFIG), point.overrides())
+    cluster = _start_cluster(point.workers) if point.placement == "ray" else None
+    try:
+        manager = build_manager(config)
+        task = manager.tasks["RL"]
+        clock = task.learn = _LearnClock(task)
+        manager.start()
+        try:
+            _wait_for_every_agent(manager)
+            time.sleep(warmup)
+            first, learned, calls, start = env_steps(manager, 0), clock.seconds, clock.calls, time.perf_counter()
+            time.sleep(seconds)
+            steps, elapsed = env_steps(manager, 0) - first, time.perf_counter() - start
+            learned, calls = clock.seconds - learned, clock.calls - calls
+            if manager.errors:
+                raise manager.errors[0]
+        finally:
+            manager.stop()
+    finally:
+        if cluster is not None:
+            import_ray().shutdown()
+            cluster.shutdown()
+    return Run(steps / elapsed, learned / elapsed, 1e3 * learned / max(calls, 1))
+
+
+def _wait_for_every_agent(manager: parl.Manager, timeout: float = START_TIMEOUT) -> None:
+    """Return once every agent has stepped (the workers are up and acting).
+
+    Raises:
+        RuntimeError: not within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while not all(agent.total_steps > 0 for agent in manager.agents):
+        if manager.errors:
+            raise manager.errors[0]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the agents did not all step within {timeout:g} s")
+        time.sleep(0.1)
+
+
+def _start_cluster(nodes: int):
+    """A local cluster of ``nodes`` one-CPU nodes on 127.0.0.1, joined by this process."""
+    ray = import_ray()
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+    return cluster
+
+
+def points(args: argparse.Namespace) -> List[Point]:
+    """Every point the options ask for, in measuring order."""
+    out = []
+    if "sleep" in args.parts:
+        for placement in args.worker_placements:
+            out += [Point("sleep", "ray", n, placement, n * args.agents_per_worker) for n in args.nodes]
+    if "cpu" in args.parts:
+        out += [Point("cpu", "ray", n, "cooperative", n * args.cpu_agents) for n in (1, 2)]
+        out.append(Point("cpu", "cooperative", 1, None, args.cpu_agents))
+    return out
+
+
+def table(runs: Dict[Point, List[Run]]) -> List[str]:
+    """The results as a markdown table: medians over the runs and the ratio each part is judged by."""
+    lines = [
+        "| env | placement | workers (nodes) | worker placement | agents | env steps/s (median) | runs "
+        "| learner busy, ms per update | ratio |",
+        "|---|---|---:|---|---:|---:|---|---|---|",
+    ]
+    medians = {point: statistics.median(r.steps_per_s for r in values) for point, values in runs.items()}
+    for point, values in runs.items():
+        busy = statistics.median(r.learning_share for r in values)
+        update = statistics.median(r.ms_per_update for r in values)
+        lines.append(
+            f"| {point.env} | {point.placement} | {point.workers if point.placement == 'ray' else '-'} | "
+            f"{point.worker_placement or 'cooperative'} | {point.agents} | {medians[point]:,.0f} | "
+            f"{', '.join(f'{r.steps_per_s:,.0f}' for r in values)} | {busy:.0%}, {update:.1f} | "
+            f"{_ratio(point, medians)} |"
+        )
+    return lines
+
+
+def _ratio(point: Point, medians: Dict[Point, float]) -> str:
+    """Efficiency against one worker (ray points), or one worker against in-process (that row)."""
+    if point.placement != "ray":
+        one = next((p for p in medians if p.env == point.env and p.placement == "ray" and p.workers == 1), None)
+        return "" if one is None else f"1 ray worker / in-process = {medians[one] / medians[point]:.2f}"
+    one = next((p for p in medians if _same_kind(p, point) and p.workers == 1), None)
+    if one is None or point.workers == 1:
+        return ""
+    if point.env == "cpu":
+        return f"{point.workers} / 1 workers = {medians[point] / medians[one]:.2f}x"
+    return f"efficiency {medians[point] / (point.workers * medians[one]):.2f}"
+
+
+def _same_kind(a: Point, b: Point) -> bool:
+    return (a.env, a.placement, a.worker_placement) == (b.env, b.placement, b.worker_placement)
+
+
+def machine() -> str:
+    """CPU model, cores, memory and the software measured."""
+    import paddle
+    import ray
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{model}, {len(os.sched_getaffinity(0))} cores, {memory:.0f} GiB; Python {platform.python_version()}, "
+        f"Ray {ray.__version__}, paddlepaddle {paddle.__version__}"
+    )
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 4], help="cluster sizes of the sleep part")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per run")
+    parser.add_argument(
+        "--warmup", type=float, default=5.0, help="seconds between every agent's first step and the measuring"
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="runs per point (the median is reported)")
+    parser.add_argument("--parts", nargs="+", default=["sleep", "cpu"], choices=["sleep", "cpu"])
+    parser.add_argument(
+        "--worker-placements", nargs="+", default=["threads", "cooperative"], choices=["threads", "cooperative"]
+    )
+    parser.add_argument("--agents-per-worker", type=int, default=4, help="agents per worker, sleep part")
+    parser.add_argument("--cpu-agents", type=int, default=8, help="agents per worker, cpu part")
+    args = parser.parse_args(argv)
+    command = shlex.join(["python", "benchmarks/ray_scaling.py", *(sys.argv[1:] if argv is None else argv)])
+    print(command)
+    print(machine(), flush=True)
+    runs: Dict[Point, List[Run]] = {point: [] for point in points(args)}
+    loads = [os.getloadavg()[0]]
+    for repeat in range(args.repeats):
+        for point in runs:
+            run = measure(point, args.seconds, args.warmup)
+            runs[point].append(run)
+            loads.append(os.getloadavg()[0])
+            print(
+                f"  run {repeat}: {point.label}, {point.agents} agents: {run.steps_per_s:,.0f} env steps/s, "
+                f"learner busy {run.learning_share:.0%} ({run.ms_per_update:.1f} ms per update)",
+                flush=True,
+            )
+    print()
+    print(f"```bash\n{command}\n```\n")
+    print(f"{machine()}; 1-minute load average {min(loads):.1f}-{max(loads):.1f} during the runs.\n")
+    print("\n".join(table(runs)))
+
+
+if __name__ == "__main__":
+    main()

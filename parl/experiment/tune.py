@@ -1,0 +1,181 @@
+"""``parl tune``: a sweep's trials on Ray Tune, each one ``parl train`` run.
+
+    plan = plan_sweep(config, ["tasks.RL.algorithm.epochs=5,10"])   # parl.experiment.sweep
+    rows = run_sweep(plan, max_concurrent=2)                        # a TrialRow per trial, in order
+
+The Tuner grid-searches every axis of the plan (its config keys, with the values as typed) and an
+axis ``sample`` (0 .. samples - 1); each trial loads the config with its overrides and trains it
+with :func:`~parl.experiment.run.train_config`, as ``parl train`` does, in its own log dir. It
+reports the run's figures, or the one line that ended it: a trial that fails is a row with its
+error, and the others go on. Each trial asks Tune for the bundles of its plan
+(:func:`~parl.experiment.sweep.resource_bundles`), so trials never hold more CPUs than the cluster
+has, and ``max_concurrent`` bounds how many run at once.
+
+Ray: the one this process has joined, else the cluster at ``address``, else a local Ray bound to
+127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`).
+Tune keeps its own state under ``<sweep folder>/ray`` and runs each trial in the working directory
+of the command (not in its trial folder), so relative paths mean what they mean to ``parl train``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+
+from parl.experiment.class_spec import one_line
+from parl.experiment.sweep import SweepPlan, Trial, TrialRow
+from parl.runtime.ray.options import RayOptions
+from parl.runtime.ray.session import INSTALL_HINT, RaySession, import_ray
+
+#: Tune's own folder (experiment state, its trial folders) under the sweep folder.
+TUNE_FOLDER = "ray"
+#: The grid axis of the samples.
+SAMPLE_AXIS = "sample"
+#: Environment set before Ray is first imported, unless the user set it: a local Ray leaves the
+#: trials' output in its log files (their errors are rows of the table).
+IMPORT_ENVIRONMENT = {"RAY_LOG_TO_DRIVER": "0"}
+#: Environment while the sweep runs, unless the user set it: Tune prints no status of its own at
+#: verbosity 0 (its older reporter), and hands each trial the setting to stay in the working directory.
+RUN_ENVIRONMENT = {"RAY_AIR_NEW_OUTPUT": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0"}
+
+
+class ClusterTooSmallError(ValueError):
+    """A trial asks for more CPUs than the Ray cluster has (Tune would wait for them forever)."""
+
+
+def import_tune() -> None:
+    """Import ``ray.tune`` (after :func:`~parl.runtime.ray.session.import_ray`'s environment).
+
+    Raises:
+        ImportError: Ray or Ray Tune's dependencies are not installed; one line saying what to install.
+    """
+    if "ray" not in sys.modules:
+        for key, value in IMPORT_ENVIRONMENT.items():
+            os.environ.setdefault(key, value)
+    try:
+        import_ray()
+        import ray.tune  # noqa: F401 - needs pandas, pyarrow, fsspec besides Ray
+    except ImportError:
+        raise ImportError(f"parl tune needs Ray Tune, which is not installed: {INSTALL_HINT}") from None
+
+
+def run_sweep(
+    plan: SweepPlan, *, max_concurrent: Optional[int] = None, address: Optional[str] = None
+) -> List[TrialRow]:
+    """Run every trial of ``plan`` on Ray Tune (see the module docstring); a row per trial, in order.
+
+    Raises:
+        ImportError: Ray Tune is not installed.
+        ClusterTooSmallError: a trial asks for more CPUs than the cluster has.
+    """
+    import_tune()
+    from ray import tune
+
+    wanted = max(_cpus(trial.bundles) for trial in plan.trials)
+    session = RaySession.join(RayOptions(address=address), cpus_wanted=wanted)
+    try:
+        _check_cluster(session.ray.cluster_resources().get("CPU", 0.0), plan)
+        trainable = tune.with_resources(
+            tune.with_parameters(run_trial, plan=plan),
+            resources=lambda config: tune.PlacementGroupFactory([dict(b) for b in trial_of(plan, config).bundles]),
+        )
+        space = {axis.key: tune.grid_search(list(axis.values)) for axis in plan.axes}
+        space[SAMPLE_AXIS] = tune.grid_search(list(range(plan.samples)))
+        tuner = tune.Tuner(
+            trainable,
+            param_space=space,
+            tune_config=tune.TuneConfig(
+                max_concurrent_trials=max_concurrent,
+                trial_name_creator=lambda t: trial_of(plan, t.config).name,
+                trial_dirname_creator=lambda t: trial_of(plan, t.config).name,
+            ),
+            run_config=tune.RunConfig(
+                name=TUNE_FOLDER,
+                storage_path=plan.folder,
+                verbose=0,
+                failure_config=tune.FailureConfig(max_failures=0),
+            ),
+        )
+        with _environment(RUN_ENVIRONMENT):
+            results = tuner.fit()
+        rows = {}
+        for result in results:
+            trial = trial_of(plan, result.config)
+            rows[trial.index] = _row(trial, result.metrics or {}, result.error)
+    finally:
+        session.leave()
+    return [rows.get(t.index, TrialRow(t, None, "not run")) for t in plan.trials]
+
+
+def run_trial(config: Dict[str, object], plan: SweepPlan) -> None:
+    """Tune's trainable: run the trial ``config`` names and report its figures (see :func:`trial_report`)."""
+    import paddle
+    from ray import tune
+
+    # Tune ends a finished trial's process with SIGTERM; Paddle's handler would print a C++ "fatal
+    # error" page for it. The trial's process is its own, so the default handler is put back.
+    paddle.disable_signal_handler()
+    tune.report(trial_report(plan, trial_of(plan, config)))
+
+
+def trial_of(plan: SweepPlan, config: Mapping[str, object]) -> Trial:
+    """The trial of ``plan`` whose values a Tune trial's ``config`` holds."""
+    return plan.find([config[axis.key] for axis in plan.axes], int(config[SAMPLE_AXIS]))
+
+
+def trial_report(plan: SweepPlan, trial: Trial) -> Dict[str, object]:
+    """Train ``trial`` as ``parl train`` does, on as many cores of its own as its first bundle has
+    whole CPUs (:func:`~parl.experiment.core_claims.claim_cores`); the run's result figures
+    (numbers, flags, texts) and ``error``: the one line that ended it, empty when nothing did."""
+    from parl.experiment.config import load_config
+    from parl.experiment.core_claims import claim_cores
+    from parl.experiment.run import train_config
+
+    try:
+        with claim_cores(int(trial.bundles[0].get("CPU", 0.0))):
+            outcome = train_config(load_config(plan.path, trial.overrides), progress=False)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a trial's failure is its row, not the sweep's
+        return {"error": one_line(exc)}
+    figures = {k: v for k, v in (outcome.result or {}).items() if isinstance(v, (bool, int, float, str))}
+    return {**figures, "error": outcome.problem or ""}
+
+
+def _row(trial: Trial, metrics: Mapping[str, object], error: Optional[BaseException]) -> TrialRow:
+    if error is not None:
+        return TrialRow(trial, None, _last_line(error))
+    if "error" not in metrics:
+        return TrialRow(trial, None, "the trial reported nothing")
+    return TrialRow(trial, dict(metrics), str(metrics["error"]) or None)
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, the environment variables ``values`` that are not set are."""
+    added = [key for key in values if key not in os.environ]
+    os.environ.update({key: values[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
+def _cpus(bundles: Tuple[Dict[str, float], ...]) -> float:
+    return sum(bundle.get("CPU", 0.0) for bundle in bundles)
+
+
+def _check_cluster(cpus: float, plan: SweepPlan) -> None:
+    for trial in plan.trials:
+        if _cpus(trial.bundles) > cpus:
+            raise ClusterTooSmallError(
+                f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; the Ray cluster has "
+                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus)"
+            )
+
+
+def _last_line(exc: BaseException) -> str:
+    """The error a trial's process raised, as its last line of text (Ray wraps it in pages)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__

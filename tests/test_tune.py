@@ -1,0 +1,245 @@
+"""`parl tune`: planning a grid of trials, the result table, cores of their own, and a 2x2 grid of
+the PPO CartPole config on Ray Tune (on the session's local Ray cluster)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from parl.experiment.class_spec import ConfigError
+from parl.experiment.cli import main
+from parl.experiment.core_claims import claim_cores
+from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines
+from parl.experiment.tune import trial_report
+
+REPO = Path(__file__).resolve().parents[1]
+PPO = str(REPO / "examples" / "configs" / "ppo_cartpole.yaml")
+LR, EPOCHS = "tasks.RL.algorithm.learning_rate", "tasks.RL.algorithm.epochs"
+#: A run of the PPO config that ends in seconds: 2000 env steps, one evaluation of one episode at the end.
+QUICK = [
+    "train.max_env_steps=2000",
+    "evaluation.every_steps=null",
+    "evaluation.episodes=1",
+    "evaluation.final_episodes=1",
+]
+#: The columns of the table of a grid over the learning rate and the epochs.
+COLUMNS = ["trial", "learning_rate", "epochs", "seed", "final_eval", "best_eval", "env_steps", "reached", "seconds"]
+
+
+def test_import_parl_and_parl_train_leave_ray_unimported(tmp_path: Path) -> None:
+    args = ["train", PPO, "--quiet", "-o", f"log_dir={tmp_path / 'run'}"] + [p for o in QUICK for p in ("-o", o)]
+    script = (
+        "import sys, parl\n"
+        "from parl.experiment.cli import main\n"
+        "assert 'ray' not in sys.modules, 'import parl imported ray'\n"
+        f"assert main({args!r}) == 0\n"
+        "assert 'ray' not in sys.modules, 'parl train imported ray'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_without_ray_parl_tune_says_how_to_install_it_in_one_line(monkeypatch, tmp_path: Path, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if it were not installed
+    status = main(["tune", PPO, "--grid", f"{LR}=0.001,0.002", "--log-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert status == 1
+    assert err == "parl tune: parl tune needs Ray Tune, which is not installed: pip install 'parl[ray]'"
+    assert not (tmp_path / "tune").exists()
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def test_grid_values_are_read_as_yaml_and_commas_in_brackets_or_quotes_do_not_split() -> None:
+    axis = parse_axis('tasks.RL.model.hidden_sizes=[32, 32],[64,64], "a,b"')
+    assert axis.key == "tasks.RL.model.hidden_sizes"
+    assert axis.values == ("[32, 32]", "[64,64]", '"a,b"')
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("seed", "seed: expected --grid key.path=value1,value2,..."),
+        ("seed=", "seed: expected at least one value, got '' (in --grid seed=)"),
+        ("seed=1,[2", "seed: cannot parse '1,[2'"),
+        ("seed=1,2,1", "seed: value 1 given twice (in --grid seed=1,2,1)"),
+        ("log_dir=a,b", "log_dir: a sweep sets each trial's log_dir; give --log-dir instead"),
+    ],
+)
+def test_a_bad_grid_is_one_line_naming_it(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_axis(text)
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_grid_value_the_config_refuses_is_a_config_error_naming_the_grid(tmp_path: Path, capsys) -> None:
+    status = main(["tune", PPO, "--grid", "tasks.RL.algorithm.gamma=0.9,1.5", "--log-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert err.startswith("parl tune: tasks.RL.algorithm.gamma: ")
+    assert err.endswith("(in --grid tasks.RL.algorithm.gamma=0.9,1.5)") and "\n" not in err
+    with pytest.raises(
+        ConfigError,
+        match=r"tasks.RL.algorithm.learning_rat: unknown option of parl.algorithms.PPO; did you mean .*\(in --grid ",
+    ):
+        plan_sweep(PPO, [f"{LR[:-1]}=0.1"], log_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=r"seed: given in two --grid options"):
+        plan_sweep(PPO, ["seed=1,2", "seed=3"], log_dir=str(tmp_path))
+
+
+def test_trials_are_every_combination_and_each_sample_has_its_own_seed(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, [f"{LR}=0.001,0.002", f"{EPOCHS}=5"], samples=2, overrides=["seed=7"], log_dir=str(tmp_path))
+    assert [(t.values, t.sample, t.seed) for t in plan.trials] == [
+        (("0.001", "5"), 0, 7),
+        (("0.001", "5"), 1, 8),
+        (("0.002", "5"), 0, 7),
+        (("0.002", "5"), 1, 8),
+    ]
+    first = plan.trials[0]
+    assert first.name == "trial-000_learning_rate=0.001_epochs=5_seed=7"
+    assert first.log_dir == str(tmp_path / "tune" / first.name)
+    assert first.overrides == ("seed=7", f"{LR}=0.001", f"{EPOCHS}=5", "seed=7", f"log_dir={first.log_dir}")
+    assert first.bundles == ({"CPU": 1.0},)
+    assert len({t.name for t in plan.trials}) == 4
+    assert all(plan.find(t.values, t.sample) is t for t in plan.trials)
+    assert plan.command(first) == f"parl train {PPO} -o seed=7 -o {LR}=0.001 -o {EPOCHS}=5 -o seed=7"
+
+
+def test_a_seed_axis_is_the_base_of_its_samples(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, ["seed=10,20"], samples=2, log_dir=str(tmp_path))
+    assert [t.seed for t in plan.trials] == [10, 11, 20, 21]
+    assert all(t.overrides.count(f"seed={t.seed}") == 1 for t in plan.trials)
+
+
+def test_each_trial_asks_for_the_cpus_its_robot_needs(tmp_path: Path) -> None:
+    def bundles(*overrides: str, trial_cpus=None):
+        plan = plan_sweep(PPO, ["seed=1"], overrides=overrides, log_dir=str(tmp_path), trial_cpus=trial_cpus)
+        return plan.trials[0].bundles
+
+    assert bundles() == ({"CPU": 1.0},)
+    assert bundles(trial_cpus=0.5) == ({"CPU": 0.5},)
+    assert bundles("placement=processes", "workers=2") == ({"CPU": 2.0},)
+    ray = ("placement=ray", "workers=3", "ray.worker_cpus=0.5")
+    assert bundles(*ray) == ({}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
+    assert bundles(*ray, trial_cpus=1) == ({"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
+    with pytest.raises(ConfigError, match="workers: a sweep reserves CPUs for each trial's Ray workers"):
+        bundles("placement=ray")
+    with pytest.raises(ValueError, match="--samples must be an integer >= 1, got 0"):
+        plan_sweep(PPO, ["seed=1"], samples=0, log_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="--trial-cpus must be a number of CPUs >= 0, got -1"):
+        bundles(trial_cpus=-1)
+
+
+def test_a_sweep_never_writes_over_another(tmp_path: Path) -> None:
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune" / "results.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"--log-dir: .*tune already holds a sweep"):
+        plan_sweep(PPO, ["seed=1"], log_dir=str(tmp_path))
+
+
+def test_a_trial_whose_values_do_not_go_together_reports_its_error(tmp_path: Path) -> None:
+    # Each value loads alone; together the batch would wait for 8 segments from 4 agents.
+    plan = plan_sweep(PPO, ["agents=4,8", "tasks.RL.batching.min_batchsize=8"], log_dir=str(tmp_path))
+    report = trial_report(plan, plan.trials[0])
+    assert report == {
+        "error": "tasks.RL.batching.min_batchsize: expected at most the batches joined per update (4), got 8"
+    }
+    assert not os.path.exists(plan.trials[0].log_dir)
+
+
+def test_the_table_has_a_row_per_trial_and_the_best_is_by_final_eval_then_fewer_steps(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, [f"{LR}=0.001,0.002,0.003", f"{EPOCHS}=5"], log_dir=str(tmp_path))
+    figures = {"best_eval": 480.0, "reached": True, "train_seconds": 3.25, "final_eval": 500.0}
+    rows = [
+        TrialRow(plan.trials[0], {**figures, "env_steps": 9000}),
+        TrialRow(plan.trials[1], {**figures, "env_steps": 8000}),
+        TrialRow(plan.trials[2], None, "ValueError: boom"),
+    ]
+    assert best_row(rows) is rows[1]
+    lines = table_lines(plan, rows)
+    assert lines[0].split() == COLUMNS + ["error"]
+    assert lines[2].split() == ["1", "0.002", "5", "0", "500.0", "480.0", "8,000", "yes", "3.2"]
+    assert lines[3].split(maxsplit=9) == ["2", "0.003", "5", "0", "nan", "nan", "-", "-", "nan", "ValueError: boom"]
+    assert lines[4] == f"best: trial 1 (final_eval 500.0, 8,000 env steps): {plan.command(plan.trials[1])}"
+    assert best_row([rows[2]]) is None
+    assert table_lines(plan, [rows[2]])[-1] == "best: none (no trial finished with a final evaluation)"
+
+
+def test_claims_give_each_process_cores_of_its_own_and_give_them_back(tmp_path: Path) -> None:
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two cores")
+    folder = str(tmp_path / "claims")
+    other = (  # another process of the machine (it would inherit this thread's core: given all back first)
+        f"import os\nos.sched_setaffinity(0, {sorted(allowed)})\nfrom parl.experiment.core_claims import claim_cores\n"
+        f"with claim_cores(1, {folder!r}) as cores:\n    print(sorted(cores), sorted(os.sched_getaffinity(0)))\n"
+    )
+    with claim_cores(1, folder) as first:
+        assert os.sched_getaffinity(0) == first and len(first) == 1
+        done = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=60)
+        second = json.loads(done.stdout.split("] ")[0] + "]")
+        assert done.returncode == 0 and len(second) == 1 and not set(second) & first, done.stdout + done.stderr
+        assert done.stdout.split("] ")[1].strip() == str(second)  # that process ran on its claimed core
+        with claim_cores(2, folder) as beyond:  # more than this thread may use now
+            assert beyond is None and os.sched_getaffinity(0) == first
+    assert os.sched_getaffinity(0) == allowed
+    with claim_cores(len(allowed), folder) as every:  # every lock was given back
+        assert every == allowed
+
+
+# -- a sweep on Ray Tune -----------------------------------------------------------------------
+
+
+def test_a_2x2_grid_of_ppo_runs_on_ray_tune_and_prints_the_table(ray_cluster, tmp_path: Path, capsys) -> None:
+    args = ["tune", PPO, "--grid", f"{LR}=0.0015,0.0005", "--grid", f"{EPOCHS}=5,10", "--log-dir", str(tmp_path)]
+    status = main(args + [part for o in QUICK for part in ("-o", o)] + ["--max-concurrent", "2"])
+    out = [line for line in capsys.readouterr().out.strip().splitlines() if "pid=" not in line]  # not Ray's lines
+    assert status == 0, out
+    results = json.loads((tmp_path / "tune" / "results.json").read_text())
+    trials = results["trials"]
+    assert [(t["values"][LR], t["values"][EPOCHS]) for t in trials] == [
+        ("0.0015", "5"), ("0.0015", "10"), ("0.0005", "5"), ("0.0005", "10")
+    ]  # fmt: skip
+    assert out[0].split() == COLUMNS
+    for line, trial in zip(out[1:5], trials):
+        assert trial["error"] is None
+        run = Path(trial["log_dir"])
+        assert run == tmp_path / "tune" / trial["name"]
+        result = json.loads((run / "result.json").read_text())
+        assert result["env_steps"] == trial["env_steps"] >= 2000 and result["stop_reason"] == "step budget"
+        assert result["final_eval"] == trial["final_eval"] and math.isfinite(result["final_eval"])
+        assert line.split() == [
+            str(trial["trial"]),
+            trial["values"][LR],
+            trial["values"][EPOCHS],
+            "0",
+            f"{result['final_eval']:.1f}",
+            f"{result['best_eval']:.1f}",
+            f"{result['env_steps']:,}",
+            "no",
+            f"{result['train_seconds']:.1f}",
+        ]
+        config = yaml.safe_load((run / "config.yaml").read_text())
+        algorithm = config["tasks"]["RL"]["algorithm"]
+        assert (str(algorithm["learning_rate"]), str(algorithm["epochs"])) == (
+            trial["values"][LR],
+            trial["values"][EPOCHS],
+        )
+        assert config["log_dir"] == str(run) and config["train"]["max_env_steps"] == 2000
+        assert (run / "metrics.jsonl").stat().st_size > 0
+        assert list((run / "checkpoints").glob("ckpt-*"))
+    best = max(trials, key=lambda t: (t["final_eval"], -t["env_steps"]))
+    assert results["best"] == best["trial"]
+    assert out[5].startswith(f"best: trial {best['trial']} (final_eval {best['final_eval']:.1f}, ")
+    assert out[5].endswith(best["command"]) and f"-o {LR}={best['values'][LR]}" in best["command"]
+    assert Path(out[6].split("results: ")[1]).resolve() == tmp_path / "tune" / "results.json"
+    assert list((tmp_path / "tune" / "ray").glob("experiment_state-*.json"))  # Tune's own state: in the log dir
