@@ -2,6 +2,7 @@
 
     python benchmarks/ray_scaling.py [--nodes 1 2 4] [--seconds 20] [--warmup 5] [--repeats 2]
                                      [--worker-placements threads cooperative] [--parts sleep cpu]
+                                     [--config examples/configs/a2c_cartpole.yaml]
 
 Every point trains the PPO CartPole robot (examples/configs/ppo_cartpole.yaml: synchronous PPO,
 each update joining a 32-step segment of every agent) with ``placement: ray`` on a fresh
@@ -115,9 +116,9 @@ class _LearnClock:
             self.calls += 1
 
 
-def measure(point: Point, seconds: float, warmup: float) -> Run:
+def measure(point: Point, seconds: float, warmup: float, config_path: Path = CONFIG) -> Run:
     """Env steps per second of ``point`` after ``warmup`` seconds, over ``seconds``, and its learner's load."""
-    config = load_config(str(CONFIG), point.overrides())
+    config = load_config(str(config_path), point.overrides())
     cluster = _start_cluster(point.workers) if point.placement == "ray" else None
     try:
         manager = build_manager(config)
@@ -250,6 +251,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--agents-per-worker", type=int, default=4, help="agents per worker, sleep part")
     parser.add_argument("--cpu-agents", type=int, default=8, help="agents per worker, cpu part")
+    parser.add_argument(
+        "--config", type=Path, default=CONFIG, help="the robot (default: ppo_cartpole.yaml; its task must be 'RL')"
+    )
     args = parser.parse_args(argv)
     command = shlex.join(["python", "benchmarks/ray_scaling.py", *(sys.argv[1:] if argv is None else argv)])
     print(command)
@@ -258,7 +262,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     loads = [os.getloadavg()[0]]
     for repeat in range(args.repeats):
         for point in runs:
-            run = measure(point, args.seconds, args.warmup)
+            run = measure(point, args.seconds, args.warmup, args.config)
             runs[point].append(run)
             loads.append(os.getloadavg()[0])
             print(
