@@ -21,7 +21,7 @@ from parl.experiment.cli import EXIT_STUCK, load_trained_tasks, main
 from parl.experiment.config import load_config
 from parl.runtime.watchdog import StuckAgent, describe_stuck
 
-from toys import WAIT, CountEnv, EchoAgent, echo_algorithm_func, wait_for
+from toys import WAIT, CountEnv, EchoAgent, FileEvent, echo_algorithm_func, wait_for
 
 STALL = 0.3  # the watchdog's stall_seconds in these tests
 STUCK_ID = 1  # the agent that gets stuck
@@ -32,7 +32,7 @@ STUCK_ID = 1  # the agent that gets stuck
 class StuckEnv(CountEnv):
     """A CountEnv whose step ``stuck_at`` of its first episode waits on ``release`` (at most ``WAIT`` x 6)."""
 
-    def __init__(self, code: int, release: threading.Event, stuck_at: int = 3) -> None:
+    def __init__(self, code: int, release: FileEvent, stuck_at: int = 3) -> None:
         super().__init__(code, length=10)
         self.release, self.stuck_at = release, stuck_at
 
@@ -43,9 +43,10 @@ class StuckEnv(CountEnv):
 
 
 @pytest.fixture
-def release() -> Iterator[threading.Event]:
-    """Lets a stuck environment go on at the end of the test (its thread then ends)."""
-    event = threading.Event()
+def release() -> Iterator[FileEvent]:
+    """Lets a stuck environment go on at the end of the test (its thread then ends), in whichever
+    process it runs."""
+    event = FileEvent()
     yield event
     event.set()
 

@@ -11,6 +11,7 @@ sender of any row of a batch is ``obs[0] // 1000``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -547,6 +548,36 @@ class Arrivals:
                 os.unlink(self.path)
             except OSError:  # removed already
                 pass
+
+
+class FileEvent:
+    """A ``threading.Event`` for every process of a robot on this machine (forked or Ray workers
+    too: it pickles as a file path): :meth:`set` creates the file, :meth:`wait` looks for it."""
+
+    def __init__(self) -> None:
+        self.path = os.path.join(tempfile.mkdtemp(prefix="parl-event-"), "set")
+        self._owner = os.getpid()
+
+    def set(self) -> None:
+        """Set the event (for every process)."""
+        with open(self.path, "w"):
+            pass
+
+    def is_set(self) -> bool:
+        return os.path.exists(self.path)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the event was set within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.is_set():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def __del__(self) -> None:
+        if os.getpid() == self._owner:
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
 
 def announcing(arrivals: Arrivals, change: Optional[Callable[[dict, int], dict]] = None) -> Callable[[dict, int], dict]:

@@ -92,7 +92,8 @@ class _Slot:
     answers: List[tuple] = field(default_factory=list)
     wake: threading.Condition = field(default_factory=threading.Condition)
     pushed: Dict[str, int] = field(default_factory=dict)  # task -> version last delivered
-    idle: Dict[int, float] = field(default_factory=dict)
+    idle: Dict[int, float] = field(default_factory=dict)  # agent -> since when, on this process's clock
+    idle_since: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # agent -> (worker's since, ours)
     stored: Dict[str, int] = field(default_factory=dict)  # this generation's rows sent to shards
     stored_before: Dict[str, int] = field(default_factory=dict)  # earlier generations'
     threads: List[threading.Thread] = field(default_factory=list)
@@ -143,6 +144,7 @@ class RayRunner(AgentRunner):
         self._paused = False
         self._lock = threading.Lock()
         self._worker_class: object = None  # the Ray actor class, made at start
+        self._stuck: Dict[int, float] = {}  # agents stuck in their environment at stop
         self._replay_shards: Dict[str, list] = {}
 
     def communicator(self, wrapper: ComputationWrapper, agent_id: int):
@@ -279,8 +281,16 @@ class RayRunner(AgentRunner):
                 context.wrappers[name].task.merge_input_changes(changes)
         self._count_served(out["served"])
         slot.stored = dict(out["stored"])
-        now = time.perf_counter()
-        slot.idle = {agent_id: now - seconds for agent_id, seconds in out["idle"].items()}
+        now, before = time.perf_counter(), slot.idle_since
+        # One stay in the environment keeps the driver-clock ``since`` it was first seen with (the
+        # watchdog tells one stall from the next by it); a new stay gets its own.
+        slot.idle_since = {
+            agent_id: before[agent_id]
+            if before.get(agent_id, (None,))[0] == worker_since
+            else (worker_since, now - seconds)
+            for agent_id, (worker_since, seconds) in out["idle"].items()
+        }
+        slot.idle = {agent_id: since for agent_id, (_, since) in slot.idle_since.items()}
         for ticket, task, agent_id, batch, version in out["batches"]:
             self._queue(slot, generation, ticket, task, agent_id, batch, version)
         slot.running = bool(out["running"])
@@ -445,7 +455,11 @@ class RayRunner(AgentRunner):
         ray = self._session.ray
         for learner in self._learners.values():
             learner.stop(max(0.0, deadline - time.monotonic()))
-        self._call_all("stop", timeout=max(0.1, deadline - time.monotonic() - 0.5), args=(0.2,))
+        now = time.perf_counter()
+        idle = {agent_id: since for slot in self._slots for agent_id, since in slot.idle.items()}
+        stuck = self._call_all("stop", timeout=max(0.1, deadline - time.monotonic() - 0.5), args=(0.2,))
+        # Agents stuck in their environment when their worker stopped, ended with it below.
+        self._stuck = {i: idle.get(i, now) for ids in stuck for i in ids}
         for actor in [slot.actor for slot in self._slots] + self._shards:
             try:
                 ray.kill(actor, no_restart=True)
@@ -461,8 +475,10 @@ class RayRunner(AgentRunner):
         return threads + [f"parl-ray-replay-{name}" for name, learner in self._learners.items() if not learner.stop(0)]
 
     def idle_agents(self) -> Dict[int, float]:
+        """Agent id -> since when it has been in its environment, as the workers last told; once
+        stopped, the agents that were stuck there when their worker stopped (ended with it)."""
         if self._stopping.is_set():
-            return {}
+            return dict(self._stuck)
         out: Dict[int, float] = {}
         for slot in self._slots:
             out.update(slot.idle)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.core.agent import Agent
@@ -214,7 +215,7 @@ class RolloutWorker:
             "counters": {ids[i]: (a.episode, int(getattr(a, "total_steps", -1))) for i, a in enumerate(self.agents)},
             "input_changes": {name: task.take_input_changes() for name, task in self.manager.tasks.items()},
             "stored": dict(self._allowance.sent),
-            "idle": {ids[i]: seconds for i, seconds in self.manager.in_environment().items()},
+            "idle": self._idle(),
             "served": self._served_since(),
             "running": self.manager.running(),
         }
@@ -259,6 +260,12 @@ class RolloutWorker:
         return ray.get_runtime_context().get_node_id()
 
     # -- inside ------------------------------------------------------------------------
+    def _idle(self) -> Dict[int, Tuple[float, float]]:
+        """Driver id -> (since when, on this worker's clock, and for how many seconds) of each agent
+        in its environment now: the same ``since`` for the whole of one stay there."""
+        now = time.perf_counter()
+        return {self._ids[i]: (since, now - since) for i, since in self.manager.runner.idle_agents().items()}
+
     def _served_since(self) -> Dict[str, tuple]:
         """Task -> (batches, predictions, largest batch, (timed requests, seconds)) the copy answered
         since the last call."""
