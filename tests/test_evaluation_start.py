@@ -37,7 +37,15 @@ def train_ppo(log_dir: Path, *overrides: str) -> Tuple[Dict[str, object], List[s
 def test_an_acrobot_style_negative_target_evaluates_from_the_start(tmp_path) -> None:
     # The CartPole config moved to Acrobot: returns are -500 (every step -1) until the policy learns;
     # the target is negative. Evaluations must not wait for the returns to reach anything.
-    result, _ = train_ppo(tmp_path, "env.id=Acrobot-v1", "train.max_env_steps=9000", "evaluation.every_steps=1000")
+    # A target no run reaches in 9,000 env steps (Acrobot's returns are -500 to about -60), so that no
+    # evaluation passes and stops training before the third.
+    result, _ = train_ppo(
+        tmp_path,
+        "env.id=Acrobot-v1",
+        "train.max_env_steps=9000",
+        "evaluation.every_steps=1000",
+        "train.target_return=-10",
+    )
     rows = eval_rows(tmp_path)
     # Acrobot's first episodes end at its 500-step limit: with 8 agents the first ends near 4,000 env steps.
     assert rows and rows[0]["step"] <= 4000 + 8 * 500

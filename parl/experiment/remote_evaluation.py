@@ -18,6 +18,8 @@ import os
 import sys
 from typing import List, Mapping, Optional, Sequence
 
+import paddle
+
 from parl.experiment.build import make_agent, task_settings
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import evaluate_agents
@@ -38,6 +40,9 @@ class EvaluationActor:
         from ray import cloudpickle
 
         sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
+        # The actor's process is its own, ended with SIGTERM by Ray: Paddle's handler would print a C++
+        # "fatal error" page for it, so the default handler is put back.
+        paddle.disable_signal_handler()
         self.config: RobotConfig = cloudpickle.loads(config)
         self.tasks = {name: task_settings(self.config, name).make_task(f"{name}-eval") for name in self.config.tasks}
         for task in self.tasks.values():

@@ -378,7 +378,6 @@ class RayRunner(AgentRunner):
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Report ``slot``'s worker as lost and start it again."""
         reason = _brief(exc)
-        self.losses.append(WorkerLoss(slot.name, list(slot.agent_ids), reason))
         versions = {name: version for name, (version, _) in self._broadcaster.current().items()}
         logger.error(
             "Ray worker %s (agents %s) was lost: %s; starting it again with weights versions %s",
@@ -387,6 +386,7 @@ class RayRunner(AgentRunner):
             reason,
             versions,
         )
+        self.losses.append(WorkerLoss(slot.name, list(slot.agent_ids), reason))  # after the line, for readers
         ray = self._session.ray
         try:
             ray.kill(slot.actor, no_restart=True)

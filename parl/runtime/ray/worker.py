@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import paddle
+
 from parl.core.agent import Agent
 from parl.core.errors import RemoteError, StoppedError
 from parl.runtime.manager import Manager
@@ -153,6 +155,9 @@ class RolloutWorker:
         from parl.seeding import seed_everything
 
         seed_everything(seed)
+        # The actor's process is its own, ended with SIGTERM by Ray: Paddle's handler would print a C++
+        # "fatal error" page for it, so the default handler is put back.
+        paddle.disable_signal_handler()
         sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
         tasks, shared, agents = cloudpickle.loads(robot)
         self.name = name
