@@ -14,17 +14,14 @@ the driver, after the robot has stopped).
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import List, Mapping, Optional, Sequence
-
-import paddle
 
 from parl.experiment.build import make_agent, task_settings
 from parl.experiment.config import RobotConfig
 from parl.experiment.evaluation import evaluate_agents
 from parl.runtime.ray.broadcast import writable_weights
-from parl.runtime.ray.session import import_ray
+from parl.runtime.ray.session import import_ray, unpickle_in_actor
 
 
 class EvaluationActor:
@@ -37,13 +34,7 @@ class EvaluationActor:
     """
 
     def __init__(self, paths: Sequence[str], config: bytes) -> None:
-        from ray import cloudpickle
-
-        sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
-        # The actor's process is its own, ended with SIGTERM by Ray: Paddle's handler would print a C++
-        # "fatal error" page for it, so the default handler is put back.
-        paddle.disable_signal_handler()
-        self.config: RobotConfig = cloudpickle.loads(config)
+        self.config: RobotConfig = unpickle_in_actor(paths, config)
         self.tasks = {name: task_settings(self.config, name).make_task(f"{name}-eval") for name in self.config.tasks}
         for task in self.tasks.values():
             task.build_layers()

@@ -308,8 +308,12 @@ class Trainer:
             manager.pause()
         passed = best = False
         try:
-            copy_weights(manager.tasks, evaluators)
-            remote, weights = self._remote, {name: task.algorithm_weights() for name, task in evaluators.items()}
+            # One snapshot of the learners: played here (set into the evaluators) or by the evaluation
+            # actor, and kept as the best weights when this evaluation is the best.
+            remote, weights = self._remote, {name: manager.tasks[name].algorithm_weights() for name in evaluators}
+            if remote is None:
+                for name, task in evaluators.items():
+                    task.set_algorithm_weights(weights[name])
             check = confirmed_check(
                 lambda episodes, seed: (
                     remote.play(weights, episodes, seed)

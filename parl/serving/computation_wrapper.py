@@ -233,12 +233,14 @@ def _update_groups(requests: List[Request]) -> List[List[Request]]:
     replay sample) an update of its own, so a replay helper's update-to-data ratio does not depend
     on which agents' batches happen to arrive together. (A payload that is no Transition is an
     update of its own, which fails for its sender alone.)"""
-    segments = [r for r in requests if _is_segment(r.payload)]
-    samples = [[r] for r in requests if not _is_segment(r.payload)]
+    segments = [r for r in requests if is_segment(r.payload)]
+    samples = [[r] for r in requests if not is_segment(r.payload)]
     return samples + [segments] if segments else samples
 
 
-def _is_segment(batch: object) -> bool:
+def is_segment(batch: object) -> bool:
+    """Whether ``batch`` is a time-ordered segment (an on-policy helper's: ``sequence_lengths`` set),
+    which updates join, rather than a replay sample, learned alone."""
     return getattr(batch, "sequence_lengths", None) is not None
 
 

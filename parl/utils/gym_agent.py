@@ -153,14 +153,15 @@ class GymAgent(Agent):
         while not done:
             actions, next_states = self.act(inputs, states)
             obs, reward, terminated, truncated, info = self.env.step(self.to_env_action(actions))
-            if info and "action_taken" in info:
-                actions = {**actions, **self.to_model_action(info["action_taken"])}
+            time_steps = 1
+            if info:  # most environments' infos are empty: one test a step then
+                if "action_taken" in info:
+                    actions = {**actions, **self.to_model_action(info["action_taken"])}
+                if TIME_STEPS in info:
+                    time_steps, repeated = int(info[TIME_STEPS]), True
             next_inputs = obs_inputs(obs)
             costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states
-            time_steps = info.get(TIME_STEPS) if isinstance(info, dict) else None
-            repeated = repeated or time_steps is not None
-            time_steps = 1 if time_steps is None else int(time_steps)
             total += float(reward)
             steps += time_steps
             action_steps += 1

@@ -142,7 +142,7 @@ class ReplayShard:
     def add(self, rows: Transition[np.ndarray]) -> int:
         """Store every row of ``rows`` (a batch); returns the rows stored in all."""
         for i in range(rows.batch_size):
-            self.buffer.add(_row(rows, i))
+            self.buffer.add(rows.map_arrays(lambda values, i=i: values[i]))  # row i, as views
         self.added += rows.batch_size
         return self.added
 
@@ -161,25 +161,6 @@ class ReplayShard:
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Priorities ``|td_error| + epsilon`` for the rows in ``slots``."""
         self.buffer.update_priorities(slots, td_errors)
-
-
-def _row(batch: Transition[np.ndarray], i: int) -> Transition[np.ndarray]:
-    """Row ``i`` of ``batch`` as a single transition (views)."""
-
-    def pick(values: Optional[Dict[str, np.ndarray]]) -> Optional[Dict[str, np.ndarray]]:
-        return None if values is None else {k: v[i] for k, v in values.items()}
-
-    steps = batch.bootstrap_steps
-    return Transition(
-        pick(batch.inputs),
-        pick(batch.actions),
-        pick(batch.rewards),
-        pick(batch.next_inputs),
-        batch.next_episode_end[i],
-        pick(batch.states),
-        pick(batch.next_states),
-        bootstrap_steps=None if steps is None else steps[i],
-    )
 
 
 class Allowance:

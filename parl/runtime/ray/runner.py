@@ -57,7 +57,7 @@ from parl.runtime.ray.replay import CHUNK, ReplayLearner, ReplaySettings, Replay
 from parl.runtime.ray.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.ray.worker import RolloutWorker
 from parl.runtime.runner import AgentRunner, RunnerContext
-from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.computation_wrapper import ComputationWrapper, is_segment
 from parl.serving.request_queue import Request
 from parl.validation import check_int
 
@@ -92,8 +92,8 @@ class _Slot:
     answers: List[tuple] = field(default_factory=list)
     wake: threading.Condition = field(default_factory=threading.Condition)
     pushed: Dict[str, int] = field(default_factory=dict)  # task -> version last delivered
-    idle: Dict[int, float] = field(default_factory=dict)  # agent -> since when, on this process's clock
-    idle_since: Dict[int, Tuple[float, float]] = field(default_factory=dict)  # agent -> (worker's since, ours)
+    # Agent -> (since when it has been in its environment on the worker's clock, and on this process's).
+    idle_since: Dict[int, Tuple[float, float]] = field(default_factory=dict)
     stored: Dict[str, int] = field(default_factory=dict)  # this generation's rows sent to shards
     stored_before: Dict[str, int] = field(default_factory=dict)  # earlier generations'
     threads: List[threading.Thread] = field(default_factory=list)
@@ -290,7 +290,6 @@ class RayRunner(AgentRunner):
             else (worker_since, now - seconds)
             for agent_id, (worker_since, seconds) in out["idle"].items()
         }
-        slot.idle = {agent_id: since for agent_id, (_, since) in slot.idle_since.items()}
         for ticket, task, agent_id, batch, version in out["batches"]:
             self._queue(slot, generation, ticket, task, agent_id, batch, version)
         slot.running = bool(out["running"])
@@ -303,7 +302,7 @@ class RayRunner(AgentRunner):
                 self.context.wrappers[name].stats.add_predictions(batches, predictions, largest, timed)
 
     def _queue(self, slot: _Slot, generation: int, ticket: int, task: str, agent_id: int, batch, version: int) -> None:
-        segment = getattr(batch, "sequence_lengths", None) is not None
+        segment = is_segment(batch)
         staleness = self.options.max_staleness
         if segment and staleness is not None and version < self._broadcaster.version(task) - staleness:
             with self._lock:
@@ -456,7 +455,7 @@ class RayRunner(AgentRunner):
         for learner in self._learners.values():
             learner.stop(max(0.0, deadline - time.monotonic()))
         now = time.perf_counter()
-        idle = {agent_id: since for slot in self._slots for agent_id, since in slot.idle.items()}
+        idle = self._idle()
         stuck = self._call_all("stop", timeout=max(0.1, deadline - time.monotonic() - 0.5), args=(0.2,))
         # Agents stuck in their environment when their worker stopped, ended with it below.
         self._stuck = {i: idle.get(i, now) for ids in stuck for i in ids}
@@ -479,10 +478,10 @@ class RayRunner(AgentRunner):
         stopped, the agents that were stuck there when their worker stopped (ended with it)."""
         if self._stopping.is_set():
             return dict(self._stuck)
-        out: Dict[int, float] = {}
-        for slot in self._slots:
-            out.update(slot.idle)
-        return out
+        return self._idle()
+
+    def _idle(self) -> Dict[int, float]:
+        return {agent_id: since for slot in self._slots for agent_id, (_, since) in slot.idle_since.items()}
 
     def _call_all(self, method: str, timeout: float, args: Tuple[object, ...] = ()) -> List[object]:
         """Call ``method`` on every worker, wait up to ``timeout`` seconds for them all, and return

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, Sequence
 
 from parl.runtime.ray.options import RayOptions
 
@@ -106,3 +107,17 @@ class RaySession:
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
         self.started = False
+
+
+def unpickle_in_actor(paths: Sequence[str], data: bytes) -> Any:
+    """What an actor of a robot does first: put back the default SIGTERM handler (the actor's process
+    is its own, ended with SIGTERM by Ray, and Paddle's handler would print a C++ "fatal error" page
+    for it), put the driver's ``sys.path`` entries that exist on this node on this process's path
+    (so classes from the driver's own modules are found on a machine that shares its files), then
+    unpickle ``data``."""
+    import paddle
+    from ray import cloudpickle
+
+    paddle.disable_signal_handler()
+    sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
+    return cloudpickle.loads(data)

@@ -15,13 +15,9 @@ Manager numbers its agents from 0 and is never asked about them by id from outsi
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
-
-import paddle
 
 from parl.core.agent import Agent
 from parl.core.errors import RemoteError, StoppedError
@@ -29,6 +25,7 @@ from parl.runtime.manager import Manager
 from parl.runtime.processes.error_data import describe_agent_error, rebuild_error
 from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.replay import Allowance, ShardWriter
+from parl.runtime.ray.session import unpickle_in_actor
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.request_queue import Request
@@ -150,16 +147,10 @@ class RolloutWorker:
         limits: Mapping[str, int],
         seed: int,
     ) -> None:
-        from ray import cloudpickle
-
         from parl.seeding import seed_everything
 
         seed_everything(seed)
-        # The actor's process is its own, ended with SIGTERM by Ray: Paddle's handler would print a C++
-        # "fatal error" page for it, so the default handler is put back.
-        paddle.disable_signal_handler()
-        sys.path.extend(p for p in paths if p not in sys.path and os.path.isdir(p))
-        tasks, shared, agents = cloudpickle.loads(robot)
+        tasks, shared, agents = unpickle_in_actor(paths, robot)
         self.name = name
         self._outbox = Outbox()
         self._versions: Dict[str, int] = {task: -1 for task in tasks}
