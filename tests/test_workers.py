@@ -230,9 +230,12 @@ def test_workers_setting_is_checked() -> None:
 
 
 def test_an_example_trains_unchanged_in_worker_processes(tmp_path) -> None:
+    # A target above CartPole's highest return (500): A2C in worker processes can reach 475 within the
+    # budget on some runs, and the run must end at its budget.
     result = train_example_config(
-        "a2c_cartpole", tmp_path, seed=0, budget=3_000, target=475.0, overrides=("placement=processes",)
+        "a2c_cartpole", tmp_path, seed=0, budget=3_000, target=1_000.0, overrides=("placement=processes",)
     )
+    assert result["stop_reason"] == "step budget"
     assert 3_000 <= result["env_steps"] <= 3_000 + 1_000
     assert result["updates"]["RL"] > 0 and result["episodes"] > 0
 
