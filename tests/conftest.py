@@ -3,13 +3,18 @@ and the placement cases every placement-contract test runs over."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Iterator, List
 
 import pytest
 
 import parl
-from parl.runtime import registry
 from parl.runtime.rlx.settings import ServerSettings
+from parl.testing.placement_contract import (  # noqa: F401 - ray_cluster: the session's Ray cluster fixture
+    parametrize_cases,
+    prepare_case,
+    ray_cluster,
+    robots_of,
+)
 
 from toys import (
     EchoAlgorithm,
@@ -102,54 +107,26 @@ def rlx_server():
         manager.stop()
 
 
-# -- placement cases (tests/toys.py) ----------------------------------------------------------
+# -- placement cases (parl.testing): tests of this repository that run over every placement -------------
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test that takes ``placement_case`` (or ``robot``) runs once per placement case; one marked
-    ``in_process_predictions`` (it watches predictions inside the Manager's own tasks and wrappers)
-    runs over the placements whose agents predict through those tasks only."""
-    if "placement_case" in metafunc.fixturenames:
-        cases = placement_cases()
-        if metafunc.definition.get_closest_marker("in_process_predictions"):
-            cases = [case for case in cases if not registry.entry(case.placement).predicts_in_copies]
-        metafunc.parametrize("placement_case", cases, ids=[case.id for case in cases], indirect=True)
+    """A test function that takes ``placement_case`` (or ``robot``) runs once per placement case
+    (parl.testing's parametrize_cases); a test class with a hook of its own (PlacementContract) is
+    left to it."""
+    if metafunc.cls is not None and hasattr(metafunc.cls, "pytest_generate_tests"):
+        return
+    parametrize_cases(metafunc, placement_cases())
 
 
 @pytest.fixture
 def placement_case(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> PlacementCase:
     """The placement case of this test run, prepared (placement "ray" on the session's cluster)."""
-    case: PlacementCase = request.param
-    if case.placement == "ray":
-        request.getfixturevalue("ray_cluster")
-    case.prepare(monkeypatch)
-    return case
-
-
-@pytest.fixture(scope="session")
-def ray_cluster():
-    """A local Ray cluster on 127.0.0.1, joined by this process: a head and two more nodes of one CPU
-    each, started once per test session by the first test that needs it and shut down at the end
-    (every process of it is this session's; nothing else is stopped)."""
-    from parl.runtime.ray.session import import_ray
-
-    ray = import_ray()  # sets the environment that keeps a local Ray on the loopback address
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, configure_logging=False)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+    return prepare_case(request, monkeypatch)
 
 
 @pytest.fixture
-def robot(placement_case: PlacementCase):
-    """``robot(tasks=("T",), **task_settings)``: a Manager of echo tasks in the placement case's
-    placement; every Manager is stopped after the test, which must leave no thread or process behind."""
-    robots = Robots(placement_case)
-    yield robots
-    robots.close()
-    assert robots.leftovers() == []
+def robot(placement_case: PlacementCase) -> Iterator[Robots]:
+    """``robot(tasks=("T",), ...)``: a Manager of echo tasks in the placement case's placement; every
+    Manager is stopped after the test, which must leave no thread or process behind."""
+    yield from robots_of(placement_case)

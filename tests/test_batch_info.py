@@ -14,7 +14,7 @@ import parl
 from parl.core.batch import DICT_FIELDS, Transition
 from parl.serving.computation_wrapper import _join_batches, _split_costs
 
-from toys import WAIT, EchoAlgorithm, RecordingCommunicator, ToyModel, echo_batch, echo_obs
+from toys import WAIT, EchoAlgorithm, EchoModel, RecordingCommunicator, echo_batch, echo_obs
 
 ROW_FIELDS = ("sequence_lengths", "bootstrap_steps", "weights")
 
@@ -263,7 +263,7 @@ def test_a_one_row_batch_gets_its_td_error_back_as_an_array() -> None:
 @pytest.mark.parametrize("sample_interval, episode_length", [(3, 10), (4, 2), (1, 3)])
 def test_on_policy_helper_sends_its_cached_steps_as_one_segment(sample_interval, episode_length) -> None:
     helper = parl.OnPolicyHelper(sample_interval=sample_interval)
-    comm = RecordingCommunicator(ToyModel())
+    comm = RecordingCommunicator(EchoModel())
     helper.bind(comm)
     sent_lengths = []
     for step in range(episode_length):

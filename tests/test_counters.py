@@ -11,7 +11,7 @@ import pytest
 import parl
 from parl.utils.gym_agent import GymAgent
 
-from toys import CountEnv, EchoAgent, RecordingCommunicator, ToyModel
+from toys import CountEnv, EchoAgent, EchoModel, RecordingCommunicator
 
 # -- Agent ------------------------------------------------------------------------------------
 
@@ -151,7 +151,7 @@ def store(helper: parl.AgentHelper, steps: int) -> None:
 
 def test_on_policy_and_uniform_replay_helpers_keep_no_counters() -> None:
     for helper in (parl.OnPolicyHelper(sample_interval=4), parl.ExpReplayHelper(capacity=8, warmup_steps=2)):
-        helper.bind(RecordingCommunicator(ToyModel()))
+        helper.bind(RecordingCommunicator(EchoModel()))
         store(helper, 3)
         assert helper.counters() == {}
         helper.restore_counters({})  # nothing to take up
@@ -164,7 +164,7 @@ def prioritized(beta_steps: int = 40) -> parl.ExpReplayHelper:
 @pytest.mark.parametrize("restore_before_bind", [True, False])
 def test_prioritized_replay_goes_on_annealing_beta_after_a_resume(restore_before_bind: bool) -> None:
     first = prioritized()
-    first.bind(RecordingCommunicator(ToyModel()))
+    first.bind(RecordingCommunicator(EchoModel()))
     store(first, 10)
     assert first.counters() == {"replay_added": 10}
     assert first.buffer.beta == pytest.approx(0.2 + 0.8 * 10 / 40)
@@ -173,9 +173,9 @@ def test_prioritized_replay_goes_on_annealing_beta_after_a_resume(restore_before
     if restore_before_bind:  # as a trainer may, before Manager.add_agent binds the helpers
         resumed.restore_counters(first.counters())
         assert resumed.counters() == {"replay_added": 10}
-        resumed.bind(RecordingCommunicator(ToyModel()))
+        resumed.bind(RecordingCommunicator(EchoModel()))
     else:
-        resumed.bind(RecordingCommunicator(ToyModel()))
+        resumed.bind(RecordingCommunicator(EchoModel()))
         resumed.restore_counters(first.counters())
     assert len(resumed.buffer) == 0  # experience is not carried over ...
     assert resumed.buffer.beta == pytest.approx(first.buffer.beta)  # ... the schedule is

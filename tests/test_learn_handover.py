@@ -15,7 +15,7 @@ import pytest
 import parl
 from parl.core.errors import RemoteError
 
-from toys import LEARN_BLOCK, LEARN_FAIL, WAIT, CountEnv, EchoAlgorithm, ToyModel, replay_sample, specs
+from toys import LEARN_BLOCK, LEARN_FAIL, WAIT, CountEnv, EchoAlgorithm, EchoModel, replay_sample, specs
 
 
 class HandOverAgent(parl.Agent):
@@ -131,7 +131,7 @@ def store_steps(helper: parl.ExpReplayHelper, steps: int) -> None:
 @pytest.mark.parametrize("max_in_flight", [1, 2, 3])
 def test_a_helper_keeps_at_most_its_bound_in_flight_and_sends_every_batch_due(max_in_flight: int) -> None:
     helper = parl.ExpReplayHelper(capacity=50, batch_size=4, warmup_steps=2, max_in_flight=max_in_flight, seed=0)
-    comm = LaggingCommunicator(ToyModel())
+    comm = LaggingCommunicator(EchoModel())
     helper.bind(comm)
     store_steps(helper, 10)
     assert comm.sent == 9 and helper.updates_due() == 0  # one per step from the warm one on
@@ -141,7 +141,7 @@ def test_a_helper_keeps_at_most_its_bound_in_flight_and_sends_every_batch_due(ma
 
 def test_handed_over_td_errors_become_the_priorities_of_their_rows() -> None:
     helper = parl.ExpReplayHelper(capacity=50, batch_size=4, warmup_steps=2, max_in_flight=1, prioritized=True, seed=0)
-    comm = LaggingCommunicator(ToyModel())
+    comm = LaggingCommunicator(EchoModel())
     helper.bind(comm)
     sampled: List[np.ndarray] = []
     updated: List[np.ndarray] = []
@@ -173,7 +173,7 @@ def test_max_in_flight_is_checked() -> None:
 def test_a_lagging_transport_is_only_waited_on_at_the_bound() -> None:
     """Nothing waits below the bound: an agent that never reaches it never blocks in learn."""
     helper = parl.ExpReplayHelper(capacity=50, batch_size=4, warmup_steps=1, max_in_flight=100, seed=0)
-    comm = LaggingCommunicator(ToyModel())
+    comm = LaggingCommunicator(EchoModel())
     helper.bind(comm)
     store_steps(helper, 20)
     assert comm.waits == 0 and comm.sent == 20 and comm.most_in_flight == 20

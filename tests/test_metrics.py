@@ -63,7 +63,7 @@ def test_per_row_costs_are_not_summed_and_nonfinite_costs_are_counted_apart() ->
 
 
 def _toy_gradient_norm(weights: dict, batch: parl.Transition) -> float:
-    """Global norm of d/d(w, b) mean((x w + b - r)^2) for ToyModel's one fc layer, x = obs / 1000."""
+    """Global norm of d/d(w, b) mean((x w + b - r)^2) for EchoModel's one fc layer, x = obs / 1000."""
     w = next(v for v in weights.values() if v.shape == (2, 1)).astype(np.float64)
     b = next(v for v in weights.values() if v.shape == (1,)).astype(np.float64)
     x = batch.inputs["obs"].astype(np.float64) * 1e-3

@@ -13,7 +13,7 @@ from parl.algorithms import DQN
 from parl.experience.n_step import NStepAccumulator
 from parl.models import MLPQModel
 
-from toys import RecordingCommunicator, ToyModel, simple_batch
+from toys import EchoModel, RecordingCommunicator, simple_batch
 
 GAMMA = 0.5  # powers of 1/2 keep the hand-computed sums exact
 
@@ -153,7 +153,7 @@ def test_bad_settings_raise(kwargs, words) -> None:
 
 def test_the_helper_stores_n_step_transitions_and_sends_their_bootstrap_steps() -> None:
     helper = parl.ExpReplayHelper(capacity=100, batch_size=200, warmup_steps=1, n_step=3, gamma=GAMMA, seed=0)
-    comm = RecordingCommunicator(ToyModel())
+    comm = RecordingCommunicator(EchoModel())
     helper.bind(comm)
     for t, reward in enumerate(REWARDS):
         obs = np.array([t, 0], np.float32)
@@ -174,7 +174,7 @@ def test_the_helper_stores_n_step_transitions_and_sends_their_bootstrap_steps() 
 
 def test_a_one_step_helper_sends_no_bootstrap_steps() -> None:
     helper = parl.ExpReplayHelper(batch_size=4, warmup_steps=1)
-    comm = RecordingCommunicator(ToyModel())
+    comm = RecordingCommunicator(EchoModel())
     helper.bind(comm)
     helper.store_data({"obs": np.zeros(2)}, {"action": np.array([0])}, 1.0, {"obs": np.ones(2)}, False, False)
     helper.learn()

@@ -28,10 +28,10 @@ from toys import (
     WAIT,
     CountEnv,
     EchoAlgorithm,
+    EchoModel,
     RecordingCommunicator,
     ReportingEchoAgent,
     Robots,
-    ToyModel,
     echo_batch,
     echo_obs,
 )
@@ -135,7 +135,7 @@ RANGED_ACTIONS = [("action", dict(shape=[1], dtype="int64", range=[0, 4000]))]
 
 @pytest.mark.parametrize("action, shown", [(-1, "-1"), (4000, "4000")])
 def test_a_stored_action_outside_its_range_fails_only_its_agent(action: int, shown: str) -> None:
-    settings = parl.TaskSettings(lambda: EchoAlgorithm(lambda: ToyModel(action_specs=RANGED_ACTIONS)))
+    settings = parl.TaskSettings(lambda: EchoAlgorithm(lambda: EchoModel(action_specs=RANGED_ACTIONS)))
     manager = parl.Manager({"T": settings}, thread_placement="os")
     try:
         for code in range(4):
@@ -298,7 +298,7 @@ class SkippingCommunicator(RecordingCommunicator):
 
 def test_prioritized_replay_keeps_the_priorities_of_a_skipped_update() -> None:
     helper = parl.ExpReplayHelper(capacity=8, batch_size=2, warmup_steps=4, seed=0, prioritized=True)
-    helper.bind(SkippingCommunicator(ToyModel()))
+    helper.bind(SkippingCommunicator(EchoModel()))
     for step in range(4):
         obs = echo_obs(0, step)
         helper.store_data({"obs": obs}, {"action": np.array([step])}, 1.0, {"obs": obs + 1}, False, False)

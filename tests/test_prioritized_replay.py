@@ -14,7 +14,7 @@ from parl.algorithms import DQN
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer
 from parl.models import MLPQModel
 
-from toys import RecordingCommunicator, ToyModel, specs
+from toys import EchoModel, RecordingCommunicator, specs
 
 INPUTS = specs(("obs", [2], "float32"))
 ACTIONS = specs(("action", [1], "int64"))
@@ -191,7 +191,7 @@ class TDCommunicator(RecordingCommunicator):
     """Records batches and answers with a chosen per-row td_error (as the wrapper sends this agent's rows)."""
 
     def __init__(self, td_of_rows=lambda batch: batch.inputs["obs"][:, 0] * 0.5) -> None:
-        super().__init__(ToyModel())
+        super().__init__(EchoModel())
         self.td_of_rows = td_of_rows
         self.replies: List[Dict[str, object]] = []
 

@@ -9,7 +9,7 @@ import pytest
 
 import parl
 
-from toys import RecordingCommunicator, ToyModel, specs
+from toys import EchoModel, RecordingCommunicator, specs
 
 INPUTS = specs(("obs", [3], "float32"), ("mask", [2], "bool"))
 STATES = specs(("h", [2, 2], "float32"))
@@ -151,7 +151,7 @@ def test_bootstrap_steps_are_stored_per_transition_when_asked() -> None:
 
 
 def bound(helper: parl.AgentHelper) -> RecordingCommunicator:
-    comm = RecordingCommunicator(ToyModel())
+    comm = RecordingCommunicator(EchoModel())
     helper.bind(comm)
     return comm
 

@@ -11,7 +11,7 @@ import pytest
 import parl
 from parl.core.errors import StoppedError
 
-from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, ToyModel, count_puts
+from toys import WAIT, CountEnv, EchoAgent, EchoAlgorithm, EchoModel, count_puts
 
 SPEC_MODEL_ARGS = dict(
     input_specs=[("obs", dict(shape=[2], dtype="float32")), ("count", dict(shape=[1], dtype="int64"))],
@@ -25,7 +25,7 @@ GOOD_STATES = {"h": np.zeros(3, np.float32)}
 @pytest.fixture
 def wrapper():
     """A wrapper whose threads are never started: checks must fail before anything is queued."""
-    task = parl.ComputationTask("T", EchoAlgorithm(lambda: ToyModel(**SPEC_MODEL_ARGS)))
+    task = parl.ComputationTask("T", EchoAlgorithm(lambda: EchoModel(**SPEC_MODEL_ARGS)))
     wrapper = parl.ComputationWrapper(task)
     wrapper.puts = count_puts(wrapper.prediction_queue)
     return wrapper
@@ -144,7 +144,7 @@ def test_a_plain_number_reward_needs_a_single_reward_spec() -> None:
     task = parl.ComputationTask(
         "T",
         EchoAlgorithm(
-            lambda: ToyModel(
+            lambda: EchoModel(
                 reward_specs=[("reward", dict(shape=[1], dtype="float32")), ("cost", dict(shape=[1], dtype="float32"))]
             )
         ),
@@ -190,11 +190,11 @@ def test_a_plain_number_reward_needs_a_single_reward_spec() -> None:
     ],
 )
 def test_bad_spec_declarations_raise(kind, declared, words) -> None:
-    model_func = lambda: ToyModel(**{f"{kind}_specs": declared})  # noqa: E731
+    model_func = lambda: EchoModel(**{f"{kind}_specs": declared})  # noqa: E731
     with pytest.raises(ValueError) as info:
         parl.ComputationTask("T", EchoAlgorithm(model_func))
     message = str(info.value)
-    assert "ToyModel" in message and "task 'T'" in message
+    assert "EchoModel" in message and "task 'T'" in message
     for word in words:
         assert word in message, message
 

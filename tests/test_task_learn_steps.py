@@ -16,13 +16,13 @@ from parl.algorithms.target import TargetSync
 from parl.models import MLPQModel
 from parl.serving.computation_task import NORMALIZER_KEY
 
-from toys import ToyModel
+from toys import EchoModel
 
 MIXED_INPUTS = [("obs", dict(shape=[2], dtype="float32")), ("id", dict(shape=[1], dtype="int64"))]
 
 
-def mixed_model() -> ToyModel:
-    return ToyModel(input_specs=MIXED_INPUTS)
+def mixed_model() -> EchoModel:
+    return EchoModel(input_specs=MIXED_INPUTS)
 
 
 class RecordingAlgorithm(parl.Algorithm):
@@ -278,7 +278,7 @@ def test_reward_scale_and_clip_are_applied_to_learns_rewards(kwargs, expected) -
 class SteppingAlgorithm(parl.Algorithm):
     """``learn`` is a generator of ``steps`` optimizer steps; snapshots the weights before each loss."""
 
-    def __init__(self, model_func=ToyModel, *, steps: int = 3, extra=None) -> None:
+    def __init__(self, model_func=EchoModel, *, steps: int = 3, extra=None) -> None:
         super().__init__(model_func, learning_rate=0.05)
         self.steps = steps
         self.extra = extra  # name -> callable(batch size) giving an additional cost
@@ -438,16 +438,16 @@ class Loose(parl.Algorithm):
 
 
 def test_an_unknown_option_of_a_subclass_raises_naming_it() -> None:
-    assert Tempered(ToyModel, temperature=0.5).temperature == 0.5
+    assert Tempered(EchoModel, temperature=0.5).temperature == 0.5
     with pytest.raises(ValueError) as info:
-        Tempered(ToyModel, temprature=0.5)
+        Tempered(EchoModel, temprature=0.5)
     assert "Tempered" in str(info.value) and "temprature" in str(info.value) and "'temperature'" in str(info.value)
     with pytest.raises(ValueError, match="TemperedChild: unknown option grad_clip"):
-        TemperedChild(ToyModel, grad_clip=1.0)  # Tempered does not take grad_clip
+        TemperedChild(EchoModel, grad_clip=1.0)  # Tempered does not take grad_clip
 
 
 def test_a_subclass_taking_any_keyword_is_not_checked() -> None:
-    assert Loose(ToyModel, anything=1, more="x").options == {"anything": 1, "more": "x"}
+    assert Loose(EchoModel, anything=1, more="x").options == {"anything": 1, "more": "x"}
 
 
 def test_create_algorithm_func_reports_an_unknown_option_when_called() -> None:

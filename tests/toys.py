@@ -1,93 +1,65 @@
-"""Small deterministic models, algorithms, environments and agents shared by the tests.
+"""What the tests share besides parl.testing: models, batches, failing agents, transports and RLX clients.
 
-The central toy is an *echo* task: :class:`ToyModel` reads ``obs`` (float32
-``[2]``) and :class:`EchoAlgorithm` answers with ``action = int64(obs[0])``,
-so every sender can check that the reply it got is its own. ``obs[1]`` is a
-marker that makes the algorithm fail or block on purpose (see ``*_FAIL`` and
-``*_BLOCK``). Environments put ``1000 * code + step`` in ``obs[0]``, so the
-sender of any row of a batch is ``obs[0] // 1000``.
+The echo task (a model, an algorithm, environments and agents whose every reply and update can be
+traced to its sender), the watches and the placement cases live in :mod:`parl.testing`, for the
+placement contract and for users' own tests; they are named here again so tests import one module.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import time
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import paddle
-import pytest
 
 import parl
 from parl import layers
 from parl.core.specs import Spec, normalize_specs
-from parl.runtime import registry
 from parl.runtime.rlx.settings import ServerSettings
 from parl.serving.request_queue import RequestQueue
+from parl.testing.echo import (  # noqa: F401 - named again for the tests
+    ACTION_SPECS,
+    LEARN_BLOCK,
+    LEARN_FAIL,
+    OBS_SPECS,
+    PREDICT_BLOCK,
+    PREDICT_FAIL,
+    WAIT,
+    CountEnv,
+    EchoAgent,
+    EchoAlgorithm,
+    EchoModel,
+    OnceMarkedEnv,
+    ReportingEchoAgent,
+    SeededCountEnv,
+    ToyFailure,
+    TwoTaskAgent,
+    echo_algorithm_func,
+    echo_batch,
+    echo_obs,
+    replay_sample,
+    senders,
+)
+from parl.testing.placement_cases import PlacementCase, Robots, open_gates, placement_cases  # noqa: F401
+from parl.testing.watching import (  # noqa: F401
+    Arrivals,
+    FileEvent,
+    QueueWatch,
+    Sender,
+    announcing,
+    child_pids,
+    parl_threads,
+    settles,
+    stays,
+    wait_for,
+)
 from parl.utils import GymAgent
 
-# Markers carried in obs[1].
-PREDICT_FAIL = -1.0
-PREDICT_BLOCK = -2.0
-LEARN_FAIL = -3.0
-LEARN_BLOCK = -4.0
-
-#: How long a test waits for something that should happen at once (generous for a loaded 2-core machine).
-WAIT = 5.0
-
-OBS_SPECS = [("obs", dict(shape=[2], dtype="float32"))]
-ACTION_SPECS = [("action", dict(shape=[1], dtype="int64"))]
-
-
-class ToyFailure(Exception):
-    """Raised by the toys on purpose, so tests can tell it from real failures."""
-
-
 # -- models -------------------------------------------------------------------
-
-
-class ToyModel(parl.Model):
-    """``obs`` float32 [2] in, ``action`` int64 [1] out; one fc layer so there is something to train.
-
-    The spec lists can be replaced to test spec declarations and checks.
-    """
-
-    def __init__(
-        self,
-        input_specs: Optional[list] = None,
-        action_specs: Optional[list] = None,
-        state_specs: Optional[list] = None,
-        reward_specs: Optional[list] = None,
-    ) -> None:
-        super().__init__()
-        self._specs = {
-            "input": OBS_SPECS if input_specs is None else input_specs,
-            "action": ACTION_SPECS if action_specs is None else action_specs,
-            "state": [] if state_specs is None else state_specs,
-            "reward": [("reward", dict(shape=[1], dtype="float32"))] if reward_specs is None else reward_specs,
-        }
-        self.fc = layers.fc(1)
-
-    def get_input_specs(self):
-        return self._specs["input"]
-
-    def get_action_specs(self):
-        return self._specs["action"]
-
-    def get_state_specs(self):
-        return self._specs["state"]
-
-    def get_reward_specs(self):
-        return self._specs["reward"]
-
-    def value(self, inputs: Dict[str, paddle.Tensor]) -> paddle.Tensor:
-        return self.fc(inputs["obs"] * 1e-3)
 
 
 class TwoLayerModel(parl.Model):
@@ -109,73 +81,6 @@ class TwoLayerModel(parl.Model):
 
 
 # -- algorithms ---------------------------------------------------------------
-
-
-class EchoAlgorithm(parl.Algorithm):
-    """Predicts ``action = int64(obs[0])``; learns a regression of the reward on obs.
-
-    Records every batch it sees. A batch holding a ``*_FAIL`` marker raises
-    :class:`ToyFailure`; one holding a ``*_BLOCK`` marker sets ``entered`` and
-    waits for ``gate``.
-    """
-
-    def __init__(self, model_func: Callable[[], parl.Model] = ToyModel, **kwargs) -> None:
-        super().__init__(model_func, **kwargs)
-        self.gate = threading.Event()
-        self.entered = threading.Event()
-        self.prediction_batches: List[np.ndarray] = []
-        self.learn_batches: List[np.ndarray] = []
-
-    def _maybe_block_or_fail(self, obs: np.ndarray, fail: float, block: float) -> None:
-        if (obs[:, 1] == block).any():
-            self.entered.set()
-            if not self.gate.wait(30):  # a safety net only: tests open the gate
-                raise ToyFailure("gate never opened")
-        if (obs[:, 1] == fail).any():
-            raise ToyFailure(f"marker {fail} in a batch of {len(obs)}")
-
-    def predict(self, inputs, states, *, deterministic=False):
-        obs = inputs["obs"].numpy()
-        self.prediction_batches.append(obs)
-        self._maybe_block_or_fail(obs, PREDICT_FAIL, PREDICT_BLOCK)
-        return {"action": paddle.cast(inputs["obs"][:, :1], "int64")}, {}
-
-    def learn(self, batch):
-        obs = batch.inputs["obs"].numpy()
-        self.learn_batches.append(obs)
-        self._maybe_block_or_fail(obs, LEARN_FAIL, LEARN_BLOCK)
-        error = self.model.value(batch.inputs) - batch.rewards["reward"]
-        return {"loss": (error * error).mean(), "rows": paddle.full([], float(len(obs)))}
-
-
-def echo_algorithm_func(**kwargs) -> Callable[[], EchoAlgorithm]:
-    """A zero-argument callable for TaskSettings."""
-    return lambda: EchoAlgorithm(ToyModel, **kwargs)
-
-
-def senders(batch_obs: np.ndarray) -> List[int]:
-    """Sorted distinct sender codes of the rows of a batch."""
-    return sorted({int(v) // 1000 for v in batch_obs[:, 0]})
-
-
-def echo_obs(code: int, step: int, marker: float = 0.0) -> np.ndarray:
-    return np.array([1000 * code + step, marker], dtype=np.float32)
-
-
-def echo_batch(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
-    """A training batch (what ComputationTask.learn takes) whose rows all come from ``code``: one
-    time-ordered segment, as an on-policy helper sends, so the wrapper may join it with others."""
-    obs = np.stack([echo_obs(code, i, marker) for i in range(rows)])
-    return parl.Transition(
-        inputs={"obs": obs},
-        actions={"action": obs[:, :1].astype(np.int64)},
-        rewards={"reward": np.ones((rows, 1), np.float32)},
-        next_inputs={"obs": obs + np.float32(1)},
-        next_episode_end=np.zeros((rows, 1), np.float32),
-        states={},
-        next_states={},
-        sequence_lengths=(rows,),
-    )
 
 
 def simple_batch(
@@ -228,75 +133,6 @@ def columns_batch(
 
 
 # -- environments and agents ----------------------------------------------------
-
-
-class CountEnv:
-    """Gymnasium-style episodes of ``length`` steps; obs is ``[1000 * code + step, marker]``, reward 1.
-
-    With ``fail_at=(episode, step)`` the step call of that step raises ToyFailure.
-    """
-
-    def __init__(
-        self,
-        code: int,
-        length: int = 5,
-        marker: float = 0.0,
-        fail_at: Optional[Tuple[int, int]] = None,
-        truncate: bool = False,
-    ) -> None:
-        self.code, self.length, self.marker, self.fail_at, self.truncate = code, length, marker, fail_at, truncate
-        self.episode = -1
-        self.t = 0
-
-    def reset(self, seed: Optional[int] = None):
-        self.episode += 1
-        self.t = 0
-        return echo_obs(self.code, 0, self.marker), {}
-
-    def step(self, action: int):
-        if self.fail_at == (self.episode, self.t):
-            self._explode()
-        self.t += 1
-        over = self.t >= self.length
-        return echo_obs(self.code, self.t, self.marker), 1.0, over and not self.truncate, over and self.truncate, {}
-
-    def _explode(self) -> None:
-        raise ToyFailure(f"env {self.code} exploded in episode {self.episode} at step {self.t}")
-
-
-class EchoAgent(parl.Agent):
-    """Plays a CountEnv through the helper of task "T", counting replies that are not its own echo.
-
-    ``corrupt(inputs, episode)`` may return altered inputs, to send bad data.
-    """
-
-    def __init__(
-        self, env: CountEnv, *, num_games: Optional[int] = None, corrupt: Optional[Callable[[dict, int], dict]] = None
-    ) -> None:
-        super().__init__(env, num_games=num_games)
-        self.corrupt = corrupt
-        self.replies = 0
-        self.mismatches = 0
-        self.learned = 0  # learn() calls whose update's costs came back
-
-    def run_one_episode(self) -> Dict[str, float]:
-        helper = self.helpers["T"]
-        obs, _ = self.reset_env()
-        total, steps, done = 0.0, 0, False
-        while not done:
-            inputs = {"obs": obs}
-            if self.corrupt is not None:
-                inputs = self.corrupt(inputs, self.episode)
-            actions, _ = helper.predict(inputs)
-            self.replies += 1
-            if int(actions["action"][0]) != int(obs[0]):
-                self.mismatches += 1
-            next_obs, reward, terminated, truncated, _ = self.env.step(int(actions["action"][0]))
-            helper.store_data({"obs": obs}, actions, reward, {"obs": next_obs}, terminated, truncated)
-            if helper.learn() is not None:
-                self.learned += 1
-            obs, total, steps, done = next_obs, total + reward, steps + 1, terminated or truncated
-        return {"reward": total, "steps": steps}
 
 
 def _exit(result: Dict[str, float]) -> object:
@@ -387,389 +223,8 @@ def acquire_n(semaphore: threading.Semaphore, n: int, timeout: float = WAIT) -> 
     return all(semaphore.acquire(timeout=timeout) for _ in range(n))
 
 
-def parl_threads() -> List[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("parl-")]
-
-
 def specs(*entries: Tuple[str, Sequence[int], str]) -> List[Spec]:
     return [Spec(name, shape, dtype) for name, shape, dtype in entries]
-
-
-# -- agents and environments whose records tell what happened, wherever they ran ----------------
-
-
-class ReportingEchoAgent(EchoAgent):
-    """An EchoAgent whose episode records also carry what only the agent sees, so they reach the
-    test from any placement (a worker process too): ``pid``, and ``replies``, ``mismatches`` and
-    ``learned`` counted since the agent started."""
-
-    def __init__(
-        self,
-        env: CountEnv,
-        *,
-        num_games: Optional[int] = None,
-        seed: Optional[int] = None,
-        corrupt: Optional[Callable[[dict, int], dict]] = None,
-    ) -> None:
-        super().__init__(env, num_games=num_games, corrupt=corrupt)
-        self.seed = seed
-
-    def run_one_episode(self) -> Dict[str, float]:
-        result = super().run_one_episode()
-        counts = {"replies": self.replies, "mismatches": self.mismatches, "learned": self.learned}
-        return {**result, "pid": os.getpid(), **counts}
-
-
-class OnceMarkedEnv(CountEnv):
-    """A CountEnv whose observations carry ``marker`` in episode ``marked_episode`` only."""
-
-    def __init__(self, code: int, length: int = 5, marker: float = 0.0, marked_episode: int = 0) -> None:
-        super().__init__(code, length=length, marker=marker)
-        self.marked_episode = marked_episode
-
-    def reset(self, seed: Optional[int] = None):
-        obs, info = super().reset(seed)
-        return self._mark(obs), info
-
-    def step(self, action: int):
-        obs, reward, terminated, truncated, info = super().step(action)
-        return self._mark(obs), reward, terminated, truncated, info
-
-    def _mark(self, obs: np.ndarray) -> np.ndarray:
-        if self.episode != self.marked_episode:
-            obs[1] = 0.0
-        return obs
-
-
-class SeededCountEnv(CountEnv):
-    """A CountEnv whose episode lengths (2 to 7 steps) and rewards (a draw plus ``action % 3``)
-    come from a generator seeded at reset, so a seeded agent plays the same episodes anywhere."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self._rng = np.random.default_rng()
-
-    def reset(self, seed: Optional[int] = None):
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        self.length = int(self._rng.integers(2, 8))
-        return super().reset(seed)
-
-    def step(self, action: int):
-        obs, _, terminated, truncated, info = super().step(action)
-        return obs, float(self._rng.random()) + action % 3, terminated, truncated, info
-
-
-class TwoTaskAgent(parl.Agent):
-    """Hierarchical style: every step asks task "goal", then task "follow" with the goal's answer
-    (``obs[0] + 500_000``), and each task learns from its own data; the records count replies that
-    were not the sender's own echo (``mismatches``)."""
-
-    def __init__(self, env: CountEnv, *, num_games: int) -> None:
-        super().__init__(env, num_games=num_games)
-        self.mismatches = 0
-
-    def run_one_episode(self) -> Dict[str, float]:
-        goal, follow = self.helpers["goal"], self.helpers["follow"]
-        obs, _ = self.reset_env()
-        done, steps = False, 0
-        while not done:
-            goal_actions, _ = goal.predict({"obs": obs})
-            follow_obs = np.array([obs[0] + 500_000, 0.0], np.float32)
-            follow_actions, _ = follow.predict({"obs": follow_obs})
-            if int(goal_actions["action"][0]) != int(obs[0]) or int(follow_actions["action"][0]) != int(follow_obs[0]):
-                self.mismatches += 1
-            next_obs, reward, terminated, truncated, _ = self.env.step(0)
-            goal.store_data({"obs": obs}, goal_actions, reward, {"obs": next_obs}, terminated, truncated)
-            follow.store_data({"obs": follow_obs}, follow_actions, reward, {"obs": follow_obs}, terminated, truncated)
-            goal.learn()
-            follow.learn()
-            obs, steps, done = next_obs, steps + 1, terminated or truncated
-        return {"reward": float(steps), "steps": steps, "mismatches": self.mismatches}
-
-
-def replay_sample(code: int, rows: int = 2, marker: float = 0.0) -> parl.Transition:
-    """A replay sample from ``code``: :func:`echo_batch` without its segment lengths, so the wrapper
-    learns it as an update of its own, never joined with other batches."""
-    return echo_batch(code, rows=rows, marker=marker)._replace(sequence_lengths=None)
-
-
-# -- watching a robot from the test ------------------------------------------------------------
-
-
-class Sender(threading.Thread):
-    """Calls ``fn`` in a thread and records the result or exception; ``done`` is set when it returns."""
-
-    def __init__(self, fn: Callable[[], object], name: str) -> None:
-        super().__init__(name=f"sender-{name}", daemon=True)
-        self.fn, self.result, self.error, self.done = fn, None, None, threading.Event()
-
-    def run(self) -> None:
-        try:
-            self.result = self.fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            self.error = exc
-        finally:
-            self.done.set()
-
-
-class Arrivals:
-    """A count shared by every process of a robot on this machine: agents call :meth:`arrive` (in a
-    forked worker process or a Ray worker too: the object pickles as a file path), the test waits
-    for a number of arrivals. Each arrival appends one byte to a file of its own."""
-
-    def __init__(self) -> None:
-        fd, self.path = tempfile.mkstemp(prefix="parl-arrivals-")
-        os.close(fd)
-        self._seen = 0
-        self._owner = os.getpid()  # copies in other processes leave the file alone
-
-    def arrive(self) -> None:
-        """Count one arrival."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, b".")
-        finally:
-            os.close(fd)
-
-    def wait(self, count: int, timeout: float = WAIT) -> bool:
-        """Whether ``count`` more arrivals came within ``timeout`` seconds (each is counted once)."""
-        deadline = time.monotonic() + timeout
-        while os.path.getsize(self.path) < self._seen + count:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.002)
-        self._seen += count
-        return True
-
-    def __del__(self) -> None:
-        if os.getpid() == self._owner:
-            try:
-                os.unlink(self.path)
-            except OSError:  # removed already
-                pass
-
-
-class FileEvent:
-    """A ``threading.Event`` for every process of a robot on this machine (forked or Ray workers
-    too: it pickles as a file path): :meth:`set` creates the file, :meth:`wait` looks for it."""
-
-    def __init__(self) -> None:
-        self.path = os.path.join(tempfile.mkdtemp(prefix="parl-event-"), "set")
-        self._owner = os.getpid()
-
-    def set(self) -> None:
-        """Set the event (for every process)."""
-        with open(self.path, "w"):
-            pass
-
-    def is_set(self) -> bool:
-        return os.path.exists(self.path)
-
-    def wait(self, timeout: float) -> bool:
-        """Whether the event was set within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while not self.is_set():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-        return True
-
-    def __del__(self) -> None:
-        if os.getpid() == self._owner:
-            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
-
-
-def announcing(arrivals: Arrivals, change: Optional[Callable[[dict, int], dict]] = None) -> Callable[[dict, int], dict]:
-    """An EchoAgent ``corrupt`` hook that counts each prediction on ``arrivals`` as it is sent, and
-    alters its inputs with ``change(inputs, episode)`` when given."""
-
-    def hook(inputs: dict, episode: int) -> dict:
-        arrivals.arrive()
-        return change(inputs, episode) if change is not None else inputs
-
-    return hook
-
-
-class QueueWatch:
-    """Records every request put on and taken from one RequestQueue (from the wrapper's loop or any
-    transport's), by shadowing the queue's methods with instance attributes."""
-
-    def __init__(self, queue: RequestQueue) -> None:
-        self.puts: List[object] = []
-        self.takes: List[object] = []
-        self._cond = threading.Condition()
-        put, take = queue.put, queue.take
-
-        def recording_put(request) -> None:
-            put(request)
-            with self._cond:
-                self.puts.append(request)
-                self._cond.notify_all()
-
-        def recording_take(*args, **kwargs) -> list:
-            batch = take(*args, **kwargs)
-            with self._cond:
-                self.takes.extend(batch)
-                self._cond.notify_all()
-            return batch
-
-        queue.put = recording_put
-        queue.take = recording_take
-
-    def wait(self, condition: Callable[["QueueWatch"], bool], timeout: float = WAIT) -> bool:
-        """Whether ``condition(self)`` came true within ``timeout`` seconds."""
-        with self._cond:
-            return self._cond.wait_for(lambda: condition(self), timeout)
-
-    def senders_put(self) -> Set[int]:
-        """Agent ids of the requests put so far."""
-        return {request.agent_id for request in self.puts}
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = WAIT) -> bool:
-    """Whether ``condition()`` came true within ``timeout`` seconds (polled)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
-
-
-def stays(read: Callable[[], object], seconds: float) -> bool:
-    """Whether ``read()`` gives the same value for ``seconds`` (polled; False at the first change)."""
-    first = read()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if read() != first:
-            return False
-        time.sleep(0.01)
-    return read() == first
-
-
-def settles(read: Callable[[], object], quiet: float, timeout: float = WAIT) -> bool:
-    """Whether ``read()`` stops changing, staying the same for ``quiet`` seconds, within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if stays(read, quiet):
-            return True
-    return False
-
-
-def child_pids() -> Set[int]:
-    """Pids of this process's running children (a zombie, dead but not yet reaped, is not running)."""
-    me, out = os.getpid(), set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.add(int(entry))
-    return out
-
-
-# -- placement cases: every registered placement, for the placement contract ------------------------
-
-#: Manager options a placement needs in the tests; a placement without an entry runs with its defaults.
-TEST_OPTIONS: Dict[str, Dict[str, object]] = {
-    "processes": {"workers": 2},
-    "ray": {"workers": 2},
-    # Any free port of this machine: tests in other sessions may listen beside it. The contract runs
-    # the runner with agents of their own environments; its network side (slots played by clients) is
-    # tests/test_rlx_server.py's and tests/test_rlx_fuzz.py's.
-    "rlx": {"rlx": ServerSettings(bind="127.0.0.1:0")},
-}
-
-
-def _unprepared(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing to set up."""
-
-
-def _python_twins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cooperative runners made from now on run the Python twins of the C extension's pieces."""
-    from parl.runtime.cooperative import runner
-
-    monkeypatch.setattr(runner, "EXTENSION", None)
-
-
-#: Variants of a placement that keep the contract too, as (case suffix, setup): the cooperative
-#: runner's Python twins, which stand in for its C extension where that was not built.
-VARIANTS: Dict[str, Sequence[Tuple[str, Callable[[pytest.MonkeyPatch], None]]]] = {
-    "cooperative": [("python", _python_twins)],
-}
-
-
-@dataclass(frozen=True)
-class PlacementCase:
-    """One way of running a robot in the placement contract.
-
-    Attributes:
-        id: the test id (the placement's name, with a variant's suffix).
-        placement: the registry entry.
-        options: its Manager options for the tests (TEST_OPTIONS).
-        prepare: called with pytest's monkeypatch before the test makes its Managers.
-    """
-
-    id: str
-    placement: str
-    options: Mapping[str, object] = field(default_factory=dict)
-    prepare: Callable[[pytest.MonkeyPatch], None] = _unprepared
-
-
-def placement_cases() -> List[PlacementCase]:
-    """A case for every entry of :mod:`parl.runtime.registry`, in registration order, each followed
-    by its VARIANTS."""
-    cases = []
-    for name in registry.names():
-        options = dict(TEST_OPTIONS.get(name, {}))
-        cases.append(PlacementCase(name, name, options))
-        cases.extend(
-            PlacementCase(f"{name}-{suffix}", name, options, prepare) for suffix, prepare in VARIANTS.get(name, ())
-        )
-    return cases
-
-
-def open_gates(task: parl.ComputationTask) -> None:
-    """Let every computation held by ``task``'s echo algorithm go on (for teardown)."""
-    if isinstance(task.algorithm, EchoAlgorithm):
-        task.algorithm.gate.set()
-
-
-class Robots:
-    """Makes Managers of echo tasks in one placement case and tells what they left running."""
-
-    def __init__(self, case: PlacementCase) -> None:
-        self.case = case
-        self.managers: List[parl.Manager] = []
-        self._children_before = child_pids()
-
-    def __call__(self, tasks: Sequence[str] = ("T",), **settings: object) -> parl.Manager:
-        """A Manager with one echo task per name of ``tasks``, each with TaskSettings ``settings``."""
-        manager = parl.Manager(
-            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
-            placement=self.case.placement,
-            thread_placement="os",
-            **self.case.options,
-        )
-        self.managers.append(manager)
-        return manager
-
-    def leftovers(self) -> List[str]:
-        """The parl threads still running and the child processes started since this object was made."""
-        children = sorted(child_pids() - self._children_before)
-        return [t.name for t in parl_threads()] + [f"child process {pid}" for pid in children]
-
-    def close(self) -> None:
-        """Stop every Manager made (their algorithms' gates opened first)."""
-        for manager in self.managers:
-            for task in manager.tasks.values():
-                open_gates(task)
-            manager.stop()
 
 
 # -- RLX servers: placement "rlx" with echo tasks, and clients of them --------------------------------

@@ -12,7 +12,7 @@ unchanged in threads (:mod:`parl.serving.communicator`), as a greenlet
 (:mod:`parl.runtime.processes`), or behind any transport a new placement
 brings: such a transport implements this interface.
 
-Contract every implementation keeps (``tests/test_placement_contract.py``):
+Contract every implementation keeps (:class:`parl.testing.PlacementContract`):
 
 - ``predict`` checks the sample against the specs in the calling agent (shape,
   dtype, finite floats, integers inside a declared range) and raises ValueError

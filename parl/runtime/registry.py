@@ -7,8 +7,9 @@
 An entry names its runner class as ``"module:Class"``, imported on first use
 (so ``import parl`` does not import greenlet or multiprocessing machinery),
 and the options it accepts; the Manager refuses an option the placement does
-not take. The placement contract (``tests/test_placement_contract.py``) runs
-over every registered entry.
+not take. The placement contract (:class:`parl.testing.PlacementContract`) runs
+over every registered entry in parl's tests, and over a placement of your own
+in yours.
 
 Built in:
 

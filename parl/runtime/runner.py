@@ -14,7 +14,7 @@ Every placement runs the same Agent code and plays each agent's games through
 :func:`play_games`, as :attr:`RunnerContext.play` does for agents in this
 process; only where that loop runs changes. A placement is an entry of
 :mod:`parl.runtime.registry`, and the placement contract
-(``tests/test_placement_contract.py``) runs over every entry.
+(:class:`parl.testing.PlacementContract`) runs over every entry.
 """
 
 from __future__ import annotations
