@@ -198,6 +198,23 @@ def test_run_one_episode_stores_every_transition_with_chained_inputs_and_states(
             np.testing.assert_array_equal(following["states"]["memory"], row["next_states"]["memory"])
 
 
+def test_a_step_is_counted_before_its_transition_is_recorded() -> None:
+    """``learn`` may park the agent on a training request (the last step of an RLX episode, whose
+    ``done`` its client already has); a robot stopped then must count that step in its checkpoint."""
+    env = StepEnv(3, gym.spaces.Discrete(3))
+    agent = GymAgent(env, seed=0)
+    seen: List[int] = []
+
+    class CountingHelper(RecordingHelper):
+        def learn(self):
+            seen.append(agent.total_steps)
+            return super().learn()
+
+    agent.helpers["RL"] = CountingHelper()
+    agent.run_one_episode()
+    assert seen == [1, 2, 3]
+
+
 def test_run_one_episode_predicts_from_the_stored_inputs_and_states() -> None:
     _, _, helper, _ = play(episodes=2, length=3)
     assert len(helper.predictions) == len(helper.stored) == 6

@@ -159,13 +159,15 @@ class GymAgent(Agent):
                     actions = {**actions, **self.to_model_action(info["action_taken"])}
                 if TIME_STEPS in info:
                     time_steps, repeated = int(info[TIME_STEPS]), True
+            # Counted as soon as the environment has stepped: ``record`` may park this agent on a
+            # training request, and a robot stopped then must still count the step it took.
+            self.total_steps += time_steps
             next_inputs = obs_inputs(obs)
             costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states
             total += float(reward)
             steps += time_steps
             action_steps += 1
-            self.total_steps += time_steps
             done = terminated or truncated
             self.after_step(costs)
         if repeated:
