@@ -8,6 +8,8 @@ told otherwise through ``PARL_NUM_THREADS`` or :func:`set_num_threads`.
 
 import os
 
+from parl.cpu_kernels import this_cpu_mkl_environment
+
 _ENV_VAR = "PARL_NUM_THREADS"
 _THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -35,11 +37,16 @@ def prepare_environment() -> None:
     :mod:`parl.affinity` (measured: half the env steps per second
     with 32 agents). It is read when the runtime starts, at the first matrix
     multiply, so it works even when paddle was imported before parl.
+
+    On AMD CPUs it also puts MKL on its AVX2 kernels (:mod:`parl.cpu_kernels`),
+    read at the same moment.
     """
     n = str(default_num_threads())
     for var in _THREAD_ENV_VARS:
         os.environ.setdefault(var, n)
     os.environ.setdefault("KMP_AFFINITY", "disabled")
+    for var, value in this_cpu_mkl_environment().items():
+        os.environ.setdefault(var, value)
 
 
 def set_num_threads(num_threads: int) -> None:
