@@ -8,6 +8,7 @@ told otherwise through ``PARL_NUM_THREADS`` or :func:`set_num_threads`.
 
 import os
 
+from parl.allocator import keep_tensor_memory
 from parl.cpu_kernels import this_cpu_mkl_environment
 
 _ENV_VAR = "PARL_NUM_THREADS"
@@ -39,7 +40,8 @@ def prepare_environment() -> None:
     multiply, so it works even when paddle was imported before parl.
 
     On AMD CPUs it also puts MKL on its AVX2 kernels (:mod:`parl.cpu_kernels`),
-    read at the same moment.
+    read at the same moment, and on Linux it keeps tensors of a few megabytes
+    in malloc's heap for reuse (:mod:`parl.allocator`).
     """
     n = str(default_num_threads())
     for var in _THREAD_ENV_VARS:
@@ -47,6 +49,7 @@ def prepare_environment() -> None:
     os.environ.setdefault("KMP_AFFINITY", "disabled")
     for var, value in this_cpu_mkl_environment().items():
         os.environ.setdefault(var, value)
+    keep_tensor_memory()
 
 
 def set_num_threads(num_threads: int) -> None:
