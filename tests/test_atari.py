@@ -21,6 +21,7 @@ from parl.algorithms import DQN
 from parl.core.specs import check_sample, normalize_specs
 from parl.experiment.config import RobotConfig, load_config
 from parl.experiment.trainer import Trainer
+from parl.models import AtariActorCritic, MinAtarQModel
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs
 from parl.utils.action_repeat import TIME_STEPS
@@ -124,6 +125,36 @@ def test_dqn_predicts_and_learns_on_uint8_batches() -> None:
 def test_the_model_rejects_frames_too_small_for_its_convolutions() -> None:
     with pytest.raises(ValueError, match="screen_size"):
         AtariQModel(num_actions=6, screen_size=32)
+    with pytest.raises(ValueError, match="screen_size 2"):
+        MinAtarQModel(num_actions=3, frames=4, screen_size=2)
+
+
+def test_the_actor_critic_puts_the_q_models_torso_under_a_policy_and_a_value_head() -> None:
+    model = AtariActorCritic(num_actions=6)
+    obs = frames(3)
+    dist, value, states = model.step({"obs": paddle.to_tensor(obs)}, {})
+    assert dist.logits.shape == [3, 6] and value.shape == [3, 1] and states == {}
+    weights = model.get_weights()
+    q_model = AtariQModel(num_actions=6)
+    q_model.value({"obs": paddle.to_tensor(obs)})
+    torso = {k: v.shape for k, v in weights.items() if k.startswith(("conv.", "hidden."))}
+    assert torso == {k: v.shape for k, v in q_model.get_weights().items() if k.startswith(("conv.", "hidden."))}
+    # The acting path (fast layer callables) computes the same policy as the plain one.
+    acting, _, _ = model.compile_policy()({"obs": paddle.to_tensor(obs)}, {})
+    np.testing.assert_allclose(acting.logits.numpy(), dist.logits.numpy(), rtol=1e-5, atol=1e-6)
+    [spec] = normalize_specs(model.get_input_specs(), "AtariActorCritic")
+    assert (spec.shape, spec.dtype) == ((4, 84, 84), np.dtype(np.uint8))
+
+
+def test_minatars_model_reads_binary_channels_unscaled() -> None:
+    model = MinAtarQModel(num_actions=3, frames=4)
+    obs = np.random.default_rng(0).integers(0, 2, size=(5, 4, 10, 10), dtype=np.uint8)
+    q = model.value({"obs": paddle.to_tensor(obs)})
+    w = {k: paddle.to_tensor(v) for k, v in model.get_weights().items()}
+    assert w["conv.0.w"].shape == [16, 4, 3, 3] and w["hidden.w"].shape == [16 * 8 * 8, 128]
+    h = F.relu(F.conv2d(paddle.to_tensor(obs.astype(np.float32)), w["conv.0.w"], w["conv.0.b"]))
+    h = F.relu(paddle.flatten(h, 1) @ w["hidden.w"] + w["hidden.b"])
+    np.testing.assert_allclose(q.numpy(), (h @ w["q.w"] + w["q.b"]).numpy(), rtol=1e-4, atol=1e-5)
 
 
 # -- preprocessing ------------------------------------------------------------------------------
