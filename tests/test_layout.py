@@ -13,7 +13,9 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
     rlx                                the RLX protocol and its Python client (beside layers): leaves only
-    leaf modules                       validation, affinity, threads, seeding, wire: import no parl module
+    leaf modules                       validation, affinity, threads, seeding, wire: import only the process
+                                       settings below them
+    process settings                   allocator, cpu_kernels: import no parl module
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ RANKS = {
     "threads": -1,
     "seeding": -1,
     "wire": -1,
+    "allocator": -2,
+    "cpu_kernels": -2,
 }
 
 
