@@ -380,7 +380,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from parl.experiment.build import make_agent
     from parl.experiment.config import load_config
-    from parl.experiment.evaluation import CONCURRENCY, evaluate_agents
+    from parl.experiment.evaluation import evaluate_agents
     from parl.experiment.video import check_video_support, recording_env
     from parl.validation import check_int
 
@@ -395,7 +395,7 @@ def _eval(args: argparse.Namespace) -> int:
         return make_agent(config, 0, seed=seed, env=env)
 
     # A recording environment keeps its episode's frames until it ends: those episodes play one at a time.
-    concurrency = CONCURRENCY if args.video is None else 1
+    concurrency = config.evaluation.concurrency if args.video is None else 1
     returns: List[float] = evaluate_agents(agent, tasks, episodes=episodes, seed=args.seed, concurrency=concurrency)
     summary = {
         "checkpoint": checkpoint,
