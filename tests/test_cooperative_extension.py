@@ -1,4 +1,4 @@
-"""The C extension parl.runtime.cooperative._cooperative: each piece against its Python twin in cooperative.py.
+"""The C extension parl.runtime.cooperative._cooperative: each piece against its Python twin in batching.py.
 
 The Manager-level behaviours run on both paths in tests/test_placement_contract.py and
 tests/test_cooperative.py; here each function is checked on its own: what it answers, what it leaves
@@ -18,6 +18,7 @@ from greenlet import getcurrent, greenlet
 
 import parl
 from parl.core.agent_helper import _states_optional
+from parl.runtime.cooperative import batching
 from parl.runtime.cooperative import runner as cooperative
 
 EXT = cooperative.EXTENSION
@@ -27,9 +28,9 @@ F32 = np.dtype(np.float32)
 def test_the_extension_is_built_and_can_be_turned_off(monkeypatch) -> None:
     assert EXT is not None, "parl.runtime.cooperative._cooperative was not built (or PARL_NO_EXTENSION is set)"
     monkeypatch.setenv("PARL_NO_EXTENSION", "1")
-    assert cooperative._load_extension() is None
+    assert batching._load_extension() is None
     monkeypatch.setenv("PARL_NO_EXTENSION", "0")
-    assert cooperative._load_extension() is EXT
+    assert batching._load_extension() is EXT
 
 
 def test_a_helper_is_bound_to_the_c_predict() -> None:
@@ -123,7 +124,7 @@ def test_hand_out_queues_what_the_python_stage_queues(values) -> None:
         request._parked_at = 10.0 * (i + 1)
     ready_c, ready_py = [], []
     parked_c = EXT.hand_out(batch, "action", values, ready_c)
-    parked_py = cooperative._stage(batch, {"action": values}, {}, ready_py)
+    parked_py = batching._stage(batch, {"action": values}, {}, ready_py)
     assert parked_c == parked_py == 60.0
     assert [request for request, _ in ready_c] == [request for request, _ in ready_py] == batch[::-1]
     for (_, (actions_c, states_c)), (_, (actions_py, states_py)) in zip(ready_c, ready_py):
@@ -142,7 +143,7 @@ def test_hand_out_refuses_another_number_of_rows() -> None:
     with pytest.raises(ValueError, match="the task answered 2 rows of 'action' for a batch of 3"):
         EXT.hand_out(_requests({}, {}, {}), "action", np.zeros((2, 1)), ready)
     with pytest.raises(ValueError, match="the task answered 2 rows of 'action' for a batch of 3"):
-        cooperative._stage(_requests({}, {}, {}), {"action": np.zeros((2, 1))}, {}, ready)
+        batching._stage(_requests({}, {}, {}), {"action": np.zeros((2, 1))}, {}, ready)
     with pytest.raises(TypeError):
         EXT.hand_out(_requests({}), "action", np.float32(1.0), ready)
     assert ready == []
@@ -152,7 +153,7 @@ def test_resumed_sum_adds_the_resume_times() -> None:
     batch = _requests({}, {}, {})
     for i, request in enumerate(batch):
         request._resumed_at = 0.5 * i
-    assert EXT.resumed_sum(batch) == cooperative._resumed_sum(batch) == 1.5
+    assert EXT.resumed_sum(batch) == batching._resumed_sum(batch) == 1.5
     assert EXT.resumed_sum([]) == 0.0
 
 

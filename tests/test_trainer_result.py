@@ -48,7 +48,15 @@ class EvaluationSpy:
 
         def spy(make_agent, tasks, *, episodes, seed, **kwargs):
             returns = real(make_agent, tasks, episodes=episodes, seed=seed, **kwargs)
-            self.calls.append(dict(episodes=episodes, seed=seed, weights=fingerprint(tasks), returns=returns))
+            self.calls.append(
+                dict(
+                    episodes=episodes,
+                    seed=seed,
+                    weights=fingerprint(tasks),
+                    returns=returns,
+                    concurrency=kwargs.get("concurrency"),
+                )
+            )
             return returns
 
         monkeypatch.setattr(trainer_module, "evaluate_agents", spy)
@@ -141,3 +149,12 @@ def test_final_episodes_is_checked_at_load() -> None:
     with pytest.raises(ConfigError, match=r"^evaluation\.final_episodes: expected .*, got 0$"):
         load_config(str(CONFIGS / "a2c_cartpole.yaml"), ["evaluation.final_episodes=0"])
     assert load_config(str(CONFIGS / "a2c_cartpole.yaml")).evaluation.final_episodes is None
+
+
+def test_evaluations_play_at_most_evaluation_concurrency_episodes_at_once(tmp_path, monkeypatch) -> None:
+    with pytest.raises(ConfigError, match=r"^evaluation\.concurrency: expected .*, got 0$"):
+        load_config(str(CONFIGS / "a2c_cartpole.yaml"), ["evaluation.concurrency=0"])
+    assert load_config(str(CONFIGS / "a2c_cartpole.yaml")).evaluation.concurrency == 32
+    spy = EvaluationSpy(monkeypatch)
+    run(tmp_path, "train.max_env_steps=600", "evaluation.every_steps=200", "evaluation.concurrency=3")
+    assert len(spy.calls) >= 2 and {call["concurrency"] for call in spy.calls} == {3}

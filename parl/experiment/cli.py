@@ -394,7 +394,9 @@ def _eval(args: argparse.Namespace) -> int:
         env = None if args.video is None else recording_env(config, args.video, episode=seed - args.seed)
         return make_agent(config, 0, seed=seed, env=env)
 
-    returns: List[float] = evaluate_agents(agent, tasks, episodes=episodes, seed=args.seed)
+    # A recording environment keeps its episode's frames until it ends: those episodes play one at a time.
+    concurrency = config.evaluation.concurrency if args.video is None else 1
+    returns: List[float] = evaluate_agents(agent, tasks, episodes=episodes, seed=args.seed, concurrency=concurrency)
     summary = {
         "checkpoint": checkpoint,
         "env_steps": counters.get("env_steps"),

@@ -45,6 +45,7 @@ from parl.experiment import class_spec
 from parl.experiment.callbacks import Callback
 from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
 from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.evaluation import CONCURRENCY
 from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.yaml_loading import parse_value, read_config_file
 from parl.rlx.messages import MAX_TOKEN_BYTES
@@ -244,11 +245,12 @@ class EvaluationConfig(_Section):
     """``evaluation``: ``episodes`` every ``every_steps`` env steps, from the start or once training returns
     reach ``start_return`` or ``start_fraction`` of the way to the target
     (:mod:`parl.experiment.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at
-    the end of a run."""
+    the end of a run; at most ``concurrency`` episodes at once (:func:`~parl.experiment.evaluation.evaluate_agents`)."""
 
     every_steps: Optional[PositiveInt] = 10_000
     episodes: PositiveInt = 10
     final_episodes: Optional[PositiveInt] = None
+    concurrency: PositiveInt = CONCURRENCY
     start_return: Optional[float] = None
     start_fraction: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
     pause_training: bool = True

@@ -54,6 +54,7 @@ class EvaluationActor:
             episodes=episodes,
             seed=seed,
             stop_below=stop_below,
+            concurrency=config.evaluation.concurrency,
         )
 
 

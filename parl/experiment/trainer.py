@@ -318,12 +318,7 @@ class Trainer:
                 lambda episodes, seed: (
                     remote.play(weights, episodes, seed)
                     if remote is not None
-                    else evaluate_agents(
-                        lambda agent_seed: make_agent(config, 0, seed=agent_seed),
-                        evaluators,
-                        episodes=episodes,
-                        seed=seed,
-                    )
+                    else self._play(evaluators, episodes, seed)
                 ),
                 episodes=config.evaluation.episodes,
                 target=target,
@@ -356,6 +351,18 @@ class Trainer:
         self.callbacks.evaluation(state.steps, values)
         return passed
 
+    def _play(self, evaluators: Dict[str, ComputationTask], episodes: int, seed: int) -> List[float]:
+        """Returns of ``episodes`` evaluation episodes of the config's agent class on ``evaluators``, seeded
+        ``seed`` on, at most ``evaluation.concurrency`` at once."""
+        config = self.config
+        return evaluate_agents(
+            lambda agent_seed: make_agent(config, 0, seed=agent_seed),
+            evaluators,
+            episodes=episodes,
+            seed=seed,
+            concurrency=config.evaluation.concurrency,
+        )
+
     def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
         """Mean return of the policy of the evaluation that passed (else the best one; the learners'
         when none ran) over ``evaluation.final_episodes`` episodes on the run's fresh seeds."""
@@ -370,12 +377,7 @@ class Trainer:
         episodes = config.evaluation.final_episodes
         if episodes is None:
             episodes = CONFIRM_FACTOR * config.evaluation.episodes
-        returns = evaluate_agents(
-            lambda agent_seed: make_agent(config, 0, seed=agent_seed),
-            evaluators,
-            episodes=episodes,
-            seed=final_seed(config.seed),
-        )
+        returns = self._play(evaluators, episodes, final_seed(config.seed))
         mean = float(np.mean(returns))
         if self.progress:
             print(

@@ -25,10 +25,11 @@ puts its batch on the wrapper's training queue as in threads mode, and the
 agent stays parked until the wrapper's training thread replies; the other
 agents go on meanwhile.
 
-The per-step pieces (parking, joining the samples, handing out the rows) run
-in the C extension ``parl.runtime.cooperative._cooperative`` when it was built at
-install time, else as the Python twins in this module, which behave the same;
-``EXTENSION`` tells which (``PARL_NO_EXTENSION=1`` turns it off).
+The parking, the checks and the batching are :mod:`parl.runtime.cooperative.batching`'s (shared
+with evaluation's concurrent episodes); their per-step pieces run in the C extension
+``parl.runtime.cooperative._cooperative`` when it was built at install time, else as Python twins
+that behave the same. ``EXTENSION`` here tells which this module's runners use
+(``PARL_NO_EXTENSION=1`` turns it off).
 
 What changes against threads mode: agents run one at a time in one thread, so
 an environment step that blocks (sleeps, waits on a socket) holds up every
@@ -43,11 +44,10 @@ reports the wrapper's.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from time import perf_counter
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import greenlet
 import numpy as np
@@ -58,82 +58,49 @@ from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
-from parl.core.specs import all_finite, check_dict, fits, layout
+from parl.runtime.cooperative.batching import (
+    EXTENSION,
+    Parked,
+    PredictionQueue,
+    Row,
+    hot_path,
+    parked_in_c,
+    serve,
+    throw,
+    unwind,
+)
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.runtime.watchdog import idle_agents
 from parl.serving.communicator import InProcessCommunicator
-from parl.serving.computation_wrapper import ComputationWrapper, check_rows
+from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.request_queue import POLL_INTERVAL, Request
 
 logger = logging.getLogger("parl")
 
 ArrayDict = Dict[str, np.ndarray]
-#: One agent's share of a prediction batch: its actions and next states.
-Row = Tuple[ArrayDict, ArrayDict]
 
 #: Times the scheduler throws StoppedError into an agent that goes on parking after it.
 _KILL_TRIES = 3
 
 
-def _load_extension():
-    """The C extension ``parl.runtime.cooperative._cooperative``, or None when it was not built (or
-    ``PARL_NO_EXTENSION`` is set to anything but ``""`` or ``"0"``)."""
-    if os.environ.get("PARL_NO_EXTENSION", "") not in ("", "0"):
-        return None
-    try:
-        from parl.runtime.cooperative import _cooperative
-    except ImportError:
-        return None
-    return _cooperative
+class _TaskQueue(PredictionQueue):
+    """The parked predictions of one wrapper's task, served through the wrapper (counted in its stats)."""
 
-
-#: The C hot path, or None: runners made while it is None run the Python twins below.
-EXTENSION = _load_extension()
-
-
-class _TaskQueue:
-    """The parked predictions of one task, and what the scheduler needs to serve them."""
-
-    __slots__ = (
-        "wrapper",
-        "task",
-        "timer",
-        "pending",
-        "max_batchsize",
-        "input_specs",
-        "state_specs",
-        "one_input",
-        "what_input",
-        "what_state",
-        "float_inputs",
-        "float_states",
-        "ranged",
-    )
+    __slots__ = ("wrapper",)
 
     def __init__(self, wrapper: ComputationWrapper) -> None:
-        task = wrapper.task
+        super().__init__(
+            wrapper.task,
+            max_batchsize=wrapper.max_batchsize,
+            predict_batch=wrapper.predict_batch,  # counted and checked there
+            prediction_error=wrapper.prediction_error,
+            # The latency every agent of this task saw, summed per batch by the scheduler (the one writer).
+            timer=wrapper.stats.prediction_timer(),
+        )
         self.wrapper = wrapper
-        self.task = task
-        #: The latency every agent of this task saw, summed per batch by the scheduler (the one writer).
-        self.timer = wrapper.stats.prediction_timer()
-        self.pending: List["CooperativeCommunicator"] = []  # never replaced: communicators hold it
-        self.max_batchsize = wrapper.max_batchsize
-        self.input_specs = layout(task.input_specs)
-        self.state_specs = layout(task.state_specs)
-        #: The common case, one input spec of at least one dimension and no state, checked on the
-        #: joined batch (None otherwise).
-        #: Specs whose values only the full check reads (a declared range).
-        self.ranged = any(not s.floating and s.value_range is not None for s in task.input_specs + task.state_specs)
-        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1] and not self.ranged
-        self.one_input = self.input_specs[0] if one else None
-        self.what_input = f"task {task.name!r} input"
-        self.what_state = f"task {task.name!r} state"
-        #: The float specs, whose stacked values must be finite.
-        self.float_inputs = [s.name for s in task.input_specs if s.floating]
-        self.float_states = [s.name for s in task.state_specs if s.floating]
 
 
-class CooperativeCommunicator(InProcessCommunicator):
+class CooperativeCommunicator(Parked, InProcessCommunicator):
     """An agent's end of one wrapper when agents are greenlets of a :class:`CooperativeRunner`.
 
     Same interface as :class:`~parl.Communicator`: ``predict`` parks the agent
@@ -148,38 +115,9 @@ class CooperativeCommunicator(InProcessCommunicator):
 
     def __init__(self, agent_id: int, wrapper: ComputationWrapper, runner: "CooperativeRunner") -> None:
         super().__init__(agent_id, wrapper)
-        queue = runner.queue(wrapper)
         self._runner = runner
-        self._pending = queue.pending
-        self._ready = runner.ready
-        # Set by the scheduler thread when it starts.
-        self._hub: Optional[greenlet.greenlet] = None
-        self._greenlet: Optional[greenlet.greenlet] = None
-        # The parked request: read by the scheduler while this agent is parked.
-        self._inputs: Mapping[str, object] = {}
-        self._states: Optional[Mapping[str, object]] = None
-        # _parked_at and _resumed_at (InProcessCommunicator's): perf_counter() at the last park, and when
-        # whoever resumed it did so (for the latency metric and the watchdog).
-
-    def predict(
-        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
-    ) -> Tuple[ArrayDict, ArrayDict]:
-        """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
-        if getcurrent() is not self._greenlet:
-            raise self._outside_error()
-        # Park: queue this communicator as the request, and hand over to the next agent whose row
-        # is ready (or, with none left, to the scheduler). We are resumed with our own row. One
-        # clock reading is this request's park time and the next agent's resume time.
-        self._inputs = inputs
-        self._states = states
-        self._pending.append(self)
-        self._parked_at = now = perf_counter()
-        ready = self._ready
-        if ready:
-            following, row = ready.pop()
-            following._resumed_at = now
-            return following._greenlet.switch(row)
-        return self._hub.switch()
+        # Set by the scheduler thread when it starts: its hub greenlet and the agent's.
+        self.attach(runner.queue(wrapper), runner.ready)
 
     def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
@@ -234,13 +172,9 @@ class CooperativeCommunicator(InProcessCommunicator):
         )
 
 
-if EXTENSION is not None:
-
-    class _ParkedInC(CooperativeCommunicator, EXTENSION.Parking):
-        """A :class:`CooperativeCommunicator` whose request fields and ``predict`` are the
-        extension's (the same park as the Python ``predict``, in C)."""
-
-        predict = EXTENSION.Parking.predict
+#: A :class:`CooperativeCommunicator` whose request fields and ``predict`` are the extension's (the
+#: same park as the Python ``predict``, in C); the Python class when the extension was not built.
+_ParkedInC = parked_in_c(CooperativeCommunicator, EXTENSION, "_ParkedInC")
 
 
 class _TrainingRequest(Request):
@@ -299,9 +233,7 @@ class CooperativeRunner(AgentRunner):
         # The per-step pieces: the extension's, or their Python twins (the same behaviour).
         extension = EXTENSION
         self._communicator_class = CooperativeCommunicator if extension is None else _ParkedInC
-        self._join = None if extension is None else extension.join
-        self._hand_out = None if extension is None else extension.hand_out
-        self._resumed_sum = _resumed_sum if extension is None else extension.resumed_sum
+        self._hot_path = hot_path(extension)
 
     # -- AgentRunner ------------------------------------------------------------
     def queue(self, wrapper: ComputationWrapper) -> _TaskQueue:
@@ -431,7 +363,7 @@ class CooperativeRunner(AgentRunner):
                     replies.clear()
                 for request in done:
                     if request.error is not None:
-                        _throw(request.greenlet, request.error)
+                        throw(request.greenlet, request.error)
                     else:
                         request.greenlet.switch(request.result)
                 served = True
@@ -445,230 +377,19 @@ class CooperativeRunner(AgentRunner):
                 self._wait_for_work()
 
     def _predict(self, queue: _TaskQueue) -> None:
-        """One batched prediction for the parked requests of one task; resumes their agents."""
-        pending = queue.pending
-        if len(pending) <= queue.max_batchsize:
-            batch = pending.copy()
-            pending.clear()
-        else:
-            batch = pending[: queue.max_batchsize]
-            del pending[: queue.max_batchsize]
-        batch, inputs, states = _gather(queue, batch, self._join)
-        n = len(batch)
-        if not n:
-            return
-        ready = self.ready
-        wrapper = queue.wrapper
-        try:
-            actions, next_states = wrapper.predict_batch(n, inputs, states)  # counted and checked there
-            parked = _stage(batch, actions, next_states, ready, self._hand_out)
-        except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
-            ready.clear()
-            for comm in batch:
-                comm._resumed_at = perf_counter()
-                _throw(comm._greenlet, wrapper.prediction_error(exc))
-            return
-        # The agents run one after the other: each steps its env and, parking at its next predict,
-        # switches straight to the next agent of this batch (stamping its resume time); the last
-        # returns here. An agent that learns or ends returns here too, and this loop goes on with
-        # the rest.
-        while ready:
-            comm, row = ready.pop()
-            comm._resumed_at = perf_counter()
-            comm._greenlet.switch(row)
-        # Every agent of the batch has been resumed once: the latency they saw, summed.
-        requests, seconds = queue.timer.total
-        queue.timer.total = (requests + n, seconds + self._resumed_sum(batch) - parked)
+        """One batched prediction for the parked requests of one task; resumes their agents (an
+        agent that learns or ends returns here, and the batch goes on with the rest)."""
+        serve(queue, self.ready, self._hot_path)
 
     def _end(self, agent_greenlets) -> None:
         """Unwind every agent still parked (StoppedError at its park), in this thread."""
         self.ready.clear()
         for agent_greenlet in agent_greenlets:
-            tries = 0
-            while agent_greenlet and tries < _KILL_TRIES:  # started and not dead
-                tries += 1
-                _throw(agent_greenlet, StoppedError("the robot was stopped while this agent waited for a reply"))
-            if agent_greenlet:
+            if not unwind(agent_greenlet, _stopped_error, _KILL_TRIES):
                 logger.error("an agent goes on parking after StoppedError; left unfinished")
         for queue in self._queues.values():
             queue.pending.clear()
 
 
-def _throw(agent_greenlet: greenlet.greenlet, error: BaseException) -> None:
-    """Raise ``error`` in a parked agent; returns when it parks again or ends."""
-    try:
-        agent_greenlet.throw(error)
-    except type(error):  # an agent greenlet that had not started passes the error straight back
-        pass
-
-
-def _stack(values: List[np.ndarray], n: int, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """The checked samples of one spec (each of ``shape`` and ``dtype``) as one fresh ``[n, *shape]``
-    array. Joining them end to end and reshaping is the fastest way measured here (about 0.2 us a
-    row for CartPole observations, against 0.5 us for row assignment and 0.9 us for np.stack)."""
-    if not shape:
-        return np.array(values, dtype)
-    return np.concatenate(values).reshape((n,) + shape)
-
-
-def _stage(
-    batch: List[CooperativeCommunicator],
-    actions: Mapping[str, np.ndarray],
-    next_states: Mapping[str, np.ndarray],
-    ready: List[Tuple[CooperativeCommunicator, Row]],
-    hand_out=None,
-) -> float:
-    """Queue on ``ready`` each request of ``batch`` with its row of the results, last first (the
-    agents are resumed from its end); returns the sum of their park times. ``hand_out`` is the
-    extension's (None: done here), used for the common case, one action and no next state.
-
-    Raises:
-        ValueError: the task answered another number of rows than the batch holds.
-    """
-    if hand_out is not None and len(actions) == 1 and not next_states:
-        ((name, values),) = actions.items()
-        return hand_out(batch, name, values, ready)
-    rows = _rows(actions, next_states, len(batch))
-    ready.extend(zip(reversed(batch), reversed(rows)))
-    return sum([c._parked_at for c in batch])
-
-
-def _resumed_sum(batch: List[CooperativeCommunicator]) -> float:
-    """The sum of the resume times of the requests of ``batch``."""
-    return sum([c._resumed_at for c in batch])
-
-
-def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> List[Row]:
-    """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
-
-    Raises:
-        ValueError: the task answered another number of rows than ``n`` (checked before by
-            ``ComputationWrapper.predict_batch``; checked again here as the extension's ``hand_out``,
-            this function's twin, must before it writes any row).
-    """
-    check_rows(actions, next_states, n)
-    if len(actions) == 1 and not next_states:
-        ((name, values),) = actions.items()
-        return [({name: row}, {}) for row in values]
-    return list(zip(_split(actions, n), _split(next_states, n)))
-
-
-def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
-    if not batch:
-        return [{} for _ in range(n)]
-    names = list(batch)
-    return [dict(zip(names, row)) for row in zip(*batch.values())]
-
-
-def _gather(
-    queue: _TaskQueue, batch: List[CooperativeCommunicator], join=None
-) -> Tuple[List[CooperativeCommunicator], ArrayDict, ArrayDict]:
-    """The requests of ``batch`` whose samples pass the task's checks, and their samples stacked.
-
-    Arrays of the spec's exact dtype and shape are taken as they are; anything else goes through
-    the full check (:func:`~parl.core.specs.check_dict`), which converts it or names the problem:
-    such an agent gets that ValueError at its ``predict`` (it may catch it and predict again) and
-    leaves the batch. The values are checked on the stacked batch (floats finite: one reduction
-    per float spec); a batch that fails it takes every sample through the full check, so the
-    agents whose samples hold the bad values get the error and the others are served. Specs with
-    a declared range always take the full check. ``join`` is the extension's (None: joined here),
-    which answers None when any sample is unusual.
-    """
-    stacked = _joined(queue, batch, join)
-    if stacked is None:
-        batch = _checked(queue, batch, every=queue.ranged)
-        stacked = _stacked(queue, batch)
-        if queue.ranged:  # every sample took the full check, its values included
-            return (batch, *stacked)
-    if _finite(queue, stacked):
-        return (batch, *stacked)
-    batch = _checked(queue, batch, every=True)
-    return (batch, *_stacked(queue, batch))
-
-
-def _joined(
-    queue: _TaskQueue, batch: List[CooperativeCommunicator], join=None
-) -> Optional[Tuple[ArrayDict, ArrayDict]]:
-    """The common case (one input spec of at least one dimension, no state, no declared range):
-    the samples joined in one pass when every one fits the spec exactly, else None."""
-    one = queue.one_input
-    if one is None:
-        return None
-    name, shape, dtype = one
-    if join is not None:
-        joined = join(batch, name, shape, dtype)
-        return None if joined is None else ({name: joined}, {})
-    # Checked on the joined batch: a dtype other than the spec's shows in the join's dtype, and a
-    # row of another shape in the join's shape or in the rows' lengths (rows of another number of
-    # dimensions cannot be joined at all).
-    n = len(batch)
-    try:
-        samples = [c._inputs for c in batch]
-        values = [sample[name] for sample in samples]
-        joined = np.concatenate(values)
-        fitting = (
-            joined.dtype is dtype
-            and joined.shape == (n * shape[0],) + shape[1:]
-            and len(set(map(len, values))) == 1
-            and sum(map(len, samples)) == n  # no other names
-            and not any([c._states for c in batch])
-        )
-    except Exception:  # noqa: BLE001 - anything unusual takes the full check
-        return None
-    return ({name: joined.reshape((n,) + shape)}, {}) if fitting else None
-
-
-def _stacked(queue: _TaskQueue, batch: List[CooperativeCommunicator]) -> Tuple[ArrayDict, ArrayDict]:
-    """The samples of ``batch`` (each of its spec's exact shape and dtype) stacked by spec."""
-    n = len(batch)
-    if not n:
-        return {}, {}
-    inputs = {
-        name: _stack([c._inputs[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.input_specs
-    }
-    if not queue.state_specs:
-        return inputs, {}
-    states = {
-        name: _stack([c._states[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.state_specs
-    }
-    return inputs, states
-
-
-def _finite(queue: _TaskQueue, stacked: Tuple[ArrayDict, ArrayDict]) -> bool:
-    """Whether the float inputs and states of a stacked batch are all finite."""
-    inputs, states = stacked
-    return all(all_finite(inputs[name]) for name in queue.float_inputs if name in inputs) and all(
-        all_finite(states[name]) for name in queue.float_states if name in states
-    )
-
-
-def _checked(
-    queue: _TaskQueue, batch: List[CooperativeCommunicator], every: bool = False
-) -> List[CooperativeCommunicator]:
-    """The requests of ``batch`` whose samples pass the full check (converted in place where they
-    convert); the others get the check's error (a ValueError naming the problem) thrown in and are
-    left out. Samples that fit the specs exactly are taken without it unless ``every``."""
-    inputs, states = queue.input_specs, queue.state_specs
-    if every:
-        misfits = batch
-    else:
-        misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
-    if not misfits:
-        return batch
-    task = queue.task
-    refused = []
-    for comm in misfits:
-        try:
-            comm._inputs = check_dict(task.input_specs, comm._inputs, queue.what_input)
-            comm._states = check_dict(
-                task.state_specs, comm._states if comm._states is not None else {}, queue.what_state
-            )
-        except Exception as exc:  # noqa: BLE001 - ValueError as a rule; whatever it is, it fails this agent only
-            refused.append((comm, exc))
-    if not refused:
-        return batch
-    out = {id(comm) for comm, _ in refused}
-    for comm, exc in refused:
-        comm._resumed_at = perf_counter()
-        _throw(comm._greenlet, exc)
-    return [c for c in batch if id(c) not in out]
+def _stopped_error() -> StoppedError:
+    return StoppedError("the robot was stopped while this agent waited for a reply")

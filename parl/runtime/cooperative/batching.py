@@ -1,0 +1,414 @@
+"""Parked predictions served in batches: the pieces every greenlet scheduler shares.
+
+    queue = PredictionQueue(task, max_batchsize=32, predict_batch=..., prediction_error=...)
+    comm = SomeParkedCommunicator(...); comm.attach(queue, ready)   # predict parks the agent's greenlet
+    ...                                                             # the agents run until they park
+    serve(queue, ready, HOT_PATH)      # one task.predict for the parked requests; resumes their agents
+
+An agent's ``predict`` (:class:`Parked`) queues its sample on its task's :class:`PredictionQueue`
+and switches straight to the next agent whose row is ready, or, with none left, to the scheduler
+(its hub greenlet). The scheduler's :func:`serve` checks and stacks the parked samples (a sample
+that breaks the specs raises its ValueError in its own agent only), predicts once, and resumes the
+agents of the batch one after the other, each with its row. The cooperative placement
+(:mod:`parl.runtime.cooperative.runner`) and the concurrent episodes of evaluation
+(:mod:`parl.runtime.cooperative.episodes`) are both built on these pieces.
+
+The per-step pieces (parking, joining the samples, handing out the rows) run in the C extension
+``parl.runtime.cooperative._cooperative`` when it was built at install time, else as the Python
+twins in this module, which behave the same; ``EXTENSION`` tells which (``PARL_NO_EXTENSION=1``
+turns it off).
+"""
+
+from __future__ import annotations
+
+import os
+from time import perf_counter
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+
+import greenlet
+import numpy as np
+from greenlet import getcurrent
+
+from parl.core.communicator import Communicator
+from parl.core.specs import all_finite, check_dict, fits, layout
+from parl.serving.computation_task import ComputationTask
+from parl.serving.computation_wrapper import check_rows
+
+ArrayDict = Dict[str, np.ndarray]
+#: One agent's share of a prediction batch: its actions and next states.
+Row = Tuple[ArrayDict, ArrayDict]
+#: ``predict_batch(n, inputs, states)``: the task's actions and next states for a stacked batch of ``n``.
+PredictBatch = Callable[[int, ArrayDict, ArrayDict], Tuple[ArrayDict, ArrayDict]]
+
+
+def _load_extension():
+    """The C extension ``parl.runtime.cooperative._cooperative``, or None when it was not built (or
+    ``PARL_NO_EXTENSION`` is set to anything but ``""`` or ``"0"``)."""
+    if os.environ.get("PARL_NO_EXTENSION", "") not in ("", "0"):
+        return None
+    try:
+        from parl.runtime.cooperative import _cooperative
+    except ImportError:
+        return None
+    return _cooperative
+
+
+#: The C hot path, or None: runners made while it is None run the Python twins below.
+EXTENSION = _load_extension()
+
+
+class PredictionQueue:
+    """The parked predictions of one task, and what a scheduler needs to serve them.
+
+    Args:
+        task: the task whose specs the parked samples are checked against.
+        max_batchsize: the most requests one :func:`serve` takes.
+        predict_batch: predicts a stacked batch (raises what the task raised, or ValueError for
+            another number of rows than asked).
+        prediction_error: the exception each agent of a failed batch gets, made from the original
+            (one instance per agent).
+        timer: a :class:`~parl.serving.stats.WrapperStats` prediction timer whose ``total``
+            (requests, seconds) sums the latency the agents saw, per batch; None: not timed.
+    """
+
+    __slots__ = (
+        "task",
+        "timer",
+        "pending",
+        "max_batchsize",
+        "predict_batch",
+        "prediction_error",
+        "input_specs",
+        "state_specs",
+        "one_input",
+        "what_input",
+        "what_state",
+        "float_inputs",
+        "float_states",
+        "ranged",
+    )
+
+    def __init__(
+        self,
+        task: ComputationTask,
+        *,
+        max_batchsize: int,
+        predict_batch: PredictBatch,
+        prediction_error: Callable[[BaseException], BaseException],
+        timer: Optional[object] = None,
+    ) -> None:
+        self.task = task
+        self.timer = timer
+        self.pending: List["Parked"] = []  # never replaced: communicators hold it
+        self.max_batchsize = max_batchsize
+        self.predict_batch = predict_batch
+        self.prediction_error = prediction_error
+        self.input_specs = layout(task.input_specs)
+        self.state_specs = layout(task.state_specs)
+        #: Specs whose values only the full check reads (a declared range).
+        self.ranged = any(not s.floating and s.value_range is not None for s in task.input_specs + task.state_specs)
+        #: The common case, one input spec of at least one dimension and no state, checked on the
+        #: joined batch (None otherwise).
+        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1] and not self.ranged
+        self.one_input = self.input_specs[0] if one else None
+        self.what_input = f"task {task.name!r} input"
+        self.what_state = f"task {task.name!r} state"
+        #: The float specs, whose stacked values must be finite.
+        self.float_inputs = [s.name for s in task.input_specs if s.floating]
+        self.float_states = [s.name for s in task.state_specs if s.floating]
+
+
+class Parked(Communicator):
+    """A communicator whose ``predict`` parks the calling agent's greenlet on a
+    :class:`PredictionQueue` until :func:`serve` resumes it with its row (abstract: subclasses
+    give the specs, ``learn`` and :meth:`_outside_error`).
+
+    The parked sample is checked when the batch is stacked (arrays that already fit are taken
+    as they are, anything else is converted or refused) and a sample that breaks the specs raises
+    its ValueError at this ``predict``, in this agent only.
+    """
+
+    def attach(self, queue: PredictionQueue, ready: List[Tuple["Parked", Row]]) -> None:
+        """Park on ``queue``, and hand over to the agents of the scheduler's ``ready`` list."""
+        self._pending = queue.pending
+        self._ready = ready
+        # Set by the scheduler: its own greenlet and the agent's.
+        self._hub: Optional[greenlet.greenlet] = None
+        self._greenlet: Optional[greenlet.greenlet] = None
+        # The parked request: read by the scheduler while this agent is parked.
+        self._inputs: Mapping[str, object] = {}
+        self._states: Optional[Mapping[str, object]] = None
+        # perf_counter() at the last park, and when whoever resumed it did so (latency, watchdog).
+        self._parked_at = 0.0
+        self._resumed_at = 0.0
+
+    def predict(
+        self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
+        if getcurrent() is not self._greenlet:
+            raise self._outside_error()
+        # Park: queue this communicator as the request, and hand over to the next agent whose row
+        # is ready (or, with none left, to the scheduler). We are resumed with our own row. One
+        # clock reading is this request's park time and the next agent's resume time.
+        self._inputs = inputs
+        self._states = states
+        self._pending.append(self)
+        self._parked_at = now = perf_counter()
+        ready = self._ready
+        if ready:
+            following, row = ready.pop()
+            following._resumed_at = now
+            return following._greenlet.switch(row)
+        return self._hub.switch()
+
+    def _outside_error(self) -> Exception:
+        """What ``predict`` raises when called outside the agent's greenlet."""
+        raise NotImplementedError
+
+
+def parked_in_c(cls: type, extension: Optional[object], name: str) -> type:
+    """A subclass ``name`` of ``cls`` (a :class:`Parked` subclass) with the request fields and
+    ``predict`` of ``extension`` (the C module: the same park, in C); ``cls`` itself when
+    ``extension`` is None."""
+    if extension is None:
+        return cls
+    parking = extension.Parking
+    return type(name, (cls, parking), {"predict": parking.predict, "__module__": cls.__module__})
+
+
+class HotPath(NamedTuple):
+    """The per-batch pieces :func:`serve` runs: the extension's, or None for the Python twins."""
+
+    join: Optional[Callable] = None
+    hand_out: Optional[Callable] = None
+    resumed_sum: Optional[Callable] = None
+
+
+def hot_path(extension: Optional[object]) -> HotPath:
+    """The pieces of ``extension`` (the C module), or the Python twins' (None)."""
+    if extension is None:
+        return HotPath(None, None, _resumed_sum)
+    return HotPath(extension.join, extension.hand_out, extension.resumed_sum)
+
+
+def serve(queue: PredictionQueue, ready: List[Tuple[Parked, Row]], path: HotPath) -> int:
+    """One batched prediction for (up to ``max_batchsize`` of) the parked requests of ``queue``;
+    resumes their agents, one after the other, each with its row; returns how many were served.
+
+    An agent resumed steps its env and, parking at its next predict, switches straight to the
+    next agent of this batch (stamping its resume time); the last returns here. An agent that
+    ends, or parks elsewhere, returns here too, and this loop goes on with the rest. A failed
+    prediction reaches every agent of the batch as ``queue.prediction_error``.
+    """
+    pending = queue.pending
+    if len(pending) <= queue.max_batchsize:
+        batch = pending.copy()
+        pending.clear()
+    else:
+        batch = pending[: queue.max_batchsize]
+        del pending[: queue.max_batchsize]
+    batch, inputs, states = _gather(queue, batch, path.join)
+    n = len(batch)
+    if not n:
+        return 0
+    try:
+        actions, next_states = queue.predict_batch(n, inputs, states)
+        parked = _stage(batch, actions, next_states, ready, path.hand_out)
+    except Exception as exc:  # noqa: BLE001 - forwarded to every agent of the batch
+        ready.clear()
+        for comm in batch:
+            comm._resumed_at = perf_counter()
+            throw(comm._greenlet, queue.prediction_error(exc))
+        return n
+    while ready:
+        comm, row = ready.pop()
+        comm._resumed_at = perf_counter()
+        comm._greenlet.switch(row)
+    if queue.timer is not None:  # every agent of the batch has been resumed once: the latency they saw, summed
+        requests, seconds = queue.timer.total
+        queue.timer.total = (requests + n, seconds + path.resumed_sum(batch) - parked)
+    return n
+
+
+def unwind(agent_greenlet: greenlet.greenlet, make_error: Callable[[], BaseException], tries: int = 3) -> bool:
+    """Raise ``make_error()`` in a parked agent until it ends, ``tries`` times at most; whether it ended."""
+    for _ in range(tries):
+        if not agent_greenlet:  # not started, or dead
+            return True
+        throw(agent_greenlet, make_error())
+    return not agent_greenlet
+
+
+def throw(agent_greenlet: greenlet.greenlet, error: BaseException) -> None:
+    """Raise ``error`` in a parked agent; returns when it parks again or ends."""
+    try:
+        agent_greenlet.throw(error)
+    except type(error):  # an agent greenlet that had not started passes the error straight back
+        pass
+
+
+def _stack(values: List[np.ndarray], n: int, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The checked samples of one spec (each of ``shape`` and ``dtype``) as one fresh ``[n, *shape]``
+    array. Joining them end to end and reshaping is the fastest way measured here (about 0.2 us a
+    row for CartPole observations, against 0.5 us for row assignment and 0.9 us for np.stack)."""
+    if not shape:
+        return np.array(values, dtype)
+    return np.concatenate(values).reshape((n,) + shape)
+
+
+def _stage(
+    batch: List[Parked],
+    actions: Mapping[str, np.ndarray],
+    next_states: Mapping[str, np.ndarray],
+    ready: List[Tuple[Parked, Row]],
+    hand_out=None,
+) -> float:
+    """Queue on ``ready`` each request of ``batch`` with its row of the results, last first (the
+    agents are resumed from its end); returns the sum of their park times. ``hand_out`` is the
+    extension's (None: done here), used for the common case, one action and no next state.
+
+    Raises:
+        ValueError: the task answered another number of rows than the batch holds.
+    """
+    if hand_out is not None and len(actions) == 1 and not next_states:
+        ((name, values),) = actions.items()
+        return hand_out(batch, name, values, ready)
+    rows = _rows(actions, next_states, len(batch))
+    ready.extend(zip(reversed(batch), reversed(rows)))
+    return sum([c._parked_at for c in batch])
+
+
+def _resumed_sum(batch: List[Parked]) -> float:
+    """The sum of the resume times of the requests of ``batch``."""
+    return sum([c._resumed_at for c in batch])
+
+
+def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> List[Row]:
+    """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
+
+    Raises:
+        ValueError: the task answered another number of rows than ``n`` (checked before by
+            ``ComputationWrapper.predict_batch``; checked again here as the extension's ``hand_out``,
+            this function's twin, must before it writes any row).
+    """
+    check_rows(actions, next_states, n)
+    if len(actions) == 1 and not next_states:
+        ((name, values),) = actions.items()
+        return [({name: row}, {}) for row in values]
+    return list(zip(_split(actions, n), _split(next_states, n)))
+
+
+def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
+    if not batch:
+        return [{} for _ in range(n)]
+    names = list(batch)
+    return [dict(zip(names, row)) for row in zip(*batch.values())]
+
+
+def _gather(queue: PredictionQueue, batch: List[Parked], join=None) -> Tuple[List[Parked], ArrayDict, ArrayDict]:
+    """The requests of ``batch`` whose samples pass the task's checks, and their samples stacked.
+
+    Arrays of the spec's exact dtype and shape are taken as they are; anything else goes through
+    the full check (:func:`~parl.core.specs.check_dict`), which converts it or names the problem:
+    such an agent gets that ValueError at its ``predict`` (it may catch it and predict again) and
+    leaves the batch. The values are checked on the stacked batch (floats finite: one reduction
+    per float spec); a batch that fails it takes every sample through the full check, so the
+    agents whose samples hold the bad values get the error and the others are served. Specs with
+    a declared range always take the full check. ``join`` is the extension's (None: joined here),
+    which answers None when any sample is unusual.
+    """
+    stacked = _joined(queue, batch, join)
+    if stacked is None:
+        batch = _checked(queue, batch, every=queue.ranged)
+        stacked = _stacked(queue, batch)
+        if queue.ranged:  # every sample took the full check, its values included
+            return (batch, *stacked)
+    if _finite(queue, stacked):
+        return (batch, *stacked)
+    batch = _checked(queue, batch, every=True)
+    return (batch, *_stacked(queue, batch))
+
+
+def _joined(queue: PredictionQueue, batch: List[Parked], join=None) -> Optional[Tuple[ArrayDict, ArrayDict]]:
+    """The common case (one input spec of at least one dimension, no state, no declared range):
+    the samples joined in one pass when every one fits the spec exactly, else None."""
+    one = queue.one_input
+    if one is None:
+        return None
+    name, shape, dtype = one
+    if join is not None:
+        joined = join(batch, name, shape, dtype)
+        return None if joined is None else ({name: joined}, {})
+    # Checked on the joined batch: a dtype other than the spec's shows in the join's dtype, and a
+    # row of another shape in the join's shape or in the rows' lengths (rows of another number of
+    # dimensions cannot be joined at all).
+    n = len(batch)
+    try:
+        samples = [c._inputs for c in batch]
+        values = [sample[name] for sample in samples]
+        joined = np.concatenate(values)
+        fitting = (
+            joined.dtype is dtype
+            and joined.shape == (n * shape[0],) + shape[1:]
+            and len(set(map(len, values))) == 1
+            and sum(map(len, samples)) == n  # no other names
+            and not any([c._states for c in batch])
+        )
+    except Exception:  # noqa: BLE001 - anything unusual takes the full check
+        return None
+    return ({name: joined.reshape((n,) + shape)}, {}) if fitting else None
+
+
+def _stacked(queue: PredictionQueue, batch: List[Parked]) -> Tuple[ArrayDict, ArrayDict]:
+    """The samples of ``batch`` (each of its spec's exact shape and dtype) stacked by spec."""
+    n = len(batch)
+    if not n:
+        return {}, {}
+    inputs = {
+        name: _stack([c._inputs[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.input_specs
+    }
+    if not queue.state_specs:
+        return inputs, {}
+    states = {
+        name: _stack([c._states[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.state_specs
+    }
+    return inputs, states
+
+
+def _finite(queue: PredictionQueue, stacked: Tuple[ArrayDict, ArrayDict]) -> bool:
+    """Whether the float inputs and states of a stacked batch are all finite."""
+    inputs, states = stacked
+    return all(all_finite(inputs[name]) for name in queue.float_inputs if name in inputs) and all(
+        all_finite(states[name]) for name in queue.float_states if name in states
+    )
+
+
+def _checked(queue: PredictionQueue, batch: List[Parked], every: bool = False) -> List[Parked]:
+    """The requests of ``batch`` whose samples pass the full check (converted in place where they
+    convert); the others get the check's error (a ValueError naming the problem) thrown in and are
+    left out. Samples that fit the specs exactly are taken without it unless ``every``."""
+    inputs, states = queue.input_specs, queue.state_specs
+    if every:
+        misfits = batch
+    else:
+        misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
+    if not misfits:
+        return batch
+    task = queue.task
+    refused = []
+    for comm in misfits:
+        try:
+            comm._inputs = check_dict(task.input_specs, comm._inputs, queue.what_input)
+            comm._states = check_dict(
+                task.state_specs, comm._states if comm._states is not None else {}, queue.what_state
+            )
+        except Exception as exc:  # noqa: BLE001 - ValueError as a rule; whatever it is, it fails this agent only
+            refused.append((comm, exc))
+    if not refused:
+        return batch
+    out = {id(comm) for comm, _ in refused}
+    for comm, exc in refused:
+        comm._resumed_at = perf_counter()
+        throw(comm._greenlet, exc)
+    return [c for c in batch if id(c) not in out]
