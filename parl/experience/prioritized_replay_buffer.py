@@ -41,6 +41,7 @@ class PrioritizedReplayBuffer:
         beta_steps: transitions added over which beta reaches 1 (0: 1 from the start).
         epsilon: added to ``|td_error|`` so no transition's priority is 0.
         bootstrap_steps: store and return per-transition ``bootstrap_steps`` (see :class:`ReplayBuffer`).
+        frame_inputs: the input specs (by name) kept as frame stacks (see :class:`ReplayBuffer`).
     """
 
     def __init__(
@@ -56,13 +57,20 @@ class PrioritizedReplayBuffer:
         beta_steps: int = 100_000,
         epsilon: float = 1e-6,
         bootstrap_steps: bool = False,
+        frame_inputs: Sequence[str] = (),
     ) -> None:
         self.alpha = check_range("alpha", alpha, 0.0, 1.0)
         self.beta_start = check_range("beta_start", beta_start, 0.0, 1.0)
         self.beta_steps = check_int("beta_steps", beta_steps, 0)
         self.epsilon = check_positive("epsilon", epsilon)
         self._storage = ReplayBuffer(
-            capacity, input_specs, state_specs, action_specs, reward_specs, bootstrap_steps=bootstrap_steps
+            capacity,
+            input_specs,
+            state_specs,
+            action_specs,
+            reward_specs,
+            bootstrap_steps=bootstrap_steps,
+            frame_inputs=frame_inputs,
         )
         self.capacity = self._storage.capacity
         self._tree = SumTree(self.capacity)
@@ -137,10 +145,11 @@ def make_replay_buffer(
     beta_steps: int,
     epsilon: float,
     bootstrap_steps: bool,
+    frame_inputs: Sequence[str] = (),
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
-    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs); the
-    priority settings are read only when prioritized."""
+    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs), keeping the
+    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized."""
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
@@ -150,5 +159,6 @@ def make_replay_buffer(
             beta_steps=beta_steps,
             epsilon=epsilon,
             bootstrap_steps=bootstrap_steps,
+            frame_inputs=frame_inputs,
         )
-    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps)
+    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)
