@@ -16,8 +16,9 @@ import parl
 from parl.core.specs import Spec
 from parl.experience.frame_store import FrameStore, check_frame_store, frame_stack_inputs, is_frame_stack
 from parl.experience.n_step import NStepAccumulator
+from parl.experiment.class_spec import ConfigError, check_arguments
 
-from toys import specs
+from toys import EchoModel, RecordingCommunicator, specs
 
 K = 4
 FRAME = (6, 7)
@@ -318,6 +319,32 @@ def test_auto_picks_channel_first_uint8_frame_stacks_only() -> None:
 def test_a_bad_frame_store_setting_is_named(value: object) -> None:
     with pytest.raises(ValueError, match=rf"frame_store must be True, False or 'auto', got {value!r}"):
         check_frame_store(value)
+    with pytest.raises(ValueError, match=r"frame_store must be"):
+        parl.ExpReplayHelper(frame_store=value)
+
+
+def test_the_helper_keeps_frame_stacks_by_default_and_plain_arrays_when_told() -> None:
+    class FrameModel(EchoModel):
+        def get_input_specs(self):
+            return [("obs", dict(shape=[K, *FRAME], dtype="uint8"))]
+
+    for setting, expected in [("auto", ["obs"]), (True, ["obs"]), (False, [])]:
+        helper = parl.ExpReplayHelper(capacity=10, frame_store=setting)
+        helper.bind(RecordingCommunicator(FrameModel()))
+        assert sorted(helper.buffer._frames) == expected
+    helper = parl.ExpReplayHelper(capacity=10, frame_store=True)
+    with pytest.raises(ValueError, match=r"frame_store=True needs"):
+        helper.bind(RecordingCommunicator(EchoModel()))
+
+
+def test_a_config_sets_frame_store_on_the_helper_and_refuses_other_values() -> None:
+    # The check a robot config's tasks.<name>.helper section goes through.
+    for value in (True, False, "auto"):
+        assert check_arguments(parl.ExpReplayHelper, "parl.ExpReplayHelper", {"frame_store": value}, "h")[0] == {
+            "frame_store": value
+        }
+    with pytest.raises(ConfigError, match=r"tasks.RL.helper.frame_store: expected true or false or 'auto', got 'no'"):
+        check_arguments(parl.ExpReplayHelper, "parl.ExpReplayHelper", {"frame_store": "no"}, "tasks.RL.helper")
 
 
 def test_frame_inputs_must_name_stackable_input_specs() -> None:
