@@ -105,6 +105,11 @@ def main() -> None:
         f"| {before / 2**20:,.0f} MiB | {after / 2**20:,.0f} MiB | {(after - before) / len(buffer):,.0f} "
         f"| {add_seconds / args.fill * 1e6:.1f} us | {sample_seconds / args.samples * 1e6:.0f} us |"
     )
+    for name, store in buffer.frame_stores.items():
+        print(
+            f"\nframe store {name!r}: {store.frames_in_use:,} frames in use for {len(buffer):,} transitions "
+            f"({store.bytes_in_use / len(buffer):,.0f} bytes per transition), pool of {store.pool_frames:,} frames"
+        )
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def buffers(capacity: int, **kwargs) -> Tuple[parl.ReplayBuffer, parl.ReplayBuff
 
 
 def store_of(buffer: parl.ReplayBuffer) -> FrameStore:
-    return buffer._frames["obs"]
+    return buffer.frame_stores["obs"]
 
 
 def check_holders(store: FrameStore, stacks_held: int) -> None:
@@ -229,6 +229,7 @@ def test_prioritized_replay_over_a_frame_store_samples_the_same_batches() -> Non
             td = rng.normal(size=16)
             plain.update_priorities(slots_plain, td)
             frames.update_priorities(slots_frames, td)
+    assert list(frames.frame_stores) == ["obs"] and list(plain.frame_stores) == []
 
 
 def test_stacks_that_share_no_frames_are_kept_exactly_in_a_grown_pool_with_one_warning(caplog) -> None:
@@ -289,7 +290,7 @@ def test_an_atari_shaped_stream_takes_under_7_5_kb_per_transition() -> None:
             )
         )
         stack = next_stack
-    store = buffer._frames["obs"]
+    store = buffer.frame_stores["obs"]
     ids_bytes = 2 * 4 * np.dtype(np.int32).itemsize
     per_transition = store.bytes_in_use / len(buffer) + ids_bytes
     assert per_transition <= 7_500, per_transition
@@ -331,7 +332,7 @@ def test_the_helper_keeps_frame_stacks_by_default_and_plain_arrays_when_told() -
     for setting, expected in [("auto", ["obs"]), (True, ["obs"]), (False, [])]:
         helper = parl.ExpReplayHelper(capacity=10, frame_store=setting)
         helper.bind(RecordingCommunicator(FrameModel()))
-        assert sorted(helper.buffer._frames) == expected
+        assert sorted(helper.buffer.frame_stores) == expected
     helper = parl.ExpReplayHelper(capacity=10, frame_store=True)
     with pytest.raises(ValueError, match=r"frame_store=True needs"):
         helper.bind(RecordingCommunicator(EchoModel()))

@@ -111,9 +111,9 @@ def test_a_shard_keeps_frame_stacks_as_its_helpers_say() -> None:
     frame_specs = ([Spec("obs", [4, 6, 7], "uint8")],) + REPLAY_SPECS[1:]
     settings = ReplaySettings.from_helpers("RL", [helper_with()], shards=1)
     assert settings.frame_store == "auto"
-    assert list(ReplayShard(frame_specs, settings, seed=0).buffer._frames) == ["obs"]
+    assert list(ReplayShard(frame_specs, settings, seed=0).buffer.frame_stores) == ["obs"]
     plain = ReplaySettings.from_helpers("RL", [helper_with(frame_store=False)], shards=1)
-    assert list(ReplayShard(frame_specs, plain, seed=0).buffer._frames) == []
+    assert list(ReplayShard(frame_specs, plain, seed=0).buffer.frame_stores) == []
     with pytest.raises(ValueError, match="ExpReplayHelpers of task 'RL' have different settings"):
         ReplaySettings.from_helpers("RL", [helper_with(), helper_with(frame_store=False)], shards=2)
 

@@ -19,12 +19,13 @@ segments of the priority mass.
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import Mapping, Sequence, Tuple, Union
 
 import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec
+from parl.experience.frame_store import FrameStore
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
 from parl.validation import check_int, check_positive, check_range
@@ -79,6 +80,11 @@ class PrioritizedReplayBuffer:
 
     def __len__(self) -> int:
         return len(self._storage)
+
+    @property
+    def frame_stores(self) -> Mapping[str, FrameStore]:
+        """The frame store of each input kept as frame stacks, by name (see :attr:`ReplayBuffer.frame_stores`)."""
+        return self._storage.frame_stores
 
     @property
     def beta(self) -> float:

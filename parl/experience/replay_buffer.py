@@ -18,7 +18,8 @@ stack back bit-identical.
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from types import MappingProxyType
+from typing import Dict, Mapping, Sequence
 
 import numpy as np
 
@@ -92,6 +93,12 @@ class ReplayBuffer:
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def frame_stores(self) -> Mapping[str, FrameStore]:
+        """The :class:`~parl.experience.frame_store.FrameStore` of each input kept as frame stacks, by name
+        (its memory accounting: ``frames_in_use``, ``bytes_in_use``)."""
+        return MappingProxyType(self._frames)
 
     def add(self, transition: Transition[np.ndarray]) -> int:
         """Store one transition (single samples; with ``bootstrap_steps=True`` its ``bootstrap_steps``,
