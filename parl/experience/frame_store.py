@@ -182,8 +182,9 @@ class FrameStore:
             self._grown = True
             logger.warning(
                 "frame store %r: %d frames in use fill its pool, which grows to %d frames: the observations do not "
-                "look like stacks of consecutive frames (stacking axis first, newest frame last), so they share few "
-                "frames and each stored transition takes more memory than one frame",
+                "look like stacks of consecutive frames (stacking axis first, newest frame last) in episodes of more "
+                "than a few steps, so they share few frames and each stored transition takes more memory than one "
+                "frame",
                 self.name,
                 size,
                 new_size,
