@@ -72,7 +72,7 @@ class FrameStore:
         self.window = 2 * self.frames_per_stack + 8
         size = transitions + transitions // 8 + 2 * self.frames_per_stack + self.window
         self._pool = np.zeros((size,) + self.frame_shape, self.dtype)  # untouched pages are not resident
-        self._holders = np.zeros(size, np.int32)  # stacks holding each frame, +1 while it is in the window
+        self._holders = [0] * size  # stacks holding each frame, +1 while it is in the window (a list: fast scalars)
         self._free: List[int] = []  # freed slots, reused before fresh ones
         self._top = 0  # slots [0, _top) have been used
         self._recent: Dict[bytes, int] = {}  # the window: frame bytes -> id, least recently used first
@@ -96,7 +96,7 @@ class FrameStore:
 
     def holders(self) -> np.ndarray:
         """A copy of each pool slot's holder count: the stacks holding the frame, plus 1 while it is in the window."""
-        return self._holders.copy()
+        return np.array(self._holders, np.int32)
 
     def window_ids(self) -> List[int]:
         """The ids of the frames in the window, least recently used first."""
@@ -114,7 +114,7 @@ class FrameStore:
                 f"frame store {self.name!r} holds stacks of shape {list(self.stack_shape)}, got {list(stack.shape)}"
             )
         stack = stack.astype(self.dtype, copy=False)
-        ids = np.empty(self.frames_per_stack, np.int32)
+        ids: List[int] = []
         placed: List[bytes] = []
         for j in range(self.frames_per_stack):
             key = self._likely_equal(stack[j].tobytes(), j, placed)
@@ -124,12 +124,12 @@ class FrameStore:
                 self._holders[frame_id] += 1  # the window's hold
             self._recent[key] = frame_id  # now the most recently used
             self._holders[frame_id] += 1
-            ids[j] = frame_id
+            ids.append(frame_id)
             placed.append(key)
         self._last = placed
         while len(self._recent) > self.window:
             self._drop(self._recent.pop(next(iter(self._recent))))
-        return ids
+        return np.array(ids, np.int32)
 
     def release(self, ids: np.ndarray) -> None:
         """Let go of the stacks whose frame ids are ``ids`` (any shape); frames nothing holds any more are freed.
@@ -191,9 +191,8 @@ class FrameStore:
             )
         pool = np.zeros((new_size,) + self.frame_shape, self.dtype)
         pool[:size] = self._pool
-        holders = np.zeros(new_size, np.int32)
-        holders[:size] = self._holders
-        self._pool, self._holders = pool, holders
+        self._holders.extend([0] * (new_size - size))
+        self._pool = pool
 
 
 def is_frame_stack(spec: Spec) -> bool:
