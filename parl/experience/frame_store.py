@@ -147,10 +147,11 @@ class FrameStore:
         return self._pool[np.asarray(ids)]
 
     def _likely_equal(self, key: bytes, j: int, placed: List[bytes]) -> bytes:
-        """``key``, or an equal bytes object already in the window, so that looking it up there reuses
-        that object's hash: the frame one step older in the last stack (a stack shifted by one frame),
-        the same frame of the last stack (``next_inputs`` followed by the next ``inputs``) or the
-        frame before in this stack (a padded episode start). A plain byte comparison each."""
+        """``key``, or the equal bytes object of a frame just seen, whose hash is computed already (the
+        window is searched by hash, and hashing a frame costs more than comparing it): the frame one
+        step older in the last stack (a stack shifted by one frame), the same frame of the last stack
+        (``next_inputs`` followed by the next ``inputs``) or the frame before in this stack (a padded
+        episode start). A plain byte comparison each; the window lookup still decides what is shared."""
         for candidate in self._last[j + 1 : j + 2] + self._last[j : j + 1] + placed[-1:]:
             if candidate == key:
                 return candidate
