@@ -222,6 +222,49 @@ def test_the_action_repeat_observes_what_gymnasiums_frame_skip_observed(tmp_path
         reference.close()
 
 
+def test_replay_keeps_the_games_frame_stacks_once_per_frame_and_gives_them_back_exactly(tmp_path: Path) -> None:
+    """Real preprocessed Pong through a frame-store buffer and a plain one: the same transitions come back,
+    episode starts included, at about one frame per transition."""
+    env = short_run(tmp_path, "env.kwargs.max_episode_steps=25").env.make()
+    [obs_spec] = normalize_specs(AtariQModel(num_actions=6).get_input_specs(), "AtariQModel")
+    specs = ([obs_spec], [], normalize_specs([("action", dict(shape=[1], dtype="int64"))], "a"), [])
+    capacity = 100
+    frames_buffer = parl.ReplayBuffer(capacity, *specs, frame_inputs=["obs"])
+    plain = parl.ReplayBuffer(capacity, *specs)
+    rng = np.random.default_rng(0)
+    try:
+        obs, _ = env.reset(seed=0)
+        episodes = 1
+        for _ in range(150):
+            action = int(rng.integers(6))
+            next_obs, _, terminated, truncated, _ = env.step(action)
+            transition = parl.Transition(
+                inputs={"obs": obs},
+                next_inputs={"obs": next_obs},
+                actions={"action": np.array([action], np.int64)},
+                rewards={},
+                next_episode_end=np.array([float(terminated)], np.float32),
+                states={},
+                next_states={},
+            )
+            frames_buffer.add(transition)
+            plain.add(transition)
+            obs = next_obs
+            if terminated or truncated:
+                obs, _ = env.reset()
+                episodes += 1
+    finally:
+        env.close()
+    assert episodes >= 5  # the ring holds several episode starts
+    slots = np.arange(capacity)
+    kept, expected = frames_buffer.gather(slots), plain.gather(slots)
+    for field in ("inputs", "next_inputs"):
+        assert getattr(kept, field)["obs"].dtype == np.uint8
+        np.testing.assert_array_equal(getattr(kept, field)["obs"], getattr(expected, field)["obs"])
+    store = frames_buffer.frame_stores["obs"]
+    assert store.frames_in_use <= capacity + episodes + store.window
+
+
 # -- the short run ------------------------------------------------------------------------------
 
 

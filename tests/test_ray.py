@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import parl
+from parl.core.specs import Spec
 from parl.experience.helpers import ExpReplayHelper
 from parl.runtime.ray.broadcast import Broadcaster, writable_weights
 from parl.runtime.ray.replay import Allowance, ReplayLearner, ReplaySettings, ReplayShard
@@ -104,6 +105,17 @@ def test_a_shard_stores_rows_and_samples_them_with_slots_when_prioritized() -> N
     assert batch.batch_size == 4 and batch.weights.shape == (4, 1) and slots.shape == (4,)
     shard.update_priorities(slots, np.full(4, 5.0))
     assert np.all(shard.buffer.priorities(slots) > 1.0)
+
+
+def test_a_shard_keeps_frame_stacks_as_its_helpers_say() -> None:
+    frame_specs = ([Spec("obs", [4, 6, 7], "uint8")],) + REPLAY_SPECS[1:]
+    settings = ReplaySettings.from_helpers("RL", [helper_with()], shards=1)
+    assert settings.frame_store == "auto"
+    assert list(ReplayShard(frame_specs, settings, seed=0).buffer.frame_stores) == ["obs"]
+    plain = ReplaySettings.from_helpers("RL", [helper_with(frame_store=False)], shards=1)
+    assert list(ReplayShard(frame_specs, plain, seed=0).buffer.frame_stores) == []
+    with pytest.raises(ValueError, match="ExpReplayHelpers of task 'RL' have different settings"):
+        ReplaySettings.from_helpers("RL", [helper_with(), helper_with(frame_store=False)], shards=2)
 
 
 class Collect:

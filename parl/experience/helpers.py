@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from fractions import Fraction
-from typing import Deque, Dict, List, Mapping, Optional, Protocol, Union
+from typing import Deque, Dict, List, Literal, Mapping, Optional, Protocol, Union
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.counters import read_counter
+from parl.experience.frame_store import FrameStoreSetting, check_frame_store, frame_stack_inputs
 from parl.experience.n_step import NStepAccumulator, copy_transition
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, make_replay_buffer
 from parl.experience.replay_buffer import ReplayBuffer
@@ -127,6 +128,14 @@ class ExpReplayHelper(AgentHelper):
         gamma: discount of the n-step reward sums (n_step > 1 only); must match the algorithm's.
         max_in_flight: batches handed over and not yet learned, at most (0: :meth:`learn` waits
             for each update).
+        frame_store: keep frame-stacked inputs once per frame
+            (:class:`~parl.experience.frame_store.FrameStore`): ``"auto"`` those of uint8 specs of shape
+            ``[k, H, W]`` with ``k < H, W`` (channel-first stacks such as ``[4, 84, 84]``), True the
+            same but the model must have one, False none. Batches are the same either way.
+
+    Raises:
+        ValueError: an option is out of its range (named in the message); at bind, ``frame_store=True``
+            and no input spec is a frame stack.
     """
 
     def __init__(
@@ -145,6 +154,7 @@ class ExpReplayHelper(AgentHelper):
         n_step: int = 1,
         gamma: float = 0.99,
         max_in_flight: int = 0,
+        frame_store: Union[bool, Literal["auto"]] = "auto",
     ) -> None:
         super().__init__()
         self.capacity = check_int("capacity", capacity, 1)
@@ -162,6 +172,7 @@ class ExpReplayHelper(AgentHelper):
         self.n_step = check_int("n_step", n_step, 1)
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
         self.max_in_flight = check_int("max_in_flight", max_in_flight, 0, 1_000)
+        self.frame_store: FrameStoreSetting = check_frame_store(frame_store)
         self._slots_in_flight: Deque[np.ndarray] = deque()  # prioritized: the rows of each batch in flight
         self._rng = np.random.default_rng(seed)
         self._steps_ready = 0  # steps stored with the buffer warm
@@ -187,6 +198,7 @@ class ExpReplayHelper(AgentHelper):
             beta_steps=self.beta_steps,
             epsilon=self.priority_epsilon,
             bootstrap_steps=self._n_step is not None,
+            frame_inputs=frame_stack_inputs(communicator.input_specs, self.frame_store),
         )
         if self.prioritized:
             self.buffer.added = self._restored_added

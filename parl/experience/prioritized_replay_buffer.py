@@ -19,12 +19,13 @@ segments of the priority mass.
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import Mapping, Sequence, Tuple, Union
 
 import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec
+from parl.experience.frame_store import FrameStore
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
 from parl.validation import check_int, check_positive, check_range
@@ -41,6 +42,7 @@ class PrioritizedReplayBuffer:
         beta_steps: transitions added over which beta reaches 1 (0: 1 from the start).
         epsilon: added to ``|td_error|`` so no transition's priority is 0.
         bootstrap_steps: store and return per-transition ``bootstrap_steps`` (see :class:`ReplayBuffer`).
+        frame_inputs: the input specs (by name) kept as frame stacks (see :class:`ReplayBuffer`).
     """
 
     def __init__(
@@ -56,13 +58,20 @@ class PrioritizedReplayBuffer:
         beta_steps: int = 100_000,
         epsilon: float = 1e-6,
         bootstrap_steps: bool = False,
+        frame_inputs: Sequence[str] = (),
     ) -> None:
         self.alpha = check_range("alpha", alpha, 0.0, 1.0)
         self.beta_start = check_range("beta_start", beta_start, 0.0, 1.0)
         self.beta_steps = check_int("beta_steps", beta_steps, 0)
         self.epsilon = check_positive("epsilon", epsilon)
         self._storage = ReplayBuffer(
-            capacity, input_specs, state_specs, action_specs, reward_specs, bootstrap_steps=bootstrap_steps
+            capacity,
+            input_specs,
+            state_specs,
+            action_specs,
+            reward_specs,
+            bootstrap_steps=bootstrap_steps,
+            frame_inputs=frame_inputs,
         )
         self.capacity = self._storage.capacity
         self._tree = SumTree(self.capacity)
@@ -71,6 +80,11 @@ class PrioritizedReplayBuffer:
 
     def __len__(self) -> int:
         return len(self._storage)
+
+    @property
+    def frame_stores(self) -> Mapping[str, FrameStore]:
+        """The frame store of each input kept as frame stacks, by name (see :attr:`ReplayBuffer.frame_stores`)."""
+        return self._storage.frame_stores
 
     @property
     def beta(self) -> float:
@@ -137,10 +151,11 @@ def make_replay_buffer(
     beta_steps: int,
     epsilon: float,
     bootstrap_steps: bool,
+    frame_inputs: Sequence[str] = (),
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
-    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs); the
-    priority settings are read only when prioritized."""
+    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs), keeping the
+    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized."""
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
@@ -150,5 +165,6 @@ def make_replay_buffer(
             beta_steps=beta_steps,
             epsilon=epsilon,
             bootstrap_steps=bootstrap_steps,
+            frame_inputs=frame_inputs,
         )
-    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps)
+    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)

@@ -40,6 +40,7 @@ from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.specs import Spec
+from parl.experience.frame_store import FrameStoreSetting, frame_stack_inputs
 from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
 from parl.experience.prioritized_replay_buffer import make_replay_buffer
@@ -72,6 +73,7 @@ class ReplaySettings:
     beta_steps: int
     priority_epsilon: float
     bootstrap_steps: bool
+    frame_store: FrameStoreSetting
 
     @classmethod
     def from_helpers(cls, task: str, helpers: Sequence[object], shards: int) -> "ReplaySettings":
@@ -100,6 +102,7 @@ class ReplaySettings:
             beta_steps=int(h.beta_steps * agents_per_shard),
             priority_epsilon=h.priority_epsilon,
             bootstrap_steps=h.n_step > 1,
+            frame_store=h.frame_store,
         )
 
 
@@ -116,6 +119,7 @@ def _helper_settings(helper: ExpReplayHelper) -> tuple:
         helper.priority_epsilon,
         helper.n_step,
         helper.gamma,
+        helper.frame_store,
     )
 
 
@@ -134,6 +138,7 @@ class ReplayShard:
             beta_steps=settings.beta_steps,
             epsilon=settings.priority_epsilon,
             bootstrap_steps=settings.bootstrap_steps,
+            frame_inputs=frame_stack_inputs(specs[0], settings.frame_store),
         )
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
