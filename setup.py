@@ -55,6 +55,12 @@ setup(
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],
+        # MuJoCo's physics for gymnasium's locomotion tasks (HalfCheetah-v5, Hopper-v5: docs/mujoco.md); the
+        # `mujoco` package is what gymnasium's own `mujoco` extra installs.
+        "mujoco": ["mujoco>=3.0"],
+        # MinAtar (Young and Tian, 2019): Breakout and other Atari-like games on 10x10 grids of binary channels,
+        # small enough to learn from pixels on a CPU (examples/minatar_env.py, docs/atari.md).
+        "minatar": ["minatar>=1.0.15"],
         # Box2D for gymnasium's LunarLander (examples/configs/ppo_lunarlander.yaml); gymnasium's box2d
         # environments import pygame-ce (for rendering) when they load.
         "box2d": ["box2d>=2.3.10", "pygame-ce>=2.1.3"],
@@ -70,6 +76,8 @@ setup(
             "pytest-timeout>=2.2",
             "ale-py>=0.10",
             "opencv-python-headless>=4.10",
+            "mujoco>=3.0",
+            "minatar>=1.0.15",
             "box2d>=2.3.10",
             "pygame-ce>=2.1.3",
             "moviepy>=1.0.3",

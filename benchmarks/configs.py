@@ -43,7 +43,8 @@ EXAMPLES = ROOT / "examples"
 ROBOT_CONFIGS = ("multitask/cartpole", "hierarchical/hierarchical", "hierarchical/flat")
 DOC = ROOT / "docs" / "experiments.md"
 BEGIN, END = "<!-- configs:begin -->", "<!-- configs:end -->"
-SKIPPED_BY_DEFAULT = ("dqn_atari",)
+#: Runs of millions of env steps (Atari, MuJoCo with published budgets): named with --only to run them.
+SKIPPED_BY_DEFAULT = ("dqn_atari", "ppo_atari", "sac_mujoco", "td3_mujoco", "ppo_halfcheetah", "ppo_hopper")
 
 
 @dataclass

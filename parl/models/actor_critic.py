@@ -51,19 +51,20 @@ class ActorCriticModel(Model):
     """Base of the actor-critic models: a policy head and a value head over one observation.
 
     Args:
-        obs_dim: length of the float32 ``obs`` input.
+        obs_dim: length of the float32 ``obs`` input; None for a subclass that declares an input of
+            its own in :meth:`get_input_specs` (frames: :class:`~parl.models.pixel_actor_critic.AtariActorCritic`).
         num_actions: discrete actions (give this or ``action_dim``).
         action_dim: dimensions of a continuous action.
     """
 
-    def __init__(self, obs_dim: int, num_actions: Optional[int], action_dim: Optional[int]) -> None:
+    def __init__(self, obs_dim: Optional[int], num_actions: Optional[int], action_dim: Optional[int]) -> None:
         super().__init__()
         if (num_actions is None) == (action_dim is None):
             raise ValueError(
                 f"give exactly one of num_actions (discrete) and action_dim (continuous), "
                 f"got num_actions={num_actions!r}, action_dim={action_dim!r}"
             )
-        self.obs_dim = check_int("obs_dim", obs_dim, 1)
+        self.obs_dim = None if obs_dim is None else check_int("obs_dim", obs_dim, 1)
         self.discrete = num_actions is not None
         if self.discrete:
             self.num_actions = check_int("num_actions", num_actions, 2)
