@@ -28,7 +28,9 @@ the wall time of training (parl: ``Trainer.run()``'s ``train_seconds``; SB3: ``l
 process CPU time of that call, which other jobs on the machine inflate less. The ratio is parl's speed
 over SB3's: above 1, parl is faster. ``--learn`` trains :data:`LEARN`'s rows to their budget and gives
 the mean greedy return of the final policy on the seeds of parl's final evaluation, per seed and over
-seeds. ``--write`` replaces the section between this script's markers in docs/benchmarks.md.
+seeds. parl's PPO row runs 8 action steps (one per agent) past the budget: its Trainer would otherwise stop
+as the last update starts and fail (see :class:`Workload`). ``--write`` replaces the section between this
+script's markers in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class Workload:
         warmup: action steps before learning on both sides (None: the algorithm has none).
         warmup_keys: parl's settings of the warm-up (its transitions, and its random actions if any).
         eval_episodes: ``--learn``: greedy episodes of the final evaluation (parl's ``final_episodes``).
+        parl_extra: action steps parl's side runs past the budget. PPO: one per agent, so that parl's stop
+            falls after the last rollout's update rather than at its start (the Trainer gives a stop 5 s,
+            less than a PPO update of 1,024 Atari frames on one core takes, and the run then fails).
     """
 
     name: str
@@ -87,6 +92,7 @@ class Workload:
     warmup: Optional[int] = None
     warmup_keys: Tuple[str, ...] = ()
     eval_episodes: int = 0
+    parl_extra: int = 0
 
     @property
     def dqn(self) -> bool:
@@ -127,6 +133,7 @@ THROUGHPUT: Tuple[Workload, ...] = (
         (),
         budget=8 * 128 * 4,
         frame_skip=4,
+        parl_extra=8,
     ),
 )
 
@@ -200,7 +207,7 @@ def warmup_for(row: Workload, budget: int) -> Optional[int]:
 
 def parl_command(row: Workload, seed: int, budget: int, args: argparse.Namespace) -> List[str]:
     """benchmarks/parl_runner.py's command training ``row`` for ``budget`` action steps."""
-    options = [*COMMON_OPTIONS, *row.options, f"train.max_env_steps={budget * row.frame_skip}"]
+    options = [*COMMON_OPTIONS, *row.options, f"train.max_env_steps={(budget + row.parl_extra) * row.frame_skip}"]
     warmup = warmup_for(row, budget)
     options += [f"{key}={warmup}" for key in row.warmup_keys]
     if row.dqn and args.double_q:
