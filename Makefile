@@ -45,3 +45,8 @@ $(SB3_VENV): $(SB3_STAMP)
 .PHONY: bench-compare
 bench-compare: $(STAMP) $(SB3_STAMP)
 	$(PY) benchmarks/compare.py $(BENCH_COMPARE_ARGS)
+
+# The heavy workloads (Atari DQN, SAC on HalfCheetah, PPO on Atari) beside SB3 (benchmarks/workloads.py).
+.PHONY: bench-workloads
+bench-workloads: $(STAMP) $(SB3_STAMP)
+	$(PY) benchmarks/workloads.py --write

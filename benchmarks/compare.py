@@ -66,21 +66,25 @@ def sb3_command(row: Row, seed: int, settings: str, threads: int) -> List[str]:
     return command
 
 
-def run_once(run: Run, command: List[str], cpus: Optional[str], timeout: float) -> Run:
-    """Run ``command`` (under ``taskset -c cpus`` when given) and keep its ``RESULT`` line or its error."""
+def run_command(command: List[str], cpus: Optional[str], timeout: float) -> Tuple[Optional[dict], Optional[str]]:
+    """Run ``command`` (under ``taskset -c cpus`` when given); returns its last ``RESULT {json}`` line,
+    parsed, or None and the reason there is none (its last line of stderr, at most 200 characters)."""
     if cpus:
         command = ["taskset", "-c", cpus] + command
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
-        run.error = f"stopped after {timeout:.0f} s"
-        return run
+        return None, f"stopped after {timeout:.0f} s"
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        run.error = last.replace("|", "/")[:200]
-    else:
-        run.result = json.loads(lines[-1][len("RESULT ") :])
+        return None, last.replace("|", "/")[:200]
+    return json.loads(lines[-1][len("RESULT ") :]), None
+
+
+def run_once(run: Run, command: List[str], cpus: Optional[str], timeout: float) -> Run:
+    """Run ``command`` (under ``taskset -c cpus`` when given) and keep its ``RESULT`` line or its error."""
+    run.result, run.error = run_command(command, cpus, timeout)
     return run
 
 
@@ -159,15 +163,13 @@ def version(package: str) -> str:
         return "not installed"
 
 
-def sb3_versions() -> str:
-    """Versions in the SB3 virtualenv, as one line."""
-    if not SB3_PYTHON.exists():
+def sb3_versions(python: Path = SB3_PYTHON, packages: Sequence[str] = ()) -> str:
+    """Versions in the SB3 virtualenv of ``python``, as one line: torch, SB3, gymnasium, numpy, then ``packages``."""
+    if not python.exists():
         return "no .venv-sb3"
-    code = (
-        "import importlib.metadata as m, torch; "
-        "print(', '.join(f'{p} {m.version(p)}' for p in ('torch', 'stable-baselines3', 'gymnasium', 'numpy')))"
-    )
-    done = subprocess.run([str(SB3_PYTHON), "-c", code], capture_output=True, text=True)
+    names = ("torch", "stable-baselines3", "gymnasium", "numpy", *packages)
+    code = f"import importlib.metadata as m; print(', '.join(f'{{p}} {{m.version(p)}}' for p in {names!r}))"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
 
 

@@ -11,7 +11,10 @@ benchmarks/sb3_runner.py: ``seed``, ``train_seconds``, ``env_steps``, ``updates`
 tasks'), ``episodes``, ``reached``, ``greedy_check`` (the last evaluation's mean
 return), ``best_greedy_check``, ``greedy_mean_return`` (the final evaluation's, on
 fresh seeds), plus ``budget`` (``train.max_env_steps``) and ``cpu_seconds`` (the
-process's CPU time over the whole call: set-up, training, final evaluation).
+process's CPU time over the whole call: set-up, training, final evaluation). ``--no-eval`` skips every
+evaluation after training (the evaluation keys are then NaN), for runs that measure training alone;
+``run_cpu_seconds`` is the process's CPU time in ``Trainer.run()`` (training, and evaluations unless
+``--no-eval``), without imports and config loading.
 """
 
 from __future__ import annotations
@@ -65,12 +68,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--target", type=float, default=None, help="train.target_return (default: the config's)")
     parser.add_argument("--check-interval", type=int, default=None, help="env steps between evaluations")
     parser.add_argument("-o", "--option", action="append", default=[], metavar="KEY.PATH=VALUE")
+    parser.add_argument(
+        "--no-eval", action="store_true", help="no evaluation after training (the Trainer's evaluate=False)"
+    )
     args = parser.parse_args(argv)
     cpu_start = time.process_time()
     with tempfile.TemporaryDirectory(prefix="parl-runner-") as log_dir:
         overrides = run_overrides(args.seed, args.target, args.check_interval, args.option, log_dir)
         config = load_config(str(args.config), overrides)
-        result = runner_result(Trainer(config, progress=False).run())
+        train_cpu_start = time.process_time()
+        result = runner_result(Trainer(config, progress=False, evaluate=not args.no_eval).run())
+        result["run_cpu_seconds"] = time.process_time() - train_cpu_start
     result["cpu_seconds"] = time.process_time() - cpu_start
     result["budget"] = config.train.max_env_steps
     print("RESULT " + json.dumps(result), flush=True)

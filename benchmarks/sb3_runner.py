@@ -30,7 +30,7 @@ import copy
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import gymnasium as gym
 import numpy as np
@@ -150,10 +150,11 @@ def setup_for(algo: str, env_id: str, settings: str) -> Setup:
     raise ValueError(f"settings must be 'zoo' or 'default', got {settings!r}")
 
 
-def evaluate(model: BaseAlgorithm, env_id: str, episodes: int, seed: int) -> List[float]:
-    """Returns of ``episodes`` deterministic episodes; episode ``i`` resets with ``seed + i``. As parl's
-    evaluation, the episodes play at once with one batched prediction per step."""
-    envs = [gym.make(env_id) for _ in range(episodes)]
+def evaluate(model: BaseAlgorithm, env_id: Union[str, Callable[[], gym.Env]], episodes: int, seed: int) -> List[float]:
+    """Returns of ``episodes`` deterministic episodes on ``env_id`` (a gymnasium id, or a function making
+    the environment); episode ``i`` resets with ``seed + i``. As parl's evaluation, the episodes play at
+    once with one batched prediction per step."""
+    envs = [gym.make(env_id) if isinstance(env_id, str) else env_id() for _ in range(episodes)]
     try:
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
         totals, active = [0.0] * episodes, list(range(episodes))
