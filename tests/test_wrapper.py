@@ -154,3 +154,20 @@ def test_stop_ends_agent_threads_before_a_stuck_prediction_returns(make_manager)
     algorithm.gate.set()  # now the prediction loop can end too
     assert stopper.done.wait(WAIT) and stopper.error is None
     assert parl_threads() == []
+
+
+def test_stop_waits_past_its_timeout_for_the_update_under_way(make_wrapper) -> None:
+    # An update cannot be interrupted: a stop during one returns once it has ended (the task is then
+    # whole and can be saved), not at its timeout with the training thread still inside the task.
+    wrapper = make_wrapper()
+    algorithm = wrapper.task.algorithm
+    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
+    learner.start()
+    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    stopper = Sender(lambda: wrapper.stop(timeout=0.05), "stopper")
+    stopper.start()
+    assert learner.done.wait(WAIT) and isinstance(learner.error, parl.core.errors.StoppedError)
+    assert not stopper.done.wait(0.3) and wrapper.alive  # well past the timeout, still waiting
+    algorithm.gate.set()
+    assert stopper.done.wait(WAIT) and stopper.error is None
+    assert not wrapper.alive and wrapper.task.update_steps == 1

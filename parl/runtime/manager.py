@@ -400,7 +400,8 @@ class Manager:
         or will start, so the tasks can be saved.
 
         Raises:
-            RuntimeError: a wrapper's thread did not end within ``timeout`` seconds, or an agent's
+            RuntimeError: a wrapper's thread did not end within ``timeout`` seconds (an update
+                under way gets up to ``parl.serving.computation_wrapper.UPDATE_GRACE`` more), or an agent's
                 thread (or the cooperative scheduler) while no agent is in its environment (a
                 prediction or update stuck inside the algorithm).
         """

@@ -21,7 +21,9 @@ differences between two snapshots, so nothing is ever reset under a writer.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
@@ -35,6 +37,13 @@ from parl.serving.computation_task import ComputationTask
 from parl.serving.request_queue import POLL_INTERVAL, InService, Request, RequestQueue
 from parl.serving.stats import WrapperStats
 from parl.validation import check_int, check_positive
+
+logger = logging.getLogger("parl")
+
+#: Seconds :meth:`ComputationWrapper.stop` waits past its timeout for an update under way to end: an
+#: update cannot be interrupted, and one of many minibatches (PPO's epochs over a Nature CNN) takes
+#: several seconds on a busy core; only an update stuck inside the algorithm outlasts this.
+UPDATE_GRACE = 300.0
 
 
 class ComputationWrapper:
@@ -97,7 +106,9 @@ class ComputationWrapper:
 
     def stop(self, timeout: Optional[float] = 5.0) -> None:
         """Stop both threads; blocked agents get StoppedError at once (those whose request is
-        inside the task too). Returns once the threads have ended."""
+        inside the task too). Returns once the threads have ended, or after ``timeout`` seconds;
+        an update under way is waited for up to :data:`UPDATE_GRACE` seconds more, so that the
+        task is left whole and can be saved."""
         self._stop.set()
         self.prediction_queue.close()
         self.training_queue.close()
@@ -105,6 +116,20 @@ class ComputationWrapper:
         self._training.cancel()
         for thread in self._threads:
             thread.join(timeout)
+        if self.alive:
+            self._finish_update(UPDATE_GRACE)
+
+    def _finish_update(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for an update under way to end, then for the threads (they end
+        as soon as no call of the task holds them)."""
+        deadline = time.monotonic() + grace
+        with self._pause:
+            if self._updating:
+                logger.info("task %r: waiting for the update under way to end before stopping", self.task.name)
+            while self._updating and deadline > time.monotonic():
+                self._pause.wait(deadline - time.monotonic())
+        for thread in self._threads:
+            thread.join(POLL_INTERVAL * 10)
 
     def pause(self) -> None:
         """Serve no more predictions or updates until :meth:`resume`: agents wait in ``predict``
