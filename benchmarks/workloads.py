@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import datetime
-import importlib
 import math
 import os
 import shlex
@@ -163,17 +162,6 @@ LEARN: Tuple[Workload, ...] = (
 )
 
 
-def replay_bytes_per_transition(row: Workload, side: str) -> Optional[float]:
-    """Bytes of replay memory per stored transition of ``row`` on ``side``, from benchmarks/replay_memory.py's
-    ``bytes_per_transition(workload, side)`` when that module provides it (None: not measured)."""
-    try:
-        module = importlib.import_module("replay_memory")
-    except ImportError:
-        return None
-    measure: Optional[Callable[[str, str], Optional[float]]] = getattr(module, "bytes_per_transition", None)
-    return measure(row.name, side) if measure is not None else None
-
-
 @dataclass
 class Outcome:
     """One side's run of one row and seed: the runner's result, or why there is none."""
@@ -295,9 +283,8 @@ def throughput_table(rows: Sequence[Workload], outcomes: Sequence[Outcome]) -> s
     """One line per row: each side's action steps and frames per second, updates, speed per CPU second, ratios."""
     lines = [
         "| workload | algorithm | action steps | parl steps/s | parl frames/s | parl updates | parl steps/CPU-s "
-        "| SB3 steps/s | SB3 frames/s | SB3 updates | SB3 steps/CPU-s | parl/SB3 (wall) | parl/SB3 (CPU) "
-        "| replay bytes/transition (parl, SB3) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| SB3 steps/s | SB3 frames/s | SB3 updates | SB3 steps/CPU-s | parl/SB3 (wall) | parl/SB3 (CPU) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         cells = [f"{row.name}: {row.task}", row.algorithm]
@@ -316,9 +303,6 @@ def throughput_table(rows: Sequence[Workload], outcomes: Sequence[Outcome]) -> s
             cells += [_number(speed), "–" if row.frame_skip == 1 else _number(frames, 0), _number(updates, 0)]
             cells.append(_number(cpu_speed))
         cells += [_ratio(speeds[PARL][0], speeds[SB3][0]), _ratio(speeds[PARL][1], speeds[SB3][1])]
-        memory = [replay_bytes_per_transition(row, side) for side in (PARL, SB3)]
-        has_replay = row.warmup is not None
-        cells.append(", ".join(_number(m, 0) for m in memory) if has_replay else "– (no replay)")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -362,8 +346,8 @@ whose `train_seconds` runs from the agents' start to their stop; SB3: `learn()`)
 and model set-up. **steps/s**: action steps (all environments together) per wall second; **frames/s**: four
 frames to an Atari action step; **steps/CPU-s**: per second of the process's CPU time in that call, the figure
 other jobs on the machine inflate least. **updates**: gradient steps (PPO: 16 per rollout of 1,024 action steps,
-4 epochs of 4 minibatches of 256). **parl/SB3**: parl's speed over SB3's, above 1 when parl is faster. The replay
-memory column is filled by benchmarks/replay_memory.py (`bytes_per_transition`) when it is there."""
+4 epochs of 4 minibatches of 256). **parl/SB3**: parl's speed over SB3's, above 1 when parl is faster. Replay
+memory per stored Atari transition is benchmarks/replay_memory.py's (its own table)."""
 
 LEARN_METHOD = """\
 Each row trains both sides to the budget with the settings of the config (SAC: rl-zoo's `mujoco-defaults`,
