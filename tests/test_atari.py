@@ -4,11 +4,9 @@ the trainer's scalars."""
 
 from __future__ import annotations
 
-import json
 import math
-from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict
 
 import numpy as np
 import paddle
@@ -27,6 +25,7 @@ from parl.utils import obs_inputs
 from parl.utils.action_repeat import TIME_STEPS
 
 from tensorboard_events import read_scalar_events
+from toys import read_metrics
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "dqn_atari.yaml"
 
@@ -66,17 +65,6 @@ def reference_q(weights: Dict[str, np.ndarray], obs: np.ndarray) -> np.ndarray:
         h = F.relu(F.conv2d(h, w[f"conv.{i}.w"], w[f"conv.{i}.b"], stride))
     h = F.relu(paddle.flatten(h, 1) @ w["hidden.w"] + w["hidden.b"])
     return (h @ w["q.w"] + w["q.b"]).numpy()
-
-
-def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
-    """Every scalar of ``<logdir>/metrics.jsonl``: tag -> [(step, value)]."""
-    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
-    for line in (logdir / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        for tag, value in row.items():
-            if tag not in ("step", "time"):
-                scalars[tag].append((row["step"], value))
-    return scalars
 
 
 # -- the model ----------------------------------------------------------------------------------

@@ -9,10 +9,8 @@ trains dqn_minatar to a target).
 
 from __future__ import annotations
 
-import json
 import math
 import pathlib
-from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, List, Sequence, Tuple
@@ -25,6 +23,8 @@ import parl.experiment.trainer as trainer_module
 from parl.experience.helpers import ExpReplayHelper
 from parl.experiment.config import RobotConfig, load_config
 from parl.experiment.trainer import Trainer
+
+from toys import read_metrics
 
 CONFIGS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "configs"
 #: Every run: no periodic evaluation or checkpoint, one evaluation episode at the end.
@@ -49,17 +49,6 @@ class Run:
     def replay_helpers(self) -> List[ExpReplayHelper]:
         """Each training agent's replay helper of task RL."""
         return [agent.helpers["RL"] for agent in self.manager.agents]
-
-
-def read_metrics(logdir: pathlib.Path) -> Dict[str, List[Tuple[int, float]]]:
-    """Every scalar of ``<logdir>/metrics.jsonl``: tag -> [(step, value)]."""
-    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
-    for line in (logdir / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        for tag, value in row.items():
-            if tag not in ("step", "time"):
-                scalars[tag].append((row["step"], value))
-    return scalars
 
 
 def short_run(name: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, overrides: Sequence[str]) -> Run:

@@ -7,10 +7,13 @@ placement contract and for users' own tests; they are named here again so tests 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
+from collections import defaultdict
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -352,3 +355,14 @@ def serve_process(*args: str) -> Tuple[subprocess.Popen, str]:
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])
     return start_serve(args, cwd=repo, env=dict(os.environ, PYTHONPATH=path))
+
+
+def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
+    """Every scalar of ``<logdir>/metrics.jsonl`` (what a Trainer writes): tag -> [(step, value)]."""
+    scalars: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+    for line in (Path(logdir) / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        for tag, value in row.items():
+            if tag not in ("step", "time"):
+                scalars[tag].append((row["step"], value))
+    return scalars
