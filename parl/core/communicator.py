@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import abc
 from collections import deque
-from typing import Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Deque, Dict, List, Mapping, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -41,6 +41,16 @@ from parl.core.batch import Transition
 from parl.core.specs import Spec, check_dict
 
 ArrayDict = Dict[str, np.ndarray]
+
+
+class SpecsOfTask(Protocol):
+    """What a transport reads of a computation task it serves in its own process: the name and specs."""
+
+    name: str
+    input_specs: List[Spec]
+    state_specs: List[Spec]
+    action_specs: List[Spec]
+    reward_specs: List[Spec]
 
 
 class Communicator(abc.ABC):
@@ -61,6 +71,13 @@ class Communicator(abc.ABC):
         are made once here, not at every :meth:`checked`."""
         self._what = f"task {name!r}"
         self._what_input, self._what_state = f"{self._what} input", f"{self._what} state"
+
+    def _take_task(self, task: SpecsOfTask) -> None:
+        """Take ``task``'s four spec lists (the same lists, not copies) and name it in errors, as every
+        transport that sits beside the task in one process does."""
+        self.input_specs, self.state_specs = task.input_specs, task.state_specs
+        self.action_specs, self.reward_specs = task.action_specs, task.reward_specs
+        self._name_task(task.name)
 
     agent_id: int
     input_specs: List[Spec]

@@ -19,7 +19,6 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
-from parl.core.specs import Spec
 from parl.serving.computation_task import ComputationTask
 from parl.serving.request_queue import Request, RequestQueue
 from parl.serving.stats import WrapperStats
@@ -49,11 +48,7 @@ class InProcessCommunicator(Communicator):
         self.agent_id = agent_id
         self._wrapper = wrapper
         task = wrapper.task
-        self.input_specs: List[Spec] = task.input_specs
-        self.state_specs: List[Spec] = task.state_specs
-        self.action_specs: List[Spec] = task.action_specs
-        self.reward_specs: List[Spec] = task.reward_specs
-        self._name_task(task.name)
+        self._take_task(task)
         self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
         self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its

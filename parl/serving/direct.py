@@ -10,13 +10,12 @@ placement's transport, with the same checks, answered at once by
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
-from parl.core.specs import Spec
 from parl.serving.computation_task import ComputationTask
 
 ArrayDict = Dict[str, np.ndarray]
@@ -29,11 +28,7 @@ class DirectCommunicator(Communicator):
         self.agent_id = agent_id
         self.task = task
         self.deterministic = deterministic
-        self.input_specs: List[Spec] = task.input_specs
-        self.state_specs: List[Spec] = task.state_specs
-        self.action_specs: List[Spec] = task.action_specs
-        self.reward_specs: List[Spec] = task.reward_specs
-        self._name_task(task.name)
+        self._take_task(task)
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None

@@ -28,7 +28,6 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError
-from parl.core.specs import Spec
 from parl.runtime.cooperative.batching import (
     EXTENSION,
     Parked,
@@ -50,11 +49,7 @@ class EpisodeCommunicator(Parked):
     def __init__(self, queue: PredictionQueue, ready: List[Tuple[Parked, Row]], agent_id: int = 0) -> None:
         task = queue.task
         self.agent_id = agent_id
-        self.input_specs: List[Spec] = task.input_specs
-        self.state_specs: List[Spec] = task.state_specs
-        self.action_specs: List[Spec] = task.action_specs
-        self.reward_specs: List[Spec] = task.reward_specs
-        self._name_task(task.name)
+        self._take_task(task)
         self.attach(queue, ready)
 
     def learn(self, batch: Transition) -> Dict[str, object]:
