@@ -111,7 +111,15 @@ def train(tmp_path: Path, capsys: pytest.CaptureFixture, changes: Dict[str, obje
 def test_parl_train_whose_agent_exits_says_so_and_fails(tmp_path, capsys) -> None:
     status, out, lines = train(tmp_path, capsys, {"agent": {"class": "toys.FailingGymAgent", "fail_at": 2}})
     assert status == 1 and "stopped (" not in out
-    assert lines == ["parl train: the only agent failed: agent 0, episode 2: SystemExit(0) raised in run_one_episode"]
+    summary = "the only agent failed: agent 0, episode 2: SystemExit(0) raised in run_one_episode"
+    checkpoints = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
+    assert lines == [f"parl train: {summary}; final checkpoint {checkpoints[-1]}"]
+    # The run was saved as any other end: its final checkpoint holds the two episodes' steps, and
+    # result.json says why it stopped.
+    result = json.loads((tmp_path / "run" / "result.json").read_text(encoding="utf-8"))
+    assert result["stop_reason"] == "agents failed" and result["error"] == summary
+    assert result["checkpoint"] == str(checkpoints[-1]) and result["env_steps"] > 0
+    assert checkpoints[-1].name == f"ckpt-{result['env_steps']:010d}"
 
 
 def test_parl_train_whose_agents_return_nothing_says_so_and_fails(tmp_path, capsys) -> None:
@@ -120,7 +128,8 @@ def test_parl_train_whose_agents_return_nothing_says_so_and_fails(tmp_path, caps
     assert status == 1 and "stopped (" not in out
     assert len(lines) == 1
     pattern = r"parl train: (all 2|1 of 2) agents failed; first: agent [01], episode 0: EpisodeResultError: "
-    assert re.match(pattern + r"run_one_episode returned None; expected a mapping", lines[0]), lines
+    ending = r"run_one_episode returned None; expected a mapping.*; final checkpoint .*/ckpt-\d{10}$"
+    assert re.match(pattern + ending, lines[0]), lines
 
 
 def write_module(tmp_path: Path, name: str, text: str) -> Dict[str, object]:

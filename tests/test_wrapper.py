@@ -128,6 +128,64 @@ def test_a_lone_batch_is_trained_after_the_timeout(make_wrapper) -> None:
     assert wrapper.task.update_steps == 1
 
 
+# -- draining before a stop ----------------------------------------------------------------
+
+
+def test_drain_learns_the_queued_batches_without_waiting_for_min_batchsize(make_wrapper) -> None:
+    # The step budget is reached while two agents' last segments wait for a third (min_batchsize=3,
+    # a long training_timeout): drain learns them at once, and stop then fails nothing.
+    wrapper = make_wrapper(min_batchsize=3, training_timeout=60.0)
+    algorithm = wrapper.task.algorithm
+    puts = count_puts(wrapper.training_queue)
+    waiting = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in (0, 1)]
+    for s in waiting:
+        s.start()
+    assert acquire_n(puts, 2)
+    assert not waiting[0].done.wait(0.2) and algorithm.learn_batches == []
+    start = time.monotonic()
+    assert wrapper.drain(timeout=WAIT)
+    assert time.monotonic() - start < WAIT
+    for s in waiting:
+        assert s.done.wait(WAIT) and s.error is None and s.result["rows"] == 4.0
+    assert [senders(b) for b in algorithm.learn_batches] == [[0, 1]]
+    wrapper.stop()
+    assert wrapper.task.update_steps == 1
+
+
+def test_drain_waits_for_the_update_under_way_and_gives_up_at_its_timeout(make_wrapper) -> None:
+    wrapper = make_wrapper()
+    algorithm = wrapper.task.algorithm
+    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
+    learner.start()
+    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    start = time.monotonic()
+    assert not wrapper.drain(timeout=0.2)  # the update has not ended: not drained
+    assert 0.2 <= time.monotonic() - start < WAIT
+    drainer = Sender(lambda: wrapper.drain(timeout=WAIT), "drainer")
+    drainer.start()
+    assert not drainer.done.wait(0.2)
+    algorithm.gate.set()
+    assert drainer.done.wait(WAIT) and drainer.result is True
+    assert learner.done.wait(WAIT) and learner.error is None
+
+
+def test_drain_of_a_paused_or_stopped_wrapper_returns_at_once(make_wrapper) -> None:
+    wrapper = make_wrapper(min_batchsize=2, training_timeout=60.0)
+    puts = count_puts(wrapper.training_queue)
+    waiting = Sender(lambda: wrapper.communicator(0).learn(echo_batch(0)), "0")
+    waiting.start()
+    assert acquire_n(puts, 1)
+    wrapper.pause()
+    start = time.monotonic()
+    assert not wrapper.drain(timeout=WAIT)
+    assert time.monotonic() - start < 1.0
+    wrapper.stop()
+    assert waiting.done.wait(WAIT) and isinstance(waiting.error, parl.core.errors.StoppedError)
+    assert not wrapper.drain(timeout=WAIT)
+    with pytest.raises(ValueError, match="timeout"):
+        wrapper.drain(timeout=0.0)
+
+
 # -- stopping ----------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import traceback
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 #: Longest description of an exception in a one-line summary.
 BRIEF_CHARS = 300
@@ -76,13 +76,18 @@ class AgentsFailedError(RuntimeError):
     Attributes:
         errors: every agent error of the run, in the order they were reported.
         agents: how many agents the run had.
+        result: the run's result as written to ``result.json`` (its final checkpoint included),
+            when the run got that far; None otherwise.
     """
 
-    def __init__(self, errors: Sequence[AgentError], agents: int) -> None:
+    def __init__(
+        self, errors: Sequence[AgentError], agents: int, result: Optional[Dict[str, object]] = None
+    ) -> None:
         if not errors:
             raise ValueError("AgentsFailedError needs at least one AgentError, got none")
         self.errors: List[AgentError] = list(errors)
         self.agents = agents
+        self.result = result
         super().__init__(failure_summary(self.errors, agents))
 
 

@@ -245,7 +245,7 @@ def _run(trainer: "Trainer", command: str) -> int:
     from parl.experiment.trainer import summary_lines
 
     outcome = run_trainer(trainer)
-    if outcome.result is not None:
+    if outcome.result is not None and not outcome.failed:  # a failure's one line names its checkpoint
         print("\n".join(summary_lines(outcome.result, trainer.config.log_dir)))
     if outcome.problem is None:
         return 0

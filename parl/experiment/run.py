@@ -24,14 +24,17 @@ class RunOutcome:
     """How a run ended.
 
     Attributes:
-        result: :meth:`Trainer.run`'s result (None when agents failed: no result was written).
+        result: :meth:`Trainer.run`'s result (also when agents failed: the run was saved before it
+            ended; None only when it ended before its result was written).
         problem: one line saying what went wrong (None when nothing did).
         stuck: the problem is agents that did not stop (the run itself ended and was saved).
+        failed: the problem is agents that failed (the run was stopped and saved: ``result``).
     """
 
     result: Optional[Dict[str, object]]
     problem: Optional[str] = None
     stuck: bool = False
+    failed: bool = False
 
 
 def train_config(config: RobotConfig, *, resume: bool = False, progress: bool = True) -> RunOutcome:
@@ -50,7 +53,9 @@ def run_trainer(trainer: Trainer) -> RunOutcome:
     try:
         result = trainer.run()
     except AgentsFailedError as exc:
-        return RunOutcome(None, str(exc))
+        if exc.result is not None and exc.result["checkpoint"] is not None:
+            return RunOutcome(exc.result, f"{exc}; final checkpoint {exc.result['checkpoint']}", failed=True)
+        return RunOutcome(exc.result, str(exc), failed=True)
     if result["checkpoint"] is None:
         return RunOutcome(result, f"final checkpoint not written: {result['checkpoint_error']}")
     if trainer.manager is not None and trainer.manager.not_stopped:

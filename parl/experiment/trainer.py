@@ -47,7 +47,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 import yaml
 
-from parl.core.errors import AgentsFailedError
+from parl.core.errors import AgentsFailedError, failure_summary
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
 from parl.experiment.callbacks import Callback, Callbacks
@@ -75,6 +75,10 @@ RECENT_EPISODES = 20  # training returns averaged for the progress bar and the e
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
 AGENTS_FAILED = "agents failed"
 TARGET_REACHED = "target return"  # the stop reason of a run whose evaluation reached its target, confirmed
+#: Seconds a run that stops at its step budget (or by a callback, or with its agents' games over)
+#: gives the wrappers to learn the segments agents have already sent (the last segments of an
+#: on-policy run wait in a queue for each other), so that the final checkpoint holds them.
+DRAIN_SECONDS = 60.0
 
 
 class Trainer:
@@ -132,8 +136,9 @@ class Trainer:
         (mean return of the last evaluation, NaN if none), ``best_eval`` (the best evaluation's, NaN
         if none), ``evaluations`` (how many ran), ``no_evaluation`` (why none ran, in a few words;
         None when one did), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
-        nothing trained), ``checkpoint`` (the final checkpoint's directory) and ``resumed_from``;
-        result.json in the log dir holds the same.
+        nothing trained), ``checkpoint`` (the final checkpoint's directory), ``resumed_from`` and
+        ``error`` (one line on the failed agents when agents failed, else None); result.json in the
+        log dir holds the same.
 
         A periodic checkpoint that cannot be written (a full disk, a read-only directory) is
         reported in one line on ``stream`` and training goes on; when the final one cannot be
@@ -146,7 +151,9 @@ class Trainer:
 
         Raises:
             AgentsFailedError: an agent failed; it holds every agent error of the run, the first
-                first, and its message is one line (no final checkpoint is written then).
+                first, and its message is one line. The run was stopped and saved as any other
+                end first (a final checkpoint, no final evaluation, result.json with stop reason
+                ``agents failed``); the result is the error's ``result``.
             FileNotFoundError: ``resume`` with no checkpoint to resume from.
             CheckpointError: ``resume`` and no checkpoint is intact (damaged ones are skipped,
                 each reported in one line on ``stream``).
@@ -182,6 +189,10 @@ class Trainer:
                     self.on_start(manager)
                 self._remote = RayEvaluation(config) if config.placement == "ray" else None
                 stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
+                if stop_reason not in (AGENTS_FAILED, TARGET_REACHED) and self._signal is None:
+                    late = manager.drain(DRAIN_SECONDS)
+                    if late:
+                        self._report(f"parl train: tasks {late} did not learn their last segments within {DRAIN_SECONDS:g} s")
             finally:
                 if self._remote is not None:
                     self._remote.close()
@@ -190,18 +201,17 @@ class Trainer:
                 if bar is not None:
                     bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
                     bar.close()
-            if stop_reason == AGENTS_FAILED:
-                raise AgentsFailedError(manager.errors, len(manager.agents))
+            failed = stop_reason == AGENTS_FAILED  # saved as any other end, then raised
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
-            if config.evaluation.every_steps is None and trained and self.evaluate:
+            if config.evaluation.every_steps is None and trained and self.evaluate and not failed:
                 self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
             self._log_tasks(manager, writer, metrics, state.steps)
             final = self._save(manager, evaluators, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
         no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
-        evaluated = trained and self.evaluate
+        evaluated = trained and self.evaluate and not failed
         final_eval = self._final_evaluation(manager, evaluators, state) if evaluated else float("nan")
         result: Dict[str, object] = {
             "seed": config.seed,
@@ -219,8 +229,11 @@ class Trainer:
             "checkpoint": final,
             "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
+            "error": failure_summary(manager.errors, len(manager.agents)) if failed else None,
         }
         _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1), ResultWriteError)
+        if failed:
+            raise AgentsFailedError(manager.errors, len(manager.agents), result)
         return result
 
     def _loop(

@@ -392,6 +392,19 @@ class Manager:
         self._warn_not_stopped(self.stop())
         return self.episodes()
 
+    def drain(self, timeout: float) -> List[str]:
+        """Learn the training requests agents have sent before :meth:`stop` fails them (a step
+        budget reached while the last segments wait in a queue): every wrapper learns what it holds
+        without waiting for more agents (:meth:`ComputationWrapper.drain`), all within ``timeout``
+        seconds in all. Agents go on meanwhile. Returns the tasks not drained in time (or paused)."""
+        check_positive("timeout", timeout)
+        deadline = time.monotonic() + timeout
+        return [
+            name
+            for name, wrapper in self.wrappers.items()
+            if not wrapper.drain(max(deadline - time.monotonic(), 1e-3))
+        ]
+
     def stop(self, timeout: float = 5.0) -> List[StuckAgent]:
         """Stop agents and wrappers; agents blocked on requests are released at once. Returns the
         agents that did not stop within ``timeout`` seconds, stuck in their environment (also kept

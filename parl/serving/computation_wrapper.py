@@ -82,6 +82,7 @@ class ComputationWrapper:
         self._serving.set()
         self._pause = threading.Condition()  # guards _updating against pause()
         self._updating = False
+        self._answered = 0  # training requests answered by the training loop (guarded by _pause)
         self._threads: List[threading.Thread] = []
 
     def communicator(self, agent_id: int) -> InProcessCommunicator:
@@ -118,6 +119,25 @@ class ComputationWrapper:
             thread.join(timeout)
         if self.alive:
             self._finish_update(UPDATE_GRACE)
+
+    def drain(self, timeout: float) -> bool:
+        """Learn the training requests sent so far before the robot stops: from now on updates
+        wait for no more agents than have sent theirs (``min_batchsize`` and ``training_timeout``
+        no longer hold), and this returns once every request queued before the call is answered,
+        or after ``timeout`` seconds. Agents go on meanwhile; what they send later is learned too
+        if it comes in time, else failed by :meth:`stop`. True when drained; False on timeout, or
+        at once when paused or stopped (nothing is learned then)."""
+        check_positive("timeout", timeout)
+        target = self.training_queue.puts
+        self.training_queue.flush()
+        deadline = time.monotonic() + timeout
+        with self._pause:
+            while self._answered < target:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set() or not self._serving.is_set() or not self.alive:
+                    return False
+                self._pause.wait(min(left, POLL_INTERVAL))
+        return True
 
     def _finish_update(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for an update under way to end, then for the threads (they end
@@ -221,6 +241,7 @@ class ComputationWrapper:
                 finally:
                     with self._pause:
                         self._updating = False
+                        self._answered += len(group)
                         self._pause.notify_all()
 
     def _begin_update(self) -> bool:

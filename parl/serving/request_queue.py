@@ -73,6 +73,10 @@ class RequestQueue:
         self._cond = threading.Condition(threading.Lock())
         self._items: List[Request] = []
         self._closed = False
+        self._flushing = False
+        #: Requests queued so far (every one, taken or not): :meth:`ComputationWrapper.drain` waits
+        #: until that many have been answered.
+        self.puts = 0
 
     def put(self, request: Request) -> None:
         """Queue a request; raises StoppedError once the queue is closed."""
@@ -80,20 +84,21 @@ class RequestQueue:
             if self._closed:
                 raise StoppedError("the robot is stopped")
             self._items.append(request)
+            self.puts += 1
             self._cond.notify()
 
     def take(self, min_count: int, max_count: int, timeout: Optional[float]) -> List[Request]:
         """Up to ``max_count`` requests, waiting for ``min_count``.
 
         With a ``timeout``, returns what is there (at least one) once that many
-        seconds have passed since the first request was seen. Returns an empty
-        list when the queue is closed.
+        seconds have passed since the first request was seen; after :meth:`flush`,
+        returns what is there at once. Returns an empty list when the queue is closed.
         """
         with self._cond:
             deadline = None
             while not self._closed:
                 n = len(self._items)
-                if n >= min_count:
+                if n >= min_count or (n and self._flushing):
                     break
                 if n and timeout is not None:
                     now = time.monotonic()
@@ -109,6 +114,12 @@ class RequestQueue:
             batch = self._items[:max_count]
             del self._items[:max_count]
             return batch
+
+    def flush(self) -> None:
+        """From now on, :meth:`take` waits for no more requests than are there (at least one)."""
+        with self._cond:
+            self._flushing = True
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Refuse new requests and fail the pending ones with StoppedError."""
