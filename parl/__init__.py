@@ -7,6 +7,7 @@ threads. :class:`Manager` builds and runs the whole thing.
 """
 
 import warnings as _warnings
+from typing import Sequence as _Sequence
 
 from parl.threads import prepare_environment as _prepare_environment
 
@@ -35,12 +36,14 @@ from parl.runtime.ray.options import RayOptions  # noqa: E402 - the options only
 from parl.seeding import seed_everything  # noqa: E402
 
 
-def load_policy(directory: str) -> "Policy":  # noqa: F821 - parl.experiment.export.Policy, imported on call
+def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  # noqa: F821 - imported on call
     """A policy ``parl export`` wrote: ``policy.predict({"obs": obs_batch})`` gives its deterministic
-    actions with no Manager, threads or environment (see :mod:`parl.experiment.export`)."""
+    actions with no Manager, threads or environment. Its files are checked as checkpoints are, and
+    its classes are imported from installed packages or ``python_path`` only, never from the working
+    or the policy directory (see :func:`parl.experiment.export.load_policy`)."""
     from parl.experiment.export import load_policy as _load_policy  # keeps import parl free of safetensors
 
-    return _load_policy(directory)
+    return _load_policy(directory, python_path=python_path)
 
 
 from parl.serving.computation_task import ComputationTask  # noqa: E402

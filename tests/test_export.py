@@ -82,7 +82,7 @@ def test_another_format_or_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match="cannot read the policy"):
         parl.load_policy(str(tmp_path))
     (tmp_path / POLICY_FILE).write_text(json.dumps({"format": 99, "tasks": {}}))
-    with pytest.raises(PolicyError, match="format 99, this parl reads format 1"):
+    with pytest.raises(PolicyError, match="format 99, this parl reads formats \\[1, 2\\]"):
         parl.load_policy(str(tmp_path))
 
 

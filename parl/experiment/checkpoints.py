@@ -45,7 +45,7 @@ import tempfile
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from parl.experiment.metrics import report_stderr
-from parl.serving.checkpoint_format import ARRAYS_SUFFIX, CheckpointError, arrays_path
+from parl.serving.checkpoint_format import ARRAYS_SUFFIX, TASK_NAME, CheckpointError, arrays_path
 from parl.serving.computation_task import ComputationTask, TaskCheckpoint
 from parl.validation import check_int
 
@@ -62,7 +62,6 @@ LEGACY_SUFFIX = ".ckpt"
 BEST = "best"
 
 _CHECKPOINT_DIR = re.compile(r"ckpt-(\d{10,})")
-_TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _TMP_PREFIX = ".tmp-"
 _DEL_PREFIX = ".del-"
 
@@ -103,7 +102,7 @@ class CheckpointManager:
         """
         step = check_int("step", step, 0)
         for name in tasks:
-            if not isinstance(name, str) or not _TASK_NAME.fullmatch(name):
+            if not isinstance(name, str) or not TASK_NAME.fullmatch(name):
                 raise ValueError(f"task name {name!r} cannot name a checkpoint file (letters, digits, '_', '.', '-')")
         try:
             robot = json.dumps({"step": step, "tasks": sorted(tasks), "counters": dict(counters)}, indent=1)

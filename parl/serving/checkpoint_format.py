@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import safetensors.numpy
@@ -29,6 +30,8 @@ FORMAT_NAME = "parl-task-checkpoint"
 FORMAT_VERSION = 2
 #: Suffix of the arrays file, which replaces the metadata path's extension.
 ARRAYS_SUFFIX = ".safetensors"
+#: A task name as files are named after it: no path separators, no leading dot.
+TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 #: A model weight whose magnitude exceeds this is refused as damaged.
 MAX_ABS_WEIGHT = 1e10
 #: Array sections of the arrays file.
@@ -150,6 +153,21 @@ def write_task_checkpoint(
     _write_atomic(path, text)
 
 
+def array_problem(key: str, array: np.ndarray, weight: bool) -> Optional[str]:
+    """What is wrong with the stored array ``key``, in a few words (None when nothing is): a dtype
+    parl never writes, NaN or infinite values, or for a model weight (``weight``) a magnitude beyond
+    :data:`MAX_ABS_WEIGHT`. Checkpoints and exported policies are checked alike."""
+    if array.dtype.name not in _DTYPES:
+        return f"array {key!r} has dtype {array.dtype.name}"
+    if array.dtype.kind == "f" and array.size:
+        if not np.all(np.isfinite(array)):
+            return f"array {key!r} holds NaN or infinite values"
+        largest = float(np.max(np.abs(array)))
+        if weight and largest > MAX_ABS_WEIGHT:
+            return f"weight {key!r} holds {largest:.3g}, beyond the plausible {MAX_ABS_WEIGHT:g}"
+    return None
+
+
 def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
     """The metadata and the arrays by section (nested dicts) of the task checkpoint at ``path``,
     verified as the module docstring says.
@@ -218,15 +236,8 @@ def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[s
                 f"{data_path}: array {key!r} is {array.dtype.name}{list(array.shape)}, "
                 f"the manifest says {entry.get('dtype')}{entry.get('shape')}"
             )
-        if array.dtype.name not in _DTYPES:
-            raise CheckpointError(f"{data_path}: array {key!r} has dtype {array.dtype.name}")
-        if array.dtype.kind == "f":
-            if not np.all(np.isfinite(array)):
-                raise CheckpointError(f"{data_path}: array {key!r} holds NaN or infinite values")
-            if entry["section"] == "weights" and array.size and float(np.max(np.abs(array))) > MAX_ABS_WEIGHT:
-                raise CheckpointError(
-                    f"{data_path}: weight {key!r} holds {float(np.max(np.abs(array))):.3g}, "
-                    f"beyond the plausible {MAX_ABS_WEIGHT:g}"
-                )
+        problem = array_problem(key, array, weight=entry["section"] == "weights")
+        if problem is not None:
+            raise CheckpointError(f"{data_path}: {problem}")
         sections[entry["section"]].append((entry["path"], array))
     return metadata, {name: unflatten(entries) for name, entries in sections.items()}

@@ -57,13 +57,29 @@ class RunningMeanStd:
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": np.array(self.count)}
 
     def set_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        """Restore :meth:`state_dict` output."""
+        """Restore :meth:`state_dict` output.
+
+        Raises:
+            ValueError: statistics of another shape, non-finite ones, a negative variance or count
+                (they would turn every normalized input into NaN), each named.
+        """
         mean = np.asarray(state["mean"], dtype=np.float64)
-        if mean.shape != self.mean.shape:
-            raise ValueError(f"normalizer statistics have shape {list(mean.shape)}, expected {list(self.mean.shape)}")
+        var = np.asarray(state["var"], dtype=np.float64)
+        count = np.asarray(state["count"], dtype=np.float64).reshape(-1)
+        for name, value in (("mean", mean), ("variance", var)):
+            if value.shape != self.mean.shape:
+                raise ValueError(
+                    f"normalizer {name} has shape {list(value.shape)}, expected {list(self.mean.shape)}"
+                )
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"normalizer {name} holds NaN or infinite values")
+        if var.size and float(var.min()) < 0:
+            raise ValueError(f"normalizer variance holds {float(var.min()):g}; a variance is never negative")
+        if count.size != 1 or not np.isfinite(count[0]) or count[0] < 0:
+            raise ValueError(f"normalizer count is {count.tolist()}; expected one finite number >= 0")
         self.mean = mean.copy()
-        self.var = np.asarray(state["var"], dtype=np.float64).copy()
-        self.count = float(np.asarray(state["count"]).reshape(-1)[0])  # 0-d or one-element, as files give it
+        self.var = var.copy()
+        self.count = float(count[0])  # 0-d or one-element, as files give it
 
 
 class InputNormalizer:
