@@ -29,19 +29,29 @@ step count of the row and the row's tags as written to metrics.jsonl
 
 A hook that returns a text stops the run at the next turn of the loop, with the stop reason
 ``callback: <text>`` (the final checkpoint and evaluation follow as after any stop). A hook that
-raises ends the run with that exception. Hooks run between the loop's other work, so a slow one
+raises (or returns anything else) stops the run as a failure: the stop reason is ``callback error:
+<what it raised>``, the final checkpoint and result.json are written, and the run then raises
+``RunFailedError`` (``parl train`` prints one line and exits with status 1). Hooks run between the loop's other work, so a slow one
 delays logging, evaluations and checkpoints (never the agents or the updates).
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from typing import Literal, Mapping, Optional, Sequence
+from typing import Literal, Mapping, Optional, Sequence, Set
 
+from parl.core.errors import brief
 from parl.validation import ParameterError, check_choice, check_int, check_range
+
+logger = logging.getLogger("parl")
 
 #: The stop reason of a run a callback stopped starts with this.
 CALLBACK_STOP = "callback: "
+#: The stop reason of a run a callback's failure stopped starts with this.
+CALLBACK_ERROR = "callback error: "
+#: A callback's stop reason is kept to this many characters, on one line.
+REASON_CHARS = 200
 
 
 class Callback:
@@ -74,7 +84,13 @@ class Callback:
 
 
 class Callbacks:
-    """Calls a list of callbacks in order and keeps the first stop reason any of them gives."""
+    """Calls a list of callbacks in order and keeps the first stop reason any of them gives.
+
+    A hook that raises (``SystemExit`` too) or returns something other than None or a text does
+    not end the loop that called it: the first such failure is kept in :attr:`error` (one line),
+    its traceback goes to the ``parl`` logger, the run stops with the reason ``callback error:
+    <that line>``, and the failed callback is not called again.
+    """
 
     def __init__(self, callbacks: Sequence[Callback] = ()) -> None:
         """
@@ -85,33 +101,59 @@ class Callbacks:
             if not isinstance(callback, Callback):
                 raise TypeError(f"callbacks[{index}]: expected a parl Callback, got {type(callback).__name__}")
         self.callbacks = list(callbacks)
-        #: ``callback: <reason>`` once a hook asked to stop (the first one), else None.
+        #: ``callback: <reason>`` once a hook asked to stop (the first one), or ``callback error:
+        #: <error>`` once one failed; else None.
         self.stop_reason: Optional[str] = None
+        #: One line on the first hook that failed, else None.
+        self.error: Optional[str] = None
+        self._failed: Set[int] = set()  # indexes of the callbacks that failed
 
     def episode_end(self, step: int, values: Mapping[str, float]) -> None:
         """Call every ``on_episode_end``."""
-        for callback in self.callbacks:
-            self._keep(callback.on_episode_end(step, values))
+        self._call("on_episode_end", step, values)
 
     def update(self, step: int, values: Mapping[str, float]) -> None:
         """Call every ``on_update`` when ``values`` (a row of task metrics) holds a task's costs."""
         if any(tag.startswith("task/") and tag.endswith("/loss") for tag in values):
-            for callback in self.callbacks:
-                self._keep(callback.on_update(step, values))
+            self._call("on_update", step, values)
 
     def evaluation(self, step: int, values: Mapping[str, float]) -> None:
         """Call every ``on_evaluation``."""
-        for callback in self.callbacks:
-            self._keep(callback.on_evaluation(step, values))
+        self._call("on_evaluation", step, values)
 
     def checkpoint(self, step: int, path: str, kind: str) -> None:
         """Call every ``on_checkpoint``."""
-        for callback in self.callbacks:
-            self._keep(callback.on_checkpoint(step, path, kind))
+        self._call("on_checkpoint", step, path, kind)
 
-    def _keep(self, reason: Optional[str]) -> None:
-        if reason is not None and self.stop_reason is None:
-            self.stop_reason = f"{CALLBACK_STOP}{reason}"
+    def _call(self, hook: str, *args: object) -> None:
+        for index, callback in enumerate(self.callbacks):
+            if index in self._failed:
+                continue
+            where = f"callback {type(callback).__name__}.{hook}"
+            try:
+                reason = getattr(callback, hook)(*args)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the run stops and saves instead
+                self._fail(index, f"{where} raised {brief(exc)}", exc)
+                continue
+            if reason is None:
+                continue
+            if not isinstance(reason, str):
+                self._fail(index, f"{where} returned {type(reason).__name__}; expected None or a text", None)
+            elif self.stop_reason is None:
+                self.stop_reason = f"{CALLBACK_STOP}{_one_line(reason)}"
+
+    def _fail(self, index: int, line: str, exc: Optional[BaseException]) -> None:
+        self._failed.add(index)
+        logger.error("%s", line, exc_info=exc)
+        if self.error is None:
+            self.error = line
+            self.stop_reason = f"{CALLBACK_ERROR}{line}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` as one printable line of at most :data:`REASON_CHARS` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
 class EarlyStopping(Callback):

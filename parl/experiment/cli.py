@@ -242,9 +242,11 @@ def serve_overrides(args: argparse.Namespace) -> List[str]:
 def _run(trainer: "Trainer", command: str) -> int:
     """Run ``trainer``, print its summary; the exit status of ``parl train`` (and ``parl serve``)."""
     from parl.experiment.run import run_trainer
+    from parl.experiment.run_log import run_log
     from parl.experiment.trainer import summary_lines
 
-    outcome = run_trainer(trainer)
+    with run_log(trainer.config.log_dir):  # tracebacks to <log_dir>/parl.log, one line each here
+        outcome = run_trainer(trainer)
     if outcome.result is not None and not outcome.failed:  # a failure's one line names its checkpoint
         print("\n".join(summary_lines(outcome.result, trainer.config.log_dir)))
     if outcome.problem is None:

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 
 from parl.core.errors import AgentsFailedError
 from parl.experiment.config import RobotConfig
-from parl.experiment.trainer import Trainer
+from parl.experiment.trainer import RunFailedError, Trainer
 from parl.runtime.watchdog import describe_stuck
 
 
@@ -28,7 +28,8 @@ class RunOutcome:
             ended; None only when it ended before its result was written).
         problem: one line saying what went wrong (None when nothing did).
         stuck: the problem is agents that did not stop (the run itself ended and was saved).
-        failed: the problem is agents that failed (the run was stopped and saved: ``result``).
+        failed: the problem is a failure that ended the run (its agents', a callback's, the loop's
+            own); the run was stopped and saved first (``result``).
     """
 
     result: Optional[Dict[str, object]]
@@ -52,7 +53,7 @@ def run_trainer(trainer: Trainer) -> RunOutcome:
     """
     try:
         result = trainer.run()
-    except AgentsFailedError as exc:
+    except (AgentsFailedError, RunFailedError) as exc:
         if exc.result is not None and exc.result["checkpoint"] is not None:
             return RunOutcome(exc.result, f"{exc}; final checkpoint {exc.result['checkpoint']}", failed=True)
         return RunOutcome(exc.result, str(exc), failed=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -47,10 +48,10 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 import numpy as np
 import yaml
 
-from parl.core.errors import AgentsFailedError, failure_summary
+from parl.core.errors import AgentsFailedError, brief, failure_summary
 from parl.core.specs import zeros
 from parl.experiment.build import build_manager, make_agent, task_settings
-from parl.experiment.callbacks import Callback, Callbacks
+from parl.experiment.callbacks import CALLBACK_STOP, Callback, Callbacks
 from parl.experiment.checkpoints import (
     CheckpointManager,
     CheckpointWriteError,
@@ -70,6 +71,8 @@ from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
 from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
+
+logger = logging.getLogger("parl")
 
 RECENT_EPISODES = 20  # training returns averaged for the progress bar and the evaluations' start rule
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
@@ -183,13 +186,18 @@ class Trainer:
         with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
+            failure: Optional[Exception] = None  # what ended the loop, if it failed
             try:
                 manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
                 if self.on_start is not None:
                     self.on_start(manager)
                 self._remote = RayEvaluation(config) if config.placement == "ray" else None
-                stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
-                if stop_reason not in (AGENTS_FAILED, TARGET_REACHED) and self._signal is None:
+                try:
+                    stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
+                except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
+                    failure, stop_reason = exc, f"error: {brief(exc)}"
+                    logger.error("the training loop failed", exc_info=exc)
+                if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
                         self._report(f"parl train: tasks {late} did not learn their last segments within {DRAIN_SECONDS:g} s")
@@ -201,18 +209,28 @@ class Trainer:
                 if bar is not None:
                     bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
                     bar.close()
-            failed = stop_reason == AGENTS_FAILED  # saved as any other end, then raised
+            # A failed run is saved as any other end (no evaluation), then raised.
+            failed = failure is not None or stop_reason == AGENTS_FAILED or self.callbacks.error is not None
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in manager.tasks.values())
             if config.evaluation.every_steps is None and trained and self.evaluate and not failed:
-                self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
+                try:
+                    self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
+                except Exception as exc:  # noqa: BLE001 - an evaluation episode's agent failed: saved, raised
+                    failure, stop_reason, failed = exc, f"error: {brief(exc)}", True
+                    logger.error("the evaluation at the end of training failed", exc_info=exc)
             self._log_tasks(manager, writer, metrics, state.steps)
             final = self._save(manager, evaluators, state, kind="final")
             checkpoint_error = None if final is not None else state.checkpoint_error
         no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
-        evaluated = trained and self.evaluate and not failed
-        final_eval = self._final_evaluation(manager, evaluators, state) if evaluated else float("nan")
+        final_eval = float("nan")
+        if trained and self.evaluate and not failed:
+            try:
+                with _CatchSignals(self._interrupt_evaluation):
+                    final_eval = self._final_evaluation(manager, evaluators, state)
+            except _EvaluationInterrupted as exc:
+                self._report(f"parl train: final evaluation interrupted by {exc}; the run is saved without it")
         result: Dict[str, object] = {
             "seed": config.seed,
             "env_steps": state.steps,
@@ -229,12 +247,22 @@ class Trainer:
             "checkpoint": final,
             "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
-            "error": failure_summary(manager.errors, len(manager.agents)) if failed else None,
+            "error": self._error_line(manager, failure),
         }
         _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1), ResultWriteError)
-        if failed:
+        if stop_reason == AGENTS_FAILED:
             raise AgentsFailedError(manager.errors, len(manager.agents), result)
+        if result["error"] is not None:
+            raise RunFailedError(str(result["error"]), result) from failure
         return result
+
+    def _error_line(self, manager: Manager, failure: Optional[Exception]) -> Optional[str]:
+        """One line on what failed the run (its agents, the loop, a callback), or None."""
+        if manager.errors:
+            return failure_summary(manager.errors, len(manager.agents))
+        if failure is not None:
+            return f"the training loop failed: {brief(failure)}"
+        return self.callbacks.error
 
     def _loop(
         self,
@@ -527,6 +555,16 @@ class Trainer:
     def _on_signal(self, signum: int) -> None:
         self._signal = signum
 
+    def _interrupt_evaluation(self, signum: int) -> None:
+        if self._signal is None:
+            self._signal = signum
+        raise _EvaluationInterrupted(signal.Signals(signum).name)
+
+
+class _EvaluationInterrupted(BaseException):
+    """Raised by a signal's handler to end the final evaluation (a BaseException, as KeyboardInterrupt
+    is, so that nothing on the way takes it for an agent's error)."""
+
 
 def summary_lines(result: Mapping[str, object], log_dir: str) -> List[str]:
     """:meth:`Trainer.run`'s ``result`` in a few lines, as ``parl train`` and the example scripts print it."""
@@ -610,6 +648,19 @@ def env_steps(manager: Manager, finished_steps: int) -> int:
 
 def _eval_text(state: _RunState) -> str:
     return f"eval {state.last_eval:.1f}"
+
+
+class RunFailedError(RuntimeError):
+    """A run ended by a failure other than its agents' (a callback's, the training loop's own); the
+    run was stopped and saved first. The message is one line.
+
+    Attributes:
+        result: the run's result as written to ``result.json`` (stop reason and ``error`` included).
+    """
+
+    def __init__(self, message: str, result: Dict[str, object]) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class ResultWriteError(OSError):

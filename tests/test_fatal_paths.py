@@ -1,0 +1,159 @@
+"""Every fatal end of ``parl train`` keeps the work: the robot is stopped, the final checkpoint and
+result.json (with the stop reason and one line on the cause) are written, the exit status is not
+zero, and the terminal gets one line per problem with the traceback in ``<log_dir>/parl.log``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import gymnasium
+import numpy as np
+import pytest
+import yaml
+
+from parl.experiment.callbacks import Callback, Callbacks
+from parl.experiment.cli import main
+from parl.experiment.run_log import LOG_FILE
+
+CONFIG: Dict[str, object] = {
+    "seed": 0,
+    "agents": 2,
+    "env": {"id": "CartPole-v1"},
+    "agent": {"class": "parl.utils.GymAgent"},
+    "tasks": {
+        "RL": {
+            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [8]},
+            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 1e-3},
+            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
+        }
+    },
+    "train": {"max_env_steps": 200_000},
+    "evaluation": {"every_steps": None, "episodes": 1},
+    "checkpoint": {"every_steps": None, "every_minutes": None},
+    "python_path": [str(Path(__file__).resolve().parent)],
+}
+
+
+def train(tmp_path: Path, capsys: pytest.CaptureFixture, changes: Mapping[str, object]) -> Tuple[int, Dict, List[str]]:
+    """``parl train`` on CONFIG with ``changes``: (exit status, result.json, stderr's lines)."""
+    data = json.loads(json.dumps(CONFIG))
+    data.update(changes)
+    data["log_dir"] = str(tmp_path / "run")
+    path = tmp_path / "robot.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    status = main(["train", str(path), "--quiet"])
+    _, err = capsys.readouterr()
+    result = json.loads((tmp_path / "run" / "result.json").read_text(encoding="utf-8"))
+    return status, result, err.splitlines()
+
+
+def assert_saved(tmp_path: Path, result: Dict[str, object]) -> None:
+    """The final checkpoint is there, at the env steps result.json gives, and holds trained weights."""
+    checkpoints = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
+    assert checkpoints and result["checkpoint"] == str(checkpoints[-1])
+    assert checkpoints[-1].name == f"ckpt-{result['env_steps']:010d}"
+    robot = json.loads((checkpoints[-1] / "robot.json").read_text(encoding="utf-8"))
+    assert robot["step"] == result["env_steps"] > 0
+
+
+def assert_one_line_each(lines: List[str], tmp_path: Path) -> None:
+    assert not any("Traceback" in line or line.startswith("  File ") for line in lines), lines
+    log = (tmp_path / "run" / LOG_FILE).read_text(encoding="utf-8")
+    assert "Traceback (most recent call last)" in log
+
+
+class RaisingCallback(Callback):
+    """Raises (or exits, or returns a number) in ``hook`` once ``after`` episodes have ended."""
+
+    def __init__(self, hook: str = "on_episode_end", how: str = "raise", after: int = 3) -> None:
+        self.hook, self.how, self.after, self.episodes = hook, how, after, 0
+
+    def _act(self, hook: str) -> Optional[str]:
+        if hook != self.hook or self.episodes < self.after:
+            return None
+        if self.how == "raise":
+            raise ValueError("the callback's own bug")
+        if self.how == "exit":
+            raise SystemExit(4)
+        return 7  # type: ignore[return-value] - a hostile return value
+
+    def on_episode_end(self, step: int, values: Mapping[str, float]) -> Optional[str]:
+        self.episodes += 1
+        return self._act("on_episode_end")
+
+    def on_update(self, step: int, values: Mapping[str, float]) -> Optional[str]:
+        return self._act("on_update")
+
+
+@pytest.mark.parametrize(
+    "how, line",
+    [
+        ("raise", "RaisingCallback.on_episode_end raised ValueError: the callback's own bug"),
+        ("exit", "RaisingCallback.on_episode_end raised SystemExit(4)"),
+        ("return", "RaisingCallback.on_episode_end returned int; expected None or a text"),
+    ],
+)
+def test_a_failing_callback_stops_the_run_which_is_saved_and_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, how: str, line: str
+) -> None:
+    callback = {"class": "test_fatal_paths.RaisingCallback", "how": how}
+    status, result, lines = train(tmp_path, capsys, {"callbacks": [callback]})
+    assert status == 1
+    assert result["stop_reason"] == f"callback error: callback {line}"
+    assert result["error"] == f"callback {line}" and math.isnan(result["final_eval"])
+    assert_saved(tmp_path, result)
+    problem = [x for x in lines if x.startswith("parl train:")]
+    assert problem == [f"parl train: callback {line}; final checkpoint {result['checkpoint']}"]
+    if how != "return":
+        assert_one_line_each(lines, tmp_path)
+
+
+def test_callbacks_go_on_past_a_failed_one_which_is_not_called_again() -> None:
+    class Counting(Callback):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def on_episode_end(self, step: int, values: Mapping[str, float]) -> Optional[str]:
+            self.calls += 1
+            return "x" * 500 + "\nsecond line"
+
+    broken, counting = RaisingCallback(after=0), Counting()
+    callbacks = Callbacks([broken, counting])
+    for step in range(3):
+        callbacks.episode_end(step, {})
+    assert broken.episodes == 1 and counting.calls == 3
+    assert callbacks.error == "callback RaisingCallback.on_episode_end raised ValueError: the callback's own bug"
+    assert callbacks.stop_reason == f"callback error: {callbacks.error}"
+    alone = Callbacks([Counting()])
+    alone.episode_end(0, {})
+    assert alone.error is None and "\n" not in alone.stop_reason and len(alone.stop_reason) <= 210
+
+
+class NaNAfter(gymnasium.Wrapper):
+    """CartPole whose observations turn NaN after ``after`` steps."""
+
+    def __init__(self, env: gymnasium.Env, after: int) -> None:
+        super().__init__(env)
+        self.after, self.steps = after, 0
+
+    def step(self, action: object) -> tuple:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        if self.steps >= self.after:
+            obs = np.full_like(obs, np.nan)
+        return obs, reward, terminated, truncated, info
+
+
+def nan_cartpole(after: int = 400) -> gymnasium.Env:
+    return NaNAfter(gymnasium.make("CartPole-v1"), after)
+
+
+def test_a_nan_observation_stops_the_run_which_is_saved(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    status, result, lines = train(tmp_path, capsys, {"env": {"factory": "test_fatal_paths.nan_cartpole"}})
+    assert status == 1 and result["stop_reason"] == "agents failed"
+    assert "NaN" in result["error"] or "finite" in result["error"], result["error"]
+    assert_saved(tmp_path, result)
+    assert_one_line_each(lines, tmp_path)
