@@ -46,7 +46,8 @@ def test_every_failure_is_an_agent_error_and_the_others_go_on(robot: Robots) -> 
     assert "returned None; expected a mapping with 'reward' and 'steps'" in errors[3].summary
     assert "returned [(" in errors[4].summary
     assert "returned a mapping without 'reward'" in errors[5].summary
-    assert "returned reward 'high'; expected a number" in errors[6].summary
+    assert "returned reward 'high'; expected a finite number" in errors[6].summary
+    assert "returned reward nan; expected a finite number" in errors[7].summary  # in every placement
     played = sorted((e["agent_id"], e["episode"]) for e in episodes)
     assert played == [(0, i) for i in range(GAMES)] + [(i, 0) for i in range(1, len(hows) + 1)]
 

@@ -155,6 +155,7 @@ FAILURES: Dict[str, Callable[[Dict[str, float]], object]] = {
     "a list": lambda result: list(result.items()),
     "no reward": lambda result: {"steps": result["steps"]},
     "text reward": lambda result: {**result, "reward": "high"},
+    "NaN reward": lambda result: {**result, "reward": float("nan")},
 }
 
 

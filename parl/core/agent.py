@@ -24,6 +24,7 @@ read them (exploration, learning-rate warm-up) go on where they stopped.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -90,7 +91,7 @@ class Agent:
 
 def check_episode_result(result: object) -> Mapping[str, Any]:
     """``result``, what :meth:`Agent.run_one_episode` returned, when it keeps the contract: a mapping
-    with a number ``reward`` and a whole number ``steps`` >= 0.
+    with a finite number ``reward`` and a whole number ``steps`` >= 0.
 
     Raises:
         EpisodeResultError: ``run_one_episode returned None; expected a mapping with 'reward' and 'steps'``,
@@ -107,8 +108,8 @@ def check_episode_result(result: object) -> Mapping[str, Any]:
             f"(keys: {sorted(map(str, result))})"
         )
     reward, steps = result["reward"], result["steps"]
-    if not _is_number(reward):
-        raise EpisodeResultError(f"run_one_episode returned reward {_shown(reward)}; expected a number")
+    if not _is_number(reward) or not math.isfinite(reward):
+        raise EpisodeResultError(f"run_one_episode returned reward {_shown(reward)}; expected a finite number")
     if not (_is_number(steps) and float(steps).is_integer() and steps >= 0):
         raise EpisodeResultError(f"run_one_episode returned steps {_shown(steps)}; expected a whole number >= 0")
     return result
