@@ -17,6 +17,7 @@ import yaml
 from parl.experiment.callbacks import Callback, Callbacks
 from parl.experiment.cli import main
 from parl.experiment.run_log import LOG_FILE
+from parl.runtime.manager import Manager, StopTimeoutError
 
 CONFIG: Dict[str, object] = {
     "seed": 0,
@@ -157,3 +158,30 @@ def test_a_nan_observation_stops_the_run_which_is_saved(tmp_path: Path, capsys: 
     assert "NaN" in result["error"] or "finite" in result["error"], result["error"]
     assert_saved(tmp_path, result)
     assert_one_line_each(lines, tmp_path)
+
+
+@pytest.mark.parametrize("stuck", ["scheduler", "wrapper"])
+def test_a_stop_that_times_out_saves_unless_an_update_may_be_under_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, stuck: str
+) -> None:
+    # A thread that outlives Manager.stop (a stalled scheduler, say) does not cost the run's checkpoint
+    # unless a wrapper thread, which may be inside an update, is the one still running.
+    real_stop = Manager.stop
+
+    def stop(self: Manager, timeout: float = 5.0) -> list:
+        real_stop(self, timeout)
+        threads, wrappers = (["parl-scheduler"], []) if stuck == "scheduler" else ([], ["RL"])
+        raise StopTimeoutError(timeout, threads, wrappers)
+
+    monkeypatch.setattr(Manager, "stop", stop)
+    status, result, lines = train(tmp_path, capsys, {"train": {"max_env_steps": 600}})
+    assert result["stop_reason"] == "step budget" and result["env_steps"] >= 600
+    if stuck == "scheduler":
+        assert status == 0
+        assert_saved(tmp_path, result)
+        assert any("threads still running" in line and "saved all the same" in line for line in lines), lines
+    else:
+        assert status == 1 and result["checkpoint"] is None
+        assert result["checkpoint_error"] == "the threads of tasks ['RL'] did not stop"
+        assert not list((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
+        assert f"parl train: final checkpoint not written: {result['checkpoint_error']}" in lines

@@ -66,7 +66,7 @@ from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.experiment.remote_evaluation import RayEvaluation
 from parl.experiment.snapshot import write_snapshot
-from parl.runtime.manager import Manager
+from parl.runtime.manager import Manager, StopTimeoutError
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
@@ -205,7 +205,7 @@ class Trainer:
                 if self._remote is not None:
                     self._remote.close()
                     self._remote = None
-                manager.stop()
+                unsafe = self._stop_manager(manager)
                 if bar is not None:
                     bar.update(env_steps(manager, state.finished_steps), state.recent_mean(), extra=_eval_text(state))
                     bar.close()
@@ -221,8 +221,12 @@ class Trainer:
                     failure, stop_reason, failed = exc, f"error: {brief(exc)}", True
                     logger.error("the evaluation at the end of training failed", exc_info=exc)
             self._log_tasks(manager, writer, metrics, state.steps)
-            final = self._save(manager, evaluators, state, kind="final")
-            checkpoint_error = None if final is not None else state.checkpoint_error
+            if unsafe is None:
+                final = self._save(manager, evaluators, state, kind="final")
+                checkpoint_error = None if final is not None else state.checkpoint_error
+            else:  # an update may still change the weights: a checkpoint could hold half of it
+                final, checkpoint_error = None, unsafe
+                self._report(f"parl train: no final checkpoint: {unsafe}; older checkpoints kept")
         no_evaluation = self._no_evaluation_reason(manager, state) if state.evaluations == 0 else None
         final_eval = float("nan")
         if trained and self.evaluate and not failed:
@@ -255,6 +259,19 @@ class Trainer:
         if result["error"] is not None:
             raise RunFailedError(str(result["error"]), result) from failure
         return result
+
+    def _stop_manager(self, manager: Manager) -> Optional[str]:
+        """Stop ``manager``; why its tasks cannot be saved (a wrapper thread still inside the task), or
+        None. Agent threads that did not stop (stuck elsewhere than in their environment) are
+        reported in one line; the tasks are saved all the same, as no update is under way."""
+        try:
+            manager.stop()
+        except StopTimeoutError as exc:
+            logger.error("%s", exc)
+            if exc.wrappers:
+                return f"the threads of tasks {exc.wrappers} did not stop"
+            self._report(f"parl train: {exc}; the run is saved all the same (no update is under way)")
+        return None
 
     def _error_line(self, manager: Manager, failure: Optional[Exception]) -> Optional[str]:
         """One line on what failed the run (its agents, the loop, a callback), or None."""

@@ -132,6 +132,21 @@ class TaskSettings:
         )
 
 
+class StopTimeoutError(RuntimeError):
+    """Threads of a robot still ran when :meth:`Manager.stop` gave up on them.
+
+    Attributes:
+        threads: the agent threads (or the scheduler) still running, not in their environment.
+        wrappers: the tasks whose wrapper threads still run (an update or prediction stuck inside
+            the algorithm); when empty, no update is under way and the tasks can be saved.
+    """
+
+    def __init__(self, timeout: float, threads: List[str], wrappers: List[str]) -> None:
+        self.threads = list(threads)
+        self.wrappers = list(wrappers)
+        super().__init__(f"threads still running {timeout} s after stop: {self.threads + self.wrappers}")
+
+
 class Manager:
     """Owns a robot's tasks, wrappers and agents, and runs the agents where ``placement`` says."""
 
@@ -413,7 +428,7 @@ class Manager:
         or will start, so the tasks can be saved.
 
         Raises:
-            RuntimeError: a wrapper's thread did not end within ``timeout`` seconds (an update
+            StopTimeoutError: a wrapper's thread did not end within ``timeout`` seconds (an update
                 under way gets up to ``parl.serving.computation_wrapper.UPDATE_GRACE`` more), or an agent's
                 thread (or the cooperative scheduler) while no agent is in its environment (a
                 prediction or update stuck inside the algorithm).
@@ -430,7 +445,7 @@ class Manager:
             self._watchdog.join(max(0.0, deadline - time.monotonic()))
         stuck = [StuckAgent(agent_id, seconds) for agent_id, seconds in self.in_environment().items()]
         if wrappers or (alive and not stuck):
-            raise RuntimeError(f"threads still running {timeout} s after stop: {alive + wrappers}")
+            raise StopTimeoutError(timeout, alive, wrappers)
         self.not_stopped = stuck
         return stuck
 
