@@ -36,7 +36,7 @@ about 1.4x the env steps per second).
 from __future__ import annotations
 
 import os
-from typing import Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 PLACEMENTS = ("auto", "one_core", "split", "os")
 
@@ -58,9 +58,13 @@ def resolve(placement: str, agent_threads: int) -> str:
     return "one_core" if agent_threads <= ONE_CORE_MAX_AGENT_THREADS else "os"
 
 
-def plan(placement: str, agent_threads: int = 0) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
+def plan(
+    placement: str, agent_threads: int = 0, agent_core: Optional[int] = None
+) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
     """``(cores for agents and prediction loops, cores for training loops)`` for ``placement`` in a
-    robot of ``agent_threads`` agent threads (see :func:`resolve`).
+    robot of ``agent_threads`` agent threads (see :func:`resolve`). The agents' core is
+    ``agent_core`` when the process may use it (the one a :class:`~parl.core_claims.CoreClaim`
+    got), else the first core it may use.
 
     ``(None, None)`` leaves placement to the OS, as on systems without
     thread affinity or processes allowed on a single core.
@@ -69,13 +73,20 @@ def plan(placement: str, agent_threads: int = 0) -> Tuple[Optional[Set[int]], Op
         ValueError: ``placement`` is not one of :data:`PLACEMENTS`.
     """
     placement = resolve(placement, agent_threads)
+    allowed = pinnable_cores(placement)
+    if allowed is None:
+        return None, None
+    first = {agent_core if agent_core in allowed else allowed[0]}
+    return first, (first if placement == "one_core" else set(allowed) - first)
+
+
+def pinnable_cores(placement: str) -> Optional[List[int]]:
+    """The cores a robot of the resolved ``placement`` may pin its threads to, in order; None when it
+    pins none (``"os"``, no thread affinity, a single core)."""
     if placement == "os" or not hasattr(os, "sched_getaffinity"):
-        return None, None
+        return None
     allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        return None, None
-    first = {allowed[0]}
-    return first, (first if placement == "one_core" else set(allowed[1:]))
+    return allowed if len(allowed) >= 2 else None
 
 
 def configure_agent_thread(cpus: Optional[Set[int]]) -> None:

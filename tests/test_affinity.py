@@ -7,7 +7,8 @@ import os
 import pytest
 
 import parl
-from parl import affinity
+from parl import affinity, core_claims
+from parl.core_claims import CoreClaim
 
 from toys import CountEnv, EchoAgent, echo_algorithm_func
 
@@ -89,3 +90,33 @@ def test_the_managers_default_placement_is_auto_by_agent_threads(placement, agen
     for code in range(agents):
         manager.add_agent(EchoAgent(CountEnv(code), num_games=0), {"T": parl.OnPolicyHelper()})
     assert manager.placed_threads() == expected
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
+def test_robots_side_by_side_take_cores_no_other_robot_holds(tmp_path, monkeypatch) -> None:
+    # Two robots started together (in two processes or, as here, one) put their agents on different
+    # cores; a third, with every core held, shares; a stopped robot gives its core back.
+    monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
+    allowed = sorted(os.sched_getaffinity(0))
+    claims = [CoreClaim(str(tmp_path)) for _ in range(len(allowed) + 1)]
+    cores = [claim.take(allowed) for claim in claims]
+    assert cores[:-1] == allowed and cores[-1] is None
+    assert affinity.plan("one_core", 1, cores[1]) == ({allowed[1]}, {allowed[1]})
+    assert affinity.plan("split", 1, cores[1]) == ({allowed[1]}, set(allowed) - {allowed[1]})
+    assert affinity.plan("one_core", 1, None) == ({allowed[0]}, {allowed[0]})  # sharing: the first core
+    claims[0].release()
+    assert claims[-1].take(allowed) == allowed[0]
+    for claim in claims:
+        claim.release()
+
+    managers = []
+    for _ in range(2):
+        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+        manager.start()
+        managers.append(manager)
+    try:
+        assert {m._core_claim.core for m in managers} == set(allowed[:2])
+    finally:
+        for manager in managers:
+            manager.stop()
+    assert all(m._core_claim.core is None for m in managers)

@@ -13,7 +13,7 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
     rlx                                the RLX protocol and its Python client (beside layers): leaves only
-    leaf modules                       validation, affinity, threads, seeding, wire: import only the process
+    leaf modules                       validation, affinity, core_claims, threads, seeding, wire: import only the process
                                        settings below them
     process settings                   allocator, cpu_kernels: import no parl module
 """
@@ -45,6 +45,7 @@ RANKS = {
     "rlx": 0,
     "validation": -1,
     "affinity": -1,
+    "core_claims": -1,
     "threads": -1,
     "seeding": -1,
     "wire": -1,

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
+from parl.core_claims import CoreClaim
 from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper
 from parl.core.algorithm import Algorithm
@@ -245,6 +246,7 @@ class Manager:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._started = False
+        self._core_claim = CoreClaim()  # the agents' core, held from start to stop
         context = RunnerContext(
             agents=self.agents,
             wrappers=self.wrappers,
@@ -308,7 +310,11 @@ class Manager:
         if self._started:
             raise RuntimeError("Manager is already started")
         self._started = True
-        agent_cpus, training_cpus = affinity.plan(self.thread_placement, self.agent_threads())
+        placement = affinity.resolve(self.thread_placement, self.agent_threads())
+        allowed = affinity.pinnable_cores(placement)
+        # The agents' core: one no other robot on the machine holds, while there is one.
+        agent_core = self._core_claim.take(allowed) if allowed is not None else None
+        agent_cpus, training_cpus = affinity.plan(self.thread_placement, self.agent_threads(), agent_core)
         self._runner.context = dataclasses.replace(self._runner.context, agent_cpus=agent_cpus)
         for wrapper in self.wrappers.values():
             wrapper.start(prediction_cpus=agent_cpus, training_cpus=training_cpus)
@@ -443,6 +449,7 @@ class Manager:
         wrappers = [w.task.name for w in self.wrappers.values() if w.alive]
         if self._watchdog is not None:
             self._watchdog.join(max(0.0, deadline - time.monotonic()))
+        self._core_claim.release()
         stuck = [StuckAgent(agent_id, seconds) for agent_id, seconds in self.in_environment().items()]
         if wrappers or (alive and not stuck):
             raise StopTimeoutError(timeout, alive, wrappers)
