@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
+import parl.experiment.trainer as trainer_module
 from parl.experiment.callbacks import Callback, Callbacks
 from parl.experiment.cli import main
 from parl.experiment.run_log import LOG_FILE
@@ -185,3 +189,36 @@ def test_a_stop_that_times_out_saves_unless_an_update_may_be_under_way(
         assert result["checkpoint_error"] == "the threads of tasks ['RL'] did not stop"
         assert not list((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
         assert f"parl train: final checkpoint not written: {result['checkpoint_error']}" in lines
+
+
+def test_a_signal_while_the_robot_is_built_ends_the_run_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_build = trainer_module.build_manager
+
+    def build(config: object) -> Manager:
+        manager = real_build(config)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the robot is built
+        return manager
+
+    monkeypatch.setattr(trainer_module, "build_manager", build)
+    status, result, lines = train(tmp_path, capsys, {})
+    assert status == 0 and result["stop_reason"] == "signal SIGINT" and result["env_steps"] == 0
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_a_signal_during_the_final_evaluation_ends_it_and_the_result_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def final_evaluation(self: object, *args: object) -> float:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the signal ends this at once
+        raise AssertionError("the signal did not end the final evaluation")
+
+    monkeypatch.setattr(trainer_module.Trainer, "_final_evaluation", final_evaluation)
+    start = time.monotonic()
+    status, result, lines = train(tmp_path, capsys, {"train": {"max_env_steps": 600}})
+    assert time.monotonic() - start < 25
+    assert status == 0 and result["stop_reason"] == "step budget" and math.isnan(result["final_eval"])
+    assert_saved(tmp_path, result)
+    assert "parl train: final evaluation interrupted by SIGTERM; the run is saved without it" in lines

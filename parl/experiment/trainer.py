@@ -172,6 +172,10 @@ class Trainer:
             yaml.safe_dump(config.to_dict(), sort_keys=False),
             NotWritableError,
         )
+        with _CatchSignals(self._on_signal):  # from here on a signal stops the run, which is then saved
+            return self._run(config)
+
+    def _run(self, config: RobotConfig) -> Dict[str, object]:
         seed_everything(config.seed)
         self.callbacks = Callbacks([spec.build() for spec in config.callbacks] + self.extra_callbacks)
         manager = build_manager(config)
@@ -183,20 +187,23 @@ class Trainer:
         resumed_from = self._restore(manager, evaluators, state) if self.resume else None
         self._snapshot(state.steps if self.resume else None)
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
-        with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
+        with MetricsWriter(config.log_dir, report=self._report) as writer:
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
             failure: Optional[Exception] = None  # what ended the loop, if it failed
             try:
-                manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
-                if self.on_start is not None:
-                    self.on_start(manager)
-                self._remote = RayEvaluation(config) if config.placement == "ray" else None
-                try:
-                    stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
-                except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
-                    failure, stop_reason = exc, f"error: {brief(exc)}"
-                    logger.error("the training loop failed", exc_info=exc)
+                if self._signal is not None:  # came while the robot was built or restored
+                    stop_reason = f"signal {signal.Signals(self._signal).name}"
+                else:
+                    manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
+                    if self.on_start is not None:
+                        self.on_start(manager)
+                    self._remote = RayEvaluation(config) if config.placement == "ray" else None
+                    try:
+                        stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
+                    except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
+                        failure, stop_reason = exc, f"error: {brief(exc)}"
+                        logger.error("the training loop failed", exc_info=exc)
                 if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
