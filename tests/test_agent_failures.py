@@ -19,7 +19,7 @@ from parl.core.errors import AgentsFailedError, EpisodeResultError, failure_summ
 from parl.experiment.cli import main
 from parl.runtime.runner import play_games
 
-from toys import FAILURES, WAIT, CountEnv, FailingAgent, ReportingEchoAgent, Robots
+from toys import FAILURES, WAIT, CountEnv, EchoAgent, FailingAgent, ReportingEchoAgent, Robots
 
 GAMES = 3
 FAIL_AT = 1
@@ -176,3 +176,47 @@ def test_sys_exit_in_an_agent_constructor_is_one_line(tmp_path, capsys) -> None:
     status, out, lines = train(tmp_path, capsys, changes)
     assert status == 1 and out == ""
     assert lines == ["parl train: agent: parl_exiting_agent.Agent called sys.exit('no display') while being built"]
+
+
+# -- restarts (faults.restart_agents) ------------------------------------------------------------------
+
+LENGTH = 3
+
+
+def test_a_failed_agent_is_restarted_with_a_fresh_environment_and_plays_on(robot: Robots) -> None:
+    if robot.case.placement == "ray":
+        with pytest.raises(ValueError, match="restart_agents is not available with placement 'ray'"):
+            robot(restart_agents=2)
+        return
+    manager = robot(restart_agents=2)
+    broken = CountEnv(1, length=LENGTH, fail_at=(1, 2))  # episode 1 fails at its third step
+    manager.add_agent(
+        ReportingEchoAgent(broken, num_games=4),
+        {"T": parl.OnPolicyHelper(sample_interval=100)},
+        env_factory=lambda: CountEnv(1, length=LENGTH, marker=7.0),
+    )
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 2)
+    assert manager.errors == [] and manager.restarts == 1
+    assert sorted(e["episode"] for e in episodes) == [0, 2, 3]  # the failed episode counts as played
+    # The failed episode's two cached steps were dropped, not joined to the next episode's.
+    algorithm = manager.tasks["T"].algorithm
+    assert sum(len(batch) for batch in algorithm.learn_batches) == 3 * LENGTH
+
+
+class AlwaysFailing(EchoAgent):
+    """Every episode returns a reward that is not a number."""
+
+    def run_one_episode(self) -> Dict[str, object]:
+        return {"reward": "high", "steps": 0}
+
+
+def test_restarts_end_at_their_limit_and_the_failure_is_then_the_agent_s_error(robot: Robots) -> None:
+    if robot.case.placement == "ray":
+        return  # refused at the Manager (the test above)
+    manager = robot(restart_agents=2)
+    manager.add_agent(AlwaysFailing(CountEnv(1, length=LENGTH), num_games=5), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    manager.join(timeout=WAIT * 2)
+    assert manager.restarts == 2 and len(manager.errors) == 1
+    assert manager.errors[0].episode == 2 and manager.errors[0].restart == 0

@@ -80,7 +80,7 @@ PPO_OPTIONS = (
 )
 TOP_KEYS = (
     "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, heartbeat_timeout, "
-    "ray, env, agent, tasks, shared, train, evaluation, checkpoint, callbacks, rlx"
+    "ray, env, agent, tasks, shared, train, evaluation, checkpoint, faults, callbacks, rlx"
 )
 
 MALFORMED = {

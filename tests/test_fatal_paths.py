@@ -222,3 +222,16 @@ def test_a_signal_during_the_final_evaluation_ends_it_and_the_result_is_written(
     assert status == 0 and result["stop_reason"] == "step budget" and math.isnan(result["final_eval"])
     assert_saved(tmp_path, result)
     assert "parl train: final evaluation interrupted by SIGTERM; the run is saved without it" in lines
+
+
+def test_faults_restart_agents_plays_on_past_failures_until_the_limit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # Each environment turns NaN after 400 steps: every agent is restarted (with a fresh one) three
+    # times, and the fourth failure ends the run, which is saved.
+    changes = {"env": {"factory": "test_fatal_paths.nan_cartpole"}, "faults": {"restart_agents": 3}}
+    status, result, lines = train(tmp_path, capsys, changes)
+    assert status == 1 and result["stop_reason"] == "agents failed"
+    assert 3 <= result["agent_restarts"] <= 6 and result["env_steps"] >= 4 * 400
+    assert_saved(tmp_path, result)
+    assert any("restarted (1 of 3)" in line for line in lines), lines
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert max(row.get("robot/agent_restarts", 0) for row in rows) >= 3

@@ -171,6 +171,11 @@ class AgentHelper:
         """Send experience for training if it is time; returns the costs, or None."""
         raise NotImplementedError
 
+    def abandon_episode(self) -> None:
+        """Drop what is kept of the episode under way, which ended without its last step (its agent
+        failed and is restarted): nothing of it may join the next episode's steps. Nothing to do
+        by default."""
+
     def finish(self) -> None:
         """Called once the agent has played all its games (not when the robot is stopped): a helper
         that hands batches over waits here for those still in flight. Nothing to do by default."""

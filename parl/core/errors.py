@@ -40,6 +40,8 @@ class AgentError(RuntimeError):
         where: the agent's call that raised (``"run_one_episode"``), or None when the error was not
             raised by the agent's code.
         traceback_text: the traceback of ``original`` (the worker side's, for worker processes).
+        restart: 0 when the error ended the agent; n >= 1 when the agent was restarted for the n-th
+            time instead (``restart_agents``: a fresh environment, the failed episode counted as over).
     """
 
     def __init__(
@@ -51,7 +53,9 @@ class AgentError(RuntimeError):
         where: Optional[str] = None,
         traceback_text: Optional[str] = None,
         description: Optional[str] = None,
+        restart: int = 0,
     ) -> None:
+        self.restart = restart
         self.agent_id = agent_id
         self.episode = episode
         self.original = original

@@ -64,6 +64,11 @@ class OnPolicyHelper(AgentHelper):
         self._cache.append(copy_transition(transition))
         self._episode_over = episode_over
 
+    def abandon_episode(self) -> None:
+        """Drop the cached steps of the episode under way (they never reach an update)."""
+        self._cache = []
+        self._episode_over = False
+
     def learn(self) -> Optional[Dict[str, float]]:
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
@@ -243,6 +248,11 @@ class ExpReplayHelper(AgentHelper):
             return
         if len(self.buffer) >= max(self.warmup_steps, 1):
             self._steps_ready += 1
+
+    def abandon_episode(self) -> None:
+        """Drop the n-step sums the episode under way had not completed; what is stored stays."""
+        if self._n_step is not None:
+            self._n_step.clear()
 
     def updates_due(self) -> int:
         """Batches :meth:`learn` would send now: the updates earned by the ``n`` steps stored since the

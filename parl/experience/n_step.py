@@ -51,6 +51,10 @@ class NStepAccumulator:
         """Transitions waiting for later rewards."""
         return len(self._pending)
 
+    def clear(self) -> None:
+        """Drop the pending transitions (their episode ended without its last step)."""
+        self._pending.clear()
+
     def add(self, transition: Transition[np.ndarray], episode_over: bool) -> List[Transition[np.ndarray]]:
         """Take one step's 1-step transition; return the n-step transitions it completes, oldest first.
 

@@ -86,10 +86,13 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         thread_placement=config.thread_placement,
         stall_seconds=config.stall_seconds,
         heartbeat_timeout=config.heartbeat_timeout,
+        restart_agents=config.faults.restart_agents,
+        restart_workers=config.faults.restart_workers,
         ray=None if config.ray is None else config.ray.options(),
         rlx=config.rlx.settings() if "rlx" in registry.entry(config.placement).options else None,
     )
     for index in range(config.agents):
         env = manager.environment(lambda: make_env(config))
-        manager.add_agent(make_agent(config, index, env=env), make_helpers(config, index))
+        fresh = (lambda: make_env(config)) if config.placement != "rlx" else None  # a slot stays its own
+        manager.add_agent(make_agent(config, index, env=env), make_helpers(config, index), env_factory=fresh)
     return manager

@@ -264,6 +264,13 @@ class CheckpointConfig(_Section):
     keep: PositiveInt = 3
 
 
+class FaultsConfig(_Section):
+    """``faults``: what a run survives instead of stopping (docs/configs.md)."""
+
+    restart_agents: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    restart_workers: bool = False
+
+
 class RayConfig(_Section):
     """``ray``: placement "ray"'s settings (:class:`parl.RayOptions`; docs/distributed.md)."""
 
@@ -352,6 +359,7 @@ class RobotConfig(_Section):
     train: TrainConfig
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
     callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
     rlx: RlxConfig = Field(default_factory=RlxConfig)
     _source: str = PrivateAttr("")

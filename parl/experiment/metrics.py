@@ -207,6 +207,7 @@ class RobotMetrics:
         self, manager: Manager, *, start_env_steps: int = 0, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._wrappers = dict(manager.wrappers)
+        self._manager = manager
         for task in manager.tasks.values():
             task.track_grad_norm = True
         self._clock = clock
@@ -247,7 +248,8 @@ class RobotMetrics:
         return values
 
     def collect(self, env_steps: int) -> Dict[str, float]:
-        """``robot/env_steps_per_second`` and every task's ``task/<name>/*`` tags over the interval
+        """``robot/env_steps_per_second`` (and ``robot/agent_restarts``, the restarts so far, with
+        ``restart_agents``) and every task's ``task/<name>/*`` tags over the interval
         since the previous call (or since this object was made), ``updates_per_env_step`` among them
         when the interval has env steps.
 
@@ -262,6 +264,8 @@ class RobotMetrics:
         values: Dict[str, float] = {}
         if seconds > 0 and env_steps >= self._last_steps:
             values["robot/env_steps_per_second"] = (env_steps - self._last_steps) / seconds
+        if self._manager.restart_agents:
+            values["robot/agent_restarts"] = float(self._manager.restarts)
         for name, wrapper in self._wrappers.items():
             snapshot = wrapper.stats.snapshot()
             values.update(task_values(name, self._last[name], snapshot, seconds))

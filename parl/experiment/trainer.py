@@ -139,9 +139,9 @@ class Trainer:
         (mean return of the last evaluation, NaN if none), ``best_eval`` (the best evaluation's, NaN
         if none), ``evaluations`` (how many ran), ``no_evaluation`` (why none ran, in a few words;
         None when one did), ``final_eval`` (mean return of the final evaluation on fresh seeds, NaN when
-        nothing trained), ``checkpoint`` (the final checkpoint's directory), ``resumed_from`` and
-        ``error`` (one line on the failed agents when agents failed, else None); result.json in the
-        log dir holds the same.
+        nothing trained), ``checkpoint`` (the final checkpoint's directory), ``resumed_from``,
+        ``error`` (one line on what failed the run, else None) and ``agent_restarts`` (agents
+        restarted after a failure, ``faults.restart_agents``); result.json in the log dir holds the same.
 
         A periodic checkpoint that cannot be written (a full disk, a read-only directory) is
         reported in one line on ``stream`` and training goes on; when the final one cannot be
@@ -259,6 +259,7 @@ class Trainer:
             "checkpoint_error": checkpoint_error,
             "resumed_from": resumed_from,
             "error": self._error_line(manager, failure),
+            "agent_restarts": manager.restarts,
         }
         _write_text(os.path.join(config.log_dir, "result.json"), json.dumps(result, indent=1), ResultWriteError)
         if stop_reason == AGENTS_FAILED:

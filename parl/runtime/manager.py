@@ -67,13 +67,13 @@ from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
-from parl.runtime.runner import AgentRunner, RunnerContext, play_games
+from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
-from parl.validation import check_positive
+from parl.validation import check_int, check_positive
 
 if TYPE_CHECKING:  # the settings only: Ray and the server are imported when a robot starts on them
     from parl.runtime.ray.options import RayOptions
@@ -165,6 +165,7 @@ class Manager:
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
         stall_seconds: Optional[float] = DEFAULT_STALL_SECONDS,
+        restart_agents: int = 0,
     ) -> None:
         """Build every task and its wrapper.
 
@@ -200,6 +201,13 @@ class Manager:
             stall_seconds: an agent in its environment this long (no call to its helpers) is
                 stalled: warned about once per stall on the ``parl`` logger and listed by
                 :meth:`stalled` (None: no watchdog).
+            restart_agents: how often each agent may be restarted after an episode that failed (it
+                raised, its data was refused, it returned no valid result) instead of ending as an
+                error: with a fresh environment from the ``env_factory`` given to
+                :meth:`add_agent` (else its own, reset), the failed episode counted as played and
+                its unsent steps dropped. Each restart is counted in :attr:`restarts` and logged;
+                0 (default): a failure ends the agent. Placements threads, cooperative, processes
+                and rlx; not ray.
 
         Raises:
             ValueError: an unknown ``placement`` or ``thread_placement``, an ``episode_window``
@@ -209,6 +217,9 @@ class Manager:
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
+        self.restart_agents = check_int("restart_agents", restart_agents, 0)
+        if restart_agents and registry.entry(placement).name == "ray":
+            raise ValueError("restart_agents is not available with placement 'ray' (its workers' agents end on failure)")
         if stall_seconds is not None:
             check_positive("stall_seconds", stall_seconds)
         self.stall_seconds = stall_seconds
@@ -243,6 +254,9 @@ class Manager:
             )
         self.agents: List[Agent] = []
         self.errors: List[AgentError] = []
+        #: Agent restarts so far (``restart_agents``), every agent together.
+        self.restarts = 0
+        self._restarts: Dict[int, Restarts] = {}  # agent id -> its restarts
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._started = False
@@ -258,6 +272,7 @@ class Manager:
             options={k: v for k, v in options.items() if v is not None},
             task_settings=dict(tasks),
             shared=shared,
+            restarts=self._restarts,
         )
         self._runner = registry.make_runner(placement, context)
         self._watchdog = (
@@ -283,8 +298,11 @@ class Manager:
         (the RLX server's ``rlx/*`` and ``client/*``; none for the others)."""
         return self._runner.metrics()
 
-    def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
-        """Bind one helper per task to ``agent``; returns the agent's id.
+    def add_agent(
+        self, agent: Agent, helpers: Mapping[str, AgentHelper], env_factory: Optional[Callable[[], Any]] = None
+    ) -> int:
+        """Bind one helper per task to ``agent``; returns the agent's id. ``env_factory`` makes a
+        fresh environment for the agent when it is restarted (``restart_agents``).
 
         Raises:
             ValueError: a helper names an unknown task, or is not an AgentHelper.
@@ -303,6 +321,8 @@ class Manager:
             helper.bind(self._runner.communicator(self.wrappers[name], agent.id))
         agent.helpers = dict(helpers)
         self.agents.append(agent)
+        if self.restart_agents:
+            self._restarts[agent.id] = Restarts(self.restart_agents, env_factory)
         return agent.id
 
     def start(self) -> None:
@@ -335,14 +355,23 @@ class Manager:
 
     def _run_agent(self, agent: Agent) -> None:
         """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
-        play_games(agent, self._stop.is_set, self._record_episode, self._record_error)
+        play_games(agent, self._stop.is_set, self._record_episode, self._record_error, self._restarts.get(agent.id))
 
     def _record_episode(self, record: Dict[str, float]) -> None:
         """Count one finished episode and keep its record among the recent ones."""
         self._episodes.add(record)
 
     def _record_error(self, error: AgentError) -> None:
-        """Keep and log one agent's error."""
+        """Keep and log one agent's error; count and log a restart."""
+        if error.restart:
+            with self._lock:
+                self.restarts += 1
+            logger.warning(
+                "agent %d restarted (%d of %d) after episode %d failed: %s",
+                error.agent_id, error.restart, self.restart_agents, error.episode, error.summary,
+            )
+            logger.info("the failed episode's traceback:\n%s", error.traceback_text)
+            return
         with self._lock:
             self.errors.append(error)
         logger.error("%s", error)

@@ -20,6 +20,7 @@ process; only where that loop runs changes. A placement is an entry of
 from __future__ import annotations
 
 import abc
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from parl.core.agent import Agent, check_episode_result
 from parl.core.communicator import Communicator
 from parl.core.errors import AgentError, EpisodeResultError, StoppedError
 from parl.serving.computation_wrapper import ComputationWrapper
+
+logger = logging.getLogger("parl")
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class RunnerContext:
         task_settings: task name -> the :class:`~parl.TaskSettings` the tasks were built from
             (for runners that build copies of the tasks elsewhere).
         shared: the Manager's ``shared`` parts (the same).
+        restarts: agent id -> how it may be restarted after a failure (``restart_agents``; none:
+            a failure ends it), for runners that call :func:`play_games` themselves.
     """
 
     agents: List[Agent]
@@ -65,6 +70,7 @@ class RunnerContext:
     options: Mapping[str, object] = field(default_factory=dict)
     task_settings: Mapping[str, Any] = field(default_factory=dict)
     shared: Optional[Mapping[str, Mapping[str, str]]] = None
+    restarts: Mapping[int, "Restarts"] = field(default_factory=dict)
 
 
 class AgentRunner(abc.ABC):
@@ -138,9 +144,14 @@ def play_games(
     stopped: Callable[[], bool],
     on_episode: Callable[[Dict[str, object]], None],
     on_error: Callable[[AgentError], None],
+    restarts: Optional["Restarts"] = None,
 ) -> None:
     """Run ``agent``'s episodes until it has played ``num_games`` or ``stopped()``: the loop of every
     placement (an agent thread, a greenlet, a worker process).
+
+    With ``restarts``, an episode's failure (as below) restarts the agent instead of ending it,
+    ``restarts.limit`` times at most (:func:`restart_agent`): ``on_error`` gets the error with its
+    ``restart`` number, and the agent plays on from its next episode.
 
     After each episode ``agent.episode`` is counted, then ``on_episode`` gets its record:
     ``agent_id``, ``episode``, ``seconds`` and what ``run_one_episode`` returned. Whatever ends an
@@ -160,6 +171,20 @@ def play_games(
         if not stopped():
             on_error(AgentError(agent.id, agent.episode, exc, where=where))
 
+    def restarted(exc: BaseException, where: Optional[str]) -> bool:
+        """Whether the failed episode's agent plays on, restarted (else the failure is reported)."""
+        if restarts is None or restarts.used >= restarts.limit or stopped() or isinstance(exc, _PASSED_ON):
+            report(exc, where)
+            return False
+        restarts.used += 1
+        on_error(AgentError(agent.id, agent.episode, exc, where=where, restart=restarts.used))
+        try:
+            restart_agent(agent, restarts.fresh_env)
+        except BaseException as renewing:  # noqa: BLE001 - no fresh environment: the agent ends
+            report(renewing, "restart (a fresh environment)")
+            return False
+        return True
+
     while not stopped() and (agent.num_games is None or agent.episode < agent.num_games):
         start = time.perf_counter()
         try:
@@ -167,12 +192,14 @@ def play_games(
         except StoppedError:
             return
         except BaseException as exc:  # noqa: BLE001 - reported, the other agents go on
-            report(exc, "run_one_episode")
+            if restarted(exc, "run_one_episode"):
+                continue
             return
         try:
             result = check_episode_result(returned)
         except EpisodeResultError as exc:
-            report(exc, None)
+            if restarted(exc, None):
+                continue
             return
         record = {"agent_id": agent.id, "episode": agent.episode, "seconds": time.perf_counter() - start}
         record.update(result)
@@ -187,6 +214,37 @@ def play_games(
         return
     except BaseException as exc:  # noqa: BLE001 - reported as an episode's error is
         report(exc, "helper.finish")
+
+
+@dataclass
+class Restarts:
+    """How often one agent may be restarted after a failed episode, and how (``restart_agents``).
+
+    Attributes:
+        limit: restarts allowed in the agent's life (0: none, a failure ends it).
+        fresh_env: makes the restarted agent's new environment (None: it keeps its own, which its
+            next episode resets).
+        used: restarts so far.
+    """
+
+    limit: int
+    fresh_env: Optional[Callable[[], Any]] = None
+    used: int = 0
+
+
+def restart_agent(agent: Agent, fresh_env: Optional[Callable[[], Any]]) -> None:
+    """Make a failed ``agent`` ready to play on: its helpers drop the failed episode's unsent steps,
+    it gets a new environment from ``fresh_env`` (the old one is closed, as far as it closes), and
+    the failed episode counts as played."""
+    for helper in agent.helpers.values():
+        helper.abandon_episode()
+    if fresh_env is not None:
+        old, agent.env = agent.env, fresh_env()
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - a broken environment may not close; it is dropped anyway
+            logger.debug("agent %s: its old environment did not close", agent.id, exc_info=True)
+    agent.episode += 1
 
 
 #: What ends an agent without being its error, besides StoppedError: a greenlet being ended.

@@ -115,9 +115,10 @@ class Robots:
         min_batchsize: Optional[int] = None,
         training_timeout: Optional[float] = None,
         normalize_inputs: bool = False,
+        restart_agents: int = 0,
     ) -> parl.Manager:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
-        TaskSettings' default)."""
+        TaskSettings' default), restarting failed agents ``restart_agents`` times."""
         given = dict(max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout)
         settings = {name: value for name, value in given.items() if value is not None}
         settings["normalize_inputs"] = normalize_inputs
@@ -125,6 +126,7 @@ class Robots:
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
             placement=self.case.placement,
             thread_placement="os",
+            restart_agents=restart_agents,
             **self.case.options,
         )
         self.managers.append(manager)

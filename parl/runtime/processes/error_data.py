@@ -99,6 +99,7 @@ def describe_agent_error(error: AgentError) -> Dict[str, object]:
         "description": error.description,
         "where": error.where,
         "traceback": error.traceback_text,
+        "restart": error.restart,
     }
 
 
@@ -113,8 +114,13 @@ def rebuild_agent_error(agent_id: int, episode: int, described: Mapping[str, obj
     where = described.get("where")
     if not isinstance(original, dict) or not all(isinstance(t, str) for t in texts) or not _str_or_none(where):
         raise ValueError(f"an error message of agent {agent_id} has fields of the wrong types")
+    restart = described.get("restart", 0)
+    if type(restart) is not int or restart < 0:
+        raise ValueError(f"an error message of agent {agent_id} has restart {restart!r}")
     exc = rebuild_error(original)
-    error = AgentError(agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0])
+    error = AgentError(
+        agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0], restart=restart
+    )
     error.args = (f"agent {agent_id} failed in episode {episode}: {original.get('repr')}\n{error.traceback_text}",)
     return error
 

@@ -87,7 +87,7 @@ from parl.runtime.processes.shm_transport import (
     receive_message,
     send_message,
 )
-from parl.runtime.runner import AgentRunner, RunnerContext, play_games
+from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import idle_agents
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.validation import check_int, check_positive
@@ -198,6 +198,7 @@ class WorkerPool:
         heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
         on_episode: Optional[Callable[[Dict[str, object]], None]] = None,
         on_error: Optional[Callable[[AgentError], None]] = None,
+        agent_restarts: Optional[Mapping[int, Restarts]] = None,
     ) -> None:
         check_int("workers", workers, 1)
         check_int("max_restarts", max_restarts, 0)
@@ -212,6 +213,8 @@ class WorkerPool:
         self.max_restarts = max_restarts
         self._on_episode = on_episode or (lambda record: None)
         self._on_error = on_error or (lambda error: None)
+        #: Agent id -> how the agent is restarted after a failed episode (in its worker).
+        self.agent_restarts = dict(agent_restarts or {})
         #: Deaths of workers that were restarted (not errors: their agents went on).
         self.restarts: List[WorkerError] = []
         #: Deaths of workers whose agents ended (each also reported per agent through ``on_error``).
@@ -728,7 +731,7 @@ class _WorkerRuntime:
             self.send(["error", error.agent_id, error.episode, describe_agent_error(error)])
 
         try:
-            play_games(agent, self.stopped.is_set, on_episode, on_error)
+            play_games(agent, self.stopped.is_set, on_episode, on_error, self.pool.agent_restarts.get(agent.id))
         except _RecordError as exc:
             on_error(AgentError(agent.id, agent.episode - 1, exc))
         except OSError:
@@ -836,6 +839,7 @@ class ProcessRunner(AgentRunner):
             heartbeat_timeout=self.heartbeat_timeout,
             on_episode=self._on_episode,
             on_error=self._on_error,
+            agent_restarts=self.context.restarts,
         )
         self.pool.start()
 
