@@ -5,6 +5,7 @@ optional. The tests that need Ray run on the session's local cluster (tests/conf
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -96,10 +97,10 @@ def test_replay_settings_come_from_the_agents_helpers_and_must_agree() -> None:
 def test_a_shard_stores_rows_and_samples_them_with_slots_when_prioritized() -> None:
     settings = ReplaySettings.from_helpers("RL", [helper_with(prioritized=True)], shards=1)
     shard = ReplayShard(REPLAY_SPECS, settings, seed=0)
-    assert shard.sample(4, 2) == ([], 0)  # nothing held: no batch
+    assert shard.sample(4, 2) == ([], 0, shard.instance)  # nothing held: no batch
     rows = replay_sample(3, rows=6)
     assert shard.add(rows) == 6
-    batches, size = shard.sample(4, 3)
+    batches, size, _ = shard.sample(4, 3)
     assert size == 6 and len(batches) == 3
     batch, slots = batches[0]
     assert batch.batch_size == 4 and batch.weights.shape == (4, 1) and slots.shape == (4,)
@@ -432,3 +433,63 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_lost_replay_shard_is_started_again_its_rows_counted_lost_and_the_run_goes_on(ray_cluster) -> None:
+    import ray
+
+    manager = parl.Manager(
+        {"T": parl.TaskSettings(echo_algorithm_func())},
+        placement="ray",
+        workers=2,
+        ray=parl.RayOptions(replay_shards=2, broadcast_interval=2),
+        thread_placement="os",
+    )
+    for code in range(4):
+        helper = parl.ExpReplayHelper(capacity=200, batch_size=8, warmup_steps=5, updates_per_step=0.5, seed=code)
+        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=10), num_games=400), {"T": helper})
+    try:
+        manager.start()
+        runner = manager.runner
+        (learner,) = runner._learners.values()
+        assert wait_for(lambda: learner.updates >= 20 and learner._seen[0] > 0, WAIT * 4)
+        ray.kill(runner._shards[0], no_restart=False)  # Ray starts it again, empty
+        assert wait_for(lambda: learner.shard_restarts == 1, WAIT * 4)
+        assert learner.rows_lost > 0
+        updates = learner.updates
+        assert wait_for(lambda: learner.updates >= updates + 20, WAIT * 4)  # learning goes on
+        assert manager.running() and manager.errors == []
+        (row,) = [values for _, values in manager.placement_metrics()]
+        assert row["ray/T/replay_shard_restarts"] == 1 and row["ray/T/replay_rows_lost"] == learner.rows_lost
+    finally:
+        manager.stop()
+
+
+def test_a_lost_evaluation_actor_is_started_again_and_one_lost_for_good_leaves_evaluations_to_the_driver(
+    ray_cluster, tmp_path: Path
+) -> None:
+    import ray
+
+    from parl.experiment.build import task_settings
+    from parl.experiment.config import load_config
+    from parl.experiment.remote_evaluation import RayEvaluation
+    from parl.experiment.trainer import Trainer
+
+    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
+    tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
+    for task in tasks.values():
+        task.build_layers()
+    weights = {name: task.algorithm_weights() for name, task in tasks.items()}
+    evaluation = RayEvaluation(config)
+    try:
+        first = evaluation.play(weights, 2, 1000)
+        ray.kill(evaluation._actor, no_restart=False)
+        assert evaluation.play(weights, 2, 1000) == first  # started again, the same seeded episodes
+        ray.kill(evaluation._actor, no_restart=True)
+        trainer = Trainer(config, progress=False, stream=io.StringIO())
+        trainer._remote = evaluation
+        assert trainer._play_weights(tasks, weights, 2, 1000) == first  # played here instead
+        assert trainer._remote is None and trainer.evaluation_actor_lost
+        assert "the evaluation actor was lost" in trainer.stream.getvalue()
+    finally:
+        evaluation.close()

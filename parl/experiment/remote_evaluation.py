@@ -24,6 +24,10 @@ from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.session import import_ray, unpickle_in_actor
 
 
+#: Times Ray starts a lost evaluation actor again (and plays its evaluation again).
+ACTOR_RESTARTS = 2
+
+
 class EvaluationActor:
     """The actor (made a Ray actor class by :class:`RayEvaluation`): plays evaluation episodes of a
     run's config with the weights it is given; never trains.
@@ -67,7 +71,11 @@ class RayEvaluation:
         from ray import cloudpickle
 
         self._ray = ray
-        actor_class = ray.remote(EvaluationActor).options(num_cpus=0)
+        # A lost actor is started again and its evaluation played again (the episodes are seeded):
+        # ACTOR_RESTARTS times at most, then play raises and the Trainer evaluates in the driver.
+        actor_class = ray.remote(EvaluationActor).options(
+            num_cpus=0, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS
+        )
         self._actor = actor_class.remote(list(sys.path), cloudpickle.dumps(config))
 
     def play(

@@ -120,6 +120,8 @@ class Trainer:
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
         self._remote: Optional[RayEvaluation] = None  # the evaluation actor of a run on Ray
+        #: Whether the evaluation actor of a run on Ray was lost for good (evaluations then run here).
+        self.evaluation_actor_lost = False
         self.extra_callbacks = list(callbacks)
         #: The callbacks of the current or last :meth:`run` (the config's, built afresh, then ``callbacks``).
         self.callbacks = Callbacks()
@@ -376,16 +378,12 @@ class Trainer:
         try:
             # One snapshot of the learners: played here (set into the evaluators) or by the evaluation
             # actor, and kept as the best weights when this evaluation is the best.
-            remote, weights = self._remote, {name: manager.tasks[name].algorithm_weights() for name in evaluators}
-            if remote is None:
+            weights = {name: manager.tasks[name].algorithm_weights() for name in evaluators}
+            if self._remote is None:
                 for name, task in evaluators.items():
                     task.set_algorithm_weights(weights[name])
             check = confirmed_check(
-                lambda episodes, seed: (
-                    remote.play(weights, episodes, seed)
-                    if remote is not None
-                    else self._play(evaluators, episodes, seed)
-                ),
+                lambda episodes, seed: self._play_weights(evaluators, weights, episodes, seed),
                 episodes=config.evaluation.episodes,
                 target=target,
                 seed=check_seed(config.seed, state.steps),
@@ -428,6 +426,25 @@ class Trainer:
             seed=seed,
             concurrency=config.evaluation.concurrency,
         )
+
+    def _play_weights(
+        self, evaluators: Dict[str, ComputationTask], weights: Dict[str, object], episodes: int, seed: int
+    ) -> List[float]:
+        """Returns of ``episodes`` evaluation episodes with ``weights``: by the evaluation actor of a run
+        on Ray, else here. An actor lost for good (Ray restarts it a few times first) is reported in
+        one line and the evaluations go on here."""
+        if self._remote is not None:
+            try:
+                return self._remote.play(weights, episodes, seed)
+            except Exception as exc:  # noqa: BLE001 - Ray's errors for a lost actor differ by version
+                self._report(f"parl train: the evaluation actor was lost ({brief(exc)}); evaluations run here from now on")
+                logger.error("the evaluation actor was lost", exc_info=exc)
+                self._remote.close()
+                self._remote = None
+                self.evaluation_actor_lost = True
+        for name, task in evaluators.items():
+            task.set_algorithm_weights(weights[name])
+        return self._play(evaluators, episodes, seed)
 
     def _final_evaluation(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> float:
         """Mean return of the policy of the evaluation that passed (else the best one; the learners'

@@ -28,6 +28,8 @@ buffers); beta anneals over the same share of ``beta_steps``.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -45,6 +47,8 @@ from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
 from parl.experience.prioritized_replay_buffer import make_replay_buffer
 
+logger = logging.getLogger("parl")
+
 #: A sampled batch and the slots of its rows (prioritized replay; None for uniform replay).
 Sampled = Tuple[Transition[np.ndarray], Optional[np.ndarray]]
 
@@ -57,6 +61,9 @@ BATCHES_PER_CALL = 8
 CALLS_IN_FLIGHT = 2
 #: Updates the workers may store rows for beyond those learned (their lead over the learner).
 AHEAD_UPDATES = 64
+#: Times Ray starts a lost shard again (empty: its rows are lost, counted by the learner), and
+#: retries a call of it meanwhile; a shard lost more often ends the run.
+SHARD_RESTARTS = 3
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,8 @@ class ReplayShard:
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
         self.added = 0
+        #: Tells this shard from one Ray started again in its place (with the same arguments, empty).
+        self.instance = os.urandom(8).hex()
 
     def add(self, rows: Transition[np.ndarray]) -> int:
         """Store every row of ``rows`` (a batch); returns the rows stored in all."""
@@ -153,15 +162,16 @@ class ReplayShard:
 
     def sample(
         self, batch_size: int, count: int
-    ) -> Tuple[List[Tuple[Transition[np.ndarray], Optional[np.ndarray]]], int]:
+    ) -> Tuple[List[Tuple[Transition[np.ndarray], Optional[np.ndarray]]], int, str]:
         """``count`` batches, each with the slots of its rows when prioritized (for
-        :meth:`update_priorities`; else None), and the rows held now (no batch when it holds none)."""
+        :meth:`update_priorities`; else None), the rows held now (no batch when it holds none), and
+        :attr:`instance`."""
         size = len(self.buffer)
         if size == 0:
-            return [], 0
+            return [], 0, self.instance
         if self.prioritized:
-            return [self.buffer.sample(batch_size, self._rng) for _ in range(count)], size
-        return [(self.buffer.sample(batch_size, self._rng), None) for _ in range(count)], size
+            return [self.buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
+        return [(self.buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Priorities ``|td_error| + epsilon`` for the rows in ``slots``."""
@@ -281,8 +291,13 @@ class ReplayLearner:
         self._rng = np.random.default_rng(seed)
         self._stop = threading.Event()
         self._sizes = np.ones(len(self._shards))  # rows per shard, as last seen (equal at first)
+        self._seen = np.zeros(len(self._shards))  # rows per shard as last answered (0 before any answer)
+        self._instances: List[Optional[str]] = [None] * len(self._shards)  # each shard's, as last answered
         #: Updates learned so far.
         self.updates = 0
+        #: Shards found started again (empty) since the learner started, and the rows they had held.
+        self.shard_restarts = 0
+        self.rows_lost = 0
         #: Whether an update failed (the learner has stopped).
         self.failed = False
         self._thread: Optional[threading.Thread] = None
@@ -337,8 +352,8 @@ class ReplayLearner:
                     continue
                 index, reply, count = pending.popleft()
                 asked -= count
-                batches, size = ray.get(reply)
-                self._sizes[index] = max(size, 1e-9) if size else 1e-9
+                batches, size, instance = ray.get(reply)
+                self._note_size(index, size, instance)
                 for batch, slots in batches:
                     if self._stop.is_set():
                         return
@@ -348,6 +363,23 @@ class ReplayLearner:
         except Exception as exc:  # noqa: BLE001 - reported to the runner, which fails the run
             self.failed = True
             self._on_error(exc)
+
+    def _note_size(self, index: int, size: int, instance: str) -> None:
+        """Take shard ``index``'s size as it answered; a shard of another instance than before was
+        started again by Ray after it was lost: the rows it held when it last answered are counted
+        lost (at least those; it may have taken more before it was lost)."""
+        if self._instances[index] not in (None, instance):
+            self.shard_restarts += 1
+            self.rows_lost += int(self._seen[index])
+            logger.warning(
+                "replay shard %d of the learner was lost and started again: %d rows lost",
+                index,
+                int(self._seen[index]),
+            )
+        self._seen[index], self._instances[index] = size, instance
+        # An empty shard is still asked now and then (1 % of the weight of a row), so its rows are
+        # found once writers fill it again.
+        self._sizes[index] = max(size, 0.01)
 
     def _learn(self, index: int, batch: Transition[np.ndarray], slots: Optional[np.ndarray]) -> None:
         costs = self._comm.learn(batch)  # read-only arrays from Ray's store: the task only reads them

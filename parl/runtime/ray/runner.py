@@ -53,7 +53,7 @@ from parl.core.errors import AgentError, StoppedError
 from parl.runtime.processes.error_data import error_data, rebuild_agent_error
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.runtime.ray.options import RayOptions
-from parl.runtime.ray.replay import CHUNK, ReplayLearner, ReplaySettings, ReplayShard
+from parl.runtime.ray.replay import CHUNK, SHARD_RESTARTS, ReplayLearner, ReplaySettings, ReplayShard
 from parl.runtime.ray.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.ray.worker import RolloutWorker
 from parl.runtime.runner import AgentRunner, RunnerContext
@@ -206,7 +206,10 @@ class RayRunner(AgentRunner):
             return {}
         agents = self.context.agents
         out: Dict[str, list] = {}
-        shard_class = ray.remote(ReplayShard).options(num_cpus=0)
+        # A lost shard is started again (empty) and its calls retried, SHARD_RESTARTS times at most.
+        shard_class = ray.remote(ReplayShard).options(
+            num_cpus=0, max_restarts=SHARD_RESTARTS, max_task_retries=SHARD_RESTARTS
+        )
         for name, task in tasks.items():
             helpers = [agent.helpers[name] for agent in agents if name in agent.helpers]
             settings = ReplaySettings.from_helpers(name, helpers, count)
@@ -397,6 +400,15 @@ class RayRunner(AgentRunner):
 
     def _replay_failed(self, task: str, exc: BaseException) -> None:
         self.context.record_error(AgentError(-1, 0, exc, where=f"replay learner of task {task!r}"))
+
+    def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """``ray/<task>/replay_shard_restarts`` and ``ray/<task>/replay_rows_lost`` (so far) of each
+        task with distributed replay, and ``ray/worker_losses``."""
+        row = {"ray/worker_losses": float(len(self.losses))}
+        for name, learner in self._learners.items():
+            row[f"ray/{name}/replay_shard_restarts"] = float(learner.shard_restarts)
+            row[f"ray/{name}/replay_rows_lost"] = float(learner.rows_lost)
+        return [(None, row)]
 
     def worker_actors(self) -> Dict[str, object]:
         """Worker name -> its actor handle now (a lost worker's is replaced when it starts again)."""
