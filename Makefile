@@ -25,6 +25,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/throughput.py
 
+# The fault campaign: every fatal path of `parl train` run for real, one row each (benchmarks/faults.py).
+.PHONY: faults
+faults: $(STAMP)
+	$(PY) benchmarks/faults.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache parl/runtime/cooperative/*.so
 
