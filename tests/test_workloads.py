@@ -178,7 +178,7 @@ def test_ppo_atari_learns_joined_segments_of_uint8_frames(
 ) -> None:
     """Two agents, each sending two segments of 32 action steps (512 frames in all): every row is learned
     once, in updates that join the segments at hand (two of 64 rows; the last segments may be learned
-    apart when the run stops), in minibatches of 32 for one epoch (the Nature CNN costs about 0.1 s per
+    apart as the run drains them before it stops), in minibatches of 32 for one epoch (the Nature CNN costs about 0.1 s per
     32 rows here)."""
     overrides = [
         f"env.kwargs.env_id={game}",
@@ -194,7 +194,10 @@ def test_ppo_atari_learns_joined_segments_of_uint8_frames(
     assert run.result["stop_reason"] == "step budget"
     assert_costs_finite(run, ["task/RL/policy_loss", "task/RL/value_loss", "task/RL/entropy"])
     algorithm = run.manager.tasks["RL"].algorithm
-    assert algorithm.learned_rows == run.result["env_steps"] // 4 == 2 * 2 * 32
+    # The four segments sent by the budget are learned (the last ones drained before the stop); an
+    # agent may have taken a step of a fifth, unsent segment as the run stopped.
+    assert algorithm.learned_rows == 2 * 2 * 32
+    assert 512 <= run.result["env_steps"] < 512 + 2 * 4 * 32
     assert 2 <= run.result["updates"]["RL"] <= 4
     assert algorithm.remaining() == 0.5  # the linear schedules: half of schedule_steps learned
 

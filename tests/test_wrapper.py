@@ -148,7 +148,12 @@ def test_drain_learns_the_queued_batches_without_waiting_for_min_batchsize(make_
     for s in waiting:
         assert s.done.wait(WAIT) and s.error is None and s.result["rows"] == 4.0
     assert [senders(b) for b in algorithm.learn_batches] == [[0, 1]]
+    # Predictions are held from the drain on: no agent steps past the end.
+    predicting = Sender(lambda: wrapper.communicator(3).predict({"obs": echo_obs(3, 0)}, None), "3")
+    predicting.start()
+    assert not predicting.done.wait(0.3) and wrapper.paused
     wrapper.stop()
+    assert predicting.done.wait(WAIT) and isinstance(predicting.error, parl.core.errors.StoppedError)
     assert wrapper.task.update_steps == 1
 
 

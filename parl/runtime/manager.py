@@ -446,9 +446,13 @@ class Manager:
         """Learn the training requests agents have sent before :meth:`stop` fails them (a step
         budget reached while the last segments wait in a queue): every wrapper learns what it holds
         without waiting for more agents (:meth:`ComputationWrapper.drain`), all within ``timeout``
-        seconds in all. Agents go on meanwhile. Returns the tasks not drained in time (or paused)."""
+        seconds in all. Agents are held at their next prediction meanwhile; the robot is to be
+        stopped next. Returns the tasks not drained in time (or paused)."""
         check_positive("timeout", timeout)
         deadline = time.monotonic() + timeout
+        for wrapper in self.wrappers.values():
+            wrapper.hold_predictions()  # first, for every task: no agent steps on while others drain
+        self._runner.pause()  # agents that predict elsewhere (Ray workers) are held too
         return [
             name
             for name, wrapper in self.wrappers.items()

@@ -83,6 +83,7 @@ class ComputationWrapper:
         self._pause = threading.Condition()  # guards _updating against pause()
         self._updating = False
         self._answered = 0  # training requests answered by the training loop (guarded by _pause)
+        self._predictions_held = False  # set by drain: no more predictions, updates go on
         self._threads: List[threading.Thread] = []
 
     def communicator(self, agent_id: int) -> InProcessCommunicator:
@@ -120,14 +121,23 @@ class ComputationWrapper:
         if self.alive:
             self._finish_update(UPDATE_GRACE)
 
+    def hold_predictions(self) -> None:
+        """Serve no more predictions while updates go on: agents wait at their next prediction
+        (what :meth:`drain` and ``Manager.drain`` do first, so no agent steps past the end). For a
+        wrapper about to stop: nothing undoes it."""
+        self._predictions_held = True
+        self.prediction_queue.hold()
+
     def drain(self, timeout: float) -> bool:
-        """Learn the training requests sent so far before the robot stops: from now on updates
-        wait for no more agents than have sent theirs (``min_batchsize`` and ``training_timeout``
-        no longer hold), and this returns once every request queued before the call is answered,
-        or after ``timeout`` seconds. Agents go on meanwhile; what they send later is learned too
-        if it comes in time, else failed by :meth:`stop`. True when drained; False on timeout, or
-        at once when paused or stopped (nothing is learned then)."""
+        """Learn the training requests sent so far before the robot stops: predictions are held
+        (:meth:`hold_predictions`), updates wait for no more agents than have sent theirs
+        (``min_batchsize`` and ``training_timeout`` no longer hold), and this returns once every
+        request queued before the call is answered, or after ``timeout`` seconds. What agents
+        send meanwhile (they finish the step they are in) is learned too if it comes in time,
+        else failed by :meth:`stop`. True when drained; False on timeout, or at once when paused
+        or stopped (nothing is learned then)."""
         check_positive("timeout", timeout)
+        self.hold_predictions()
         target = self.training_queue.puts
         self.training_queue.flush()
         deadline = time.monotonic() + timeout
@@ -168,8 +178,8 @@ class ComputationWrapper:
 
     @property
     def paused(self) -> bool:
-        """Whether predictions are paused."""
-        return not self._serving.is_set()
+        """Whether predictions are paused (by :meth:`pause`, or held by :meth:`drain`)."""
+        return self._predictions_held or not self._serving.is_set()
 
     @property
     def alive(self) -> bool:
@@ -208,6 +218,9 @@ class ComputationWrapper:
         task, queue = self.task, self.prediction_queue
         while not self._stop.is_set():
             if not self._serving.wait(POLL_INTERVAL):
+                continue
+            if self._predictions_held:
+                self._stop.wait(POLL_INTERVAL)
                 continue
             requests = queue.take(1, self.max_batchsize, None)
             if not requests or not self._predicting.hold(requests):

@@ -74,6 +74,7 @@ class RequestQueue:
         self._items: List[Request] = []
         self._closed = False
         self._flushing = False
+        self._held = False
         #: Requests queued so far (every one, taken or not): :meth:`ComputationWrapper.drain` waits
         #: until that many have been answered.
         self.puts = 0
@@ -92,11 +93,13 @@ class RequestQueue:
 
         With a ``timeout``, returns what is there (at least one) once that many
         seconds have passed since the first request was seen; after :meth:`flush`,
-        returns what is there at once. Returns an empty list when the queue is closed.
+        returns what is there at once. Returns an empty list when the queue is closed or held.
         """
         with self._cond:
             deadline = None
             while not self._closed:
+                if self._held:
+                    return []
                 n = len(self._items)
                 if n >= min_count or (n and self._flushing):
                     break
@@ -119,6 +122,12 @@ class RequestQueue:
         """From now on, :meth:`take` waits for no more requests than are there (at least one)."""
         with self._cond:
             self._flushing = True
+            self._cond.notify_all()
+
+    def hold(self) -> None:
+        """From now on, :meth:`take` hands out nothing (requests wait here until :meth:`close`)."""
+        with self._cond:
+            self._held = True
             self._cond.notify_all()
 
     def close(self) -> None:
