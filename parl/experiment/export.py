@@ -33,7 +33,7 @@ from parl.core.algorithm import Algorithm
 from parl.core.model import Model, named_models
 from parl.experiment.class_spec import ConfigError, UserExitError, resolve_spec
 from parl.experiment.import_guard import check_importable, guarded_imports
-from parl.experiment.safe_files import FileCheckError, read_regular_file, replace_file
+from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
 from parl.serving.checkpoint_format import TASK_NAME, array_problem, flatten_arrays, unflatten
 from parl.serving.computation_task import NORMALIZER_KEY, ComputationTask
 
