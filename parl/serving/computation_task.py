@@ -438,14 +438,21 @@ class ComputationTask:
         """
         self.apply_checkpoint(self.read_checkpoint(path))
 
-    def read_checkpoint(self, path: str) -> "TaskCheckpoint":
+    def read_checkpoint(
+        self, path: str, expected_sha256: Optional[Mapping[str, str]] = None, recorded_in: str = "the record"
+    ) -> "TaskCheckpoint":
         """Read and verify the task checkpoint at ``path`` against this task without changing it;
         :meth:`apply_checkpoint` then restores it.
+
+        Args:
+            expected_sha256: the SHA-256 of the checkpoint's files by file name, checked as they
+                are read (:func:`~parl.serving.checkpoint_format.read_task_checkpoint`).
+            recorded_in: where ``expected_sha256`` comes from, for messages.
 
         Raises:
             CheckpointError: as :meth:`load`.
         """
-        metadata, sections = read_task_checkpoint(path)
+        metadata, sections = read_task_checkpoint(path, expected_sha256, recorded_in)
         checkpoint = TaskCheckpoint(path, metadata, sections)
         self.build_layers()
         with self._learn_lock, self._weights_lock:

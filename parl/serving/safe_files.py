@@ -18,7 +18,17 @@ import tempfile
 
 
 class FileCheckError(ValueError):
-    """A file that is not what a reader may open: one line naming the file and why."""
+    """A file that is not what a reader may open: one line naming the file and why.
+
+    Attributes:
+        path: the file.
+        reason: why it is refused, in a few words (the message is ``"<path>: <reason>"``).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 def read_regular_file(path: str, max_bytes: int, what: str = "file") -> bytes:
@@ -31,32 +41,32 @@ def read_regular_file(path: str, max_bytes: int, what: str = "file") -> bytes:
     try:
         info = os.lstat(path)
     except OSError as exc:
-        raise FileCheckError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        raise FileCheckError(path, f"cannot read the {what} ({exc.strerror or exc})") from None
     if stat.S_ISLNK(info.st_mode):
-        raise FileCheckError(f"{path}: a symbolic link; the {what} must be a regular file")
+        raise FileCheckError(path, f"a symbolic link; the {what} must be a regular file")
     if not stat.S_ISREG(info.st_mode):
-        raise FileCheckError(f"{path}: not a regular file ({_kind(info.st_mode)}); the {what} must be one")
+        raise FileCheckError(path, f"not a regular file ({_kind(info.st_mode)}); the {what} must be one")
     if info.st_size > max_bytes:
-        raise FileCheckError(f"{path}: {info.st_size} bytes, more than the {max_bytes} a {what} may hold")
+        raise FileCheckError(path, f"{info.st_size} bytes, more than the {max_bytes} a {what} may hold")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        raise FileCheckError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        raise FileCheckError(path, f"cannot read the {what} ({exc.strerror or exc})") from None
     try:
         opened = os.fstat(fd)  # the file opened is the one checked (not swapped in between)
         if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
-            raise FileCheckError(f"{path}: changed while it was opened; the {what} must be a regular file")
+            raise FileCheckError(path, f"changed while it was opened; the {what} must be a regular file")
         with os.fdopen(fd, "rb", closefd=True) as f:
             fd = -1
             data = f.read(max_bytes + 1)
     except OSError as exc:
-        raise FileCheckError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        raise FileCheckError(path, f"cannot read the {what} ({exc.strerror or exc})") from None
     finally:
         if fd >= 0:
             os.close(fd)
     if len(data) > max_bytes:
-        raise FileCheckError(f"{path}: grew past the {max_bytes} bytes a {what} may hold while it was read")
+        raise FileCheckError(path, f"grew past the {max_bytes} bytes a {what} may hold while it was read")
     return data
 
 

@@ -1,0 +1,220 @@
+"""Checkpoints damaged or forged past their checksums (each file rewritten with matching hashes), and
+files that are not files: each is refused in one line, and loading falls back to the older intact
+checkpoint. (tests/test_checkpoint_safety.py covers the damage checksums catch.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import pytest
+import safetensors.numpy
+from test_checkpoint_safety import load_with_report, make_task, one_line, two_checkpoints
+
+from parl.experiment import checkpoints as checkpoints_module
+from parl.serving import checkpoint_format
+from parl.serving.checkpoint_format import CheckpointError
+
+NEWEST, OLDER = "ckpt-0000000200", "ckpt-0000000100"
+
+
+def forge(
+    checkpoint: Path,
+    change_meta: Optional[Callable[[dict], None]] = None,
+    change_arrays: Optional[Callable[[Dict[str, np.ndarray], dict], None]] = None,
+) -> None:
+    """Rewrite the RL task files of ``checkpoint`` with ``change_arrays(arrays, manifest)`` and
+    ``change_meta(metadata)`` applied, every checksum made to match (robot.json's too)."""
+    meta_path, arrays_path = checkpoint / "RL.json", checkpoint / "RL.safetensors"
+    meta = json.loads(meta_path.read_text())
+    if change_arrays is not None:
+        arrays = safetensors.numpy.load_file(str(arrays_path))
+        change_arrays(arrays, meta["arrays"])
+        data = safetensors.numpy.save(arrays)
+        arrays_path.write_bytes(data)
+        meta["arrays_sha256"] = checkpoint_format._sha256(data)
+    if change_meta is not None:
+        change_meta(meta)
+    meta["checksum"] = checkpoint_format._metadata_checksum(meta)
+    meta_path.write_text(json.dumps(meta))
+    rehash(checkpoint)
+
+
+def rehash(checkpoint: Path) -> None:
+    """robot.json's SHA-256 of each task file made to match the files as they are."""
+    robot_path = checkpoint / "robot.json"
+    robot = json.loads(robot_path.read_text())
+    for name in robot["files"]:
+        robot["files"][name] = checkpoints_module._file_sha256(str(checkpoint / name))
+    robot_path.write_text(json.dumps(robot))
+
+
+def assert_falls_back(manager, words: str) -> str:
+    """The newest checkpoint is skipped in one line holding ``words``, and the older one loads."""
+    found, lines = load_with_report(manager)
+    assert found is not None and found[0] == str(Path(manager.directory) / OLDER), (found, lines)
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert NEWEST in lines[0] and words in lines[0], lines[0]
+    return lines[0]
+
+
+def weight_key(manifest: dict) -> str:
+    return sorted(k for k in manifest if k.startswith("weights/"))[0]
+
+
+# -- 1. forged manifest entries -------------------------------------------------------------------
+
+
+def _set(field: str, value: object) -> Callable[[dict], None]:
+    def change(meta: dict) -> None:
+        meta["arrays"][weight_key(meta["arrays"])][field] = value
+
+    return change
+
+
+def _replace_entry(value: object) -> Callable[[dict], None]:
+    def change(meta: dict) -> None:
+        meta["arrays"][weight_key(meta["arrays"])] = value
+
+    return change
+
+
+MANIFEST_FORGERIES = {
+    "path-a-string": (_set("path", "model/logits.w"), "is not a list of one or more names"),
+    "path-empty": (_set("path", []), "is not a list of one or more names"),
+    "path-a-number": (_set("path", 7), "is not a list of one or more names"),
+    "path-holding-a-number": (_set("path", ["model", 3]), "is not a list of one or more names"),
+    "path-nested-nonsense": (_set("path", [["model"], {"a": [1, None]}]), "is not a list of one or more names"),
+    "path-too-deep": (_set("path", ["model", "actor_hidden.0", "b"]), "has 3 names, a weights array has 2"),
+    "path-of-another-array": (_set("path", ["model", "nothing.w"]), "name another array"),
+    "section-a-number": (_set("section", 5), "section 5 is not one of"),
+    "section-a-list": (_set("section", ["weights"]), "section ['weights'] is not one of"),
+    "section-unknown": (_set("section", "secrets"), "section 'secrets' is not one of"),
+    "section-of-another-array": (_set("section", "optimizer"), "name another array"),
+    "shape-a-string": (_set("shape", "big"), "is not a list of sizes"),
+    "shape-negative": (_set("shape", [-1]), "is not a list of sizes"),
+    "shape-a-float": (_set("shape", [2.5]), "is not a list of sizes"),
+    "dtype-object": (_set("dtype", "object"), "dtype 'object' is not one of"),
+    "dtype-a-number": (_set("dtype", 4), "dtype 4 is not one of"),
+    "entry-a-string": (_replace_entry("garbage"), "is str, not a mapping"),
+    "entry-a-list": (_replace_entry([1, 2]), "is list, not a mapping"),
+    "entry-null": (_replace_entry(None), "is NoneType, not a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MANIFEST_FORGERIES))
+def test_a_forged_manifest_entry_is_one_line_and_the_older_checkpoint_loads(tmp_path, case) -> None:
+    change, words = MANIFEST_FORGERIES[case]
+    manager = two_checkpoints(tmp_path)
+    forge(tmp_path / NEWEST, change_meta=change)
+    with pytest.raises(CheckpointError) as info:
+        make_task().load(str(tmp_path / NEWEST / "RL.json"))
+    assert words in one_line(info.value) and "manifest entry 'weights/" in str(info.value), str(info.value)
+    assert_falls_back(manager, words)
+
+
+def test_array_paths_that_run_through_an_array_are_refused(tmp_path) -> None:
+    manager = two_checkpoints(tmp_path)
+
+    def collide(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        for path in (["extra"], ["extra", "inner"]):  # the second runs through the first
+            key = "/".join(["optimizer", *path])
+            arrays[key] = np.zeros(1, np.float32)
+            manifest[key] = {"section": "optimizer", "path": path, "shape": [1], "dtype": "float32"}
+
+    forge(tmp_path / NEWEST, change_arrays=collide)
+    assert_falls_back(manager, "array path ['extra', 'inner'] runs through another array")
+
+
+def test_a_manifest_that_is_not_a_mapping_is_refused(tmp_path) -> None:
+    manager = two_checkpoints(tmp_path)
+    forge(tmp_path / NEWEST, change_meta=lambda meta: meta.update(arrays=[["weights", "model"]]))
+    assert_falls_back(manager, "metadata has no array manifest")
+
+
+# -- 6. files that are not what they seem ---------------------------------------------------------
+
+
+def replace_with_sparse(path: Path, size: int) -> None:
+    path.unlink()
+    with open(path, "wb") as f:
+        f.truncate(size)  # sparse: takes no disk
+
+
+def replace_with_link(path: Path, target: str) -> None:
+    path.unlink()
+    path.symlink_to(target)
+
+
+def replace_with_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+FILE_DAMAGE = {
+    "arrays-4-GiB": ("RL.safetensors", lambda p: replace_with_sparse(p, 4 << 30), "a checkpoint arrays file may hold"),
+    "metadata-4-GiB": ("RL.json", lambda p: replace_with_sparse(p, 4 << 30), "a checkpoint metadata may hold"),
+    "arrays-link-to-dev-zero": ("RL.safetensors", lambda p: replace_with_link(p, "/dev/zero"), "a symbolic link"),
+    "metadata-link-to-dev-zero": ("RL.json", lambda p: replace_with_link(p, "/dev/zero"), "a symbolic link"),
+    "arrays-fifo": ("RL.safetensors", replace_with_fifo, "not a regular file (a FIFO)"),
+    "metadata-fifo": ("RL.json", replace_with_fifo, "not a regular file (a FIFO)"),
+    "robot-link-to-dev-zero": ("robot.json", lambda p: replace_with_link(p, "/dev/zero"), "a symbolic link"),
+    "robot-fifo": ("robot.json", replace_with_fifo, "not a regular file (a FIFO)"),
+    "robot-4-GiB": ("robot.json", lambda p: replace_with_sparse(p, 4 << 30), "a robot file may hold"),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("case", sorted(FILE_DAMAGE))
+def test_a_huge_file_a_device_link_or_a_fifo_is_refused_before_it_is_read(tmp_path, case) -> None:
+    name, damage, words = FILE_DAMAGE[case]
+    manager = two_checkpoints(tmp_path)
+    damage(tmp_path / NEWEST / name)
+    start = time.monotonic()
+    line = assert_falls_back(manager, words)
+    assert time.monotonic() - start < 20.0, "the file was read"
+    assert str(tmp_path / NEWEST / name) in line
+
+
+def test_an_arrays_file_larger_than_its_manifest_declares_is_not_read(tmp_path) -> None:
+    manager = two_checkpoints(tmp_path)
+    arrays = tmp_path / NEWEST / "RL.safetensors"
+    bound = checkpoint_format.arrays_bytes_bound(json.loads((tmp_path / NEWEST / "RL.json").read_text())["arrays"])
+    assert arrays.stat().st_size < bound < 1 << 20  # a few KiB of arrays, a 64 KiB allowance for the header
+    with open(arrays, "ab") as f:
+        f.truncate(bound + 1)
+    rehash(tmp_path / NEWEST)  # robot.json vouches for it: the size alone refuses it
+    line = assert_falls_back(manager, f"{bound + 1} bytes, more than the {bound} a checkpoint arrays file may hold")
+    assert str(arrays) in line
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("damage", ["fifo", "link", "large"])
+def test_a_latest_file_that_is_no_regular_file_is_reported_and_the_newest_checkpoint_loads(tmp_path, damage) -> None:
+    manager = two_checkpoints(tmp_path)
+    latest = tmp_path / "latest"
+    if damage == "fifo":
+        replace_with_fifo(latest)
+    elif damage == "link":
+        replace_with_link(latest, "/dev/zero")
+    else:
+        replace_with_sparse(latest, 1 << 30)
+    assert manager.latest() == str(tmp_path / NEWEST)
+    found, lines = load_with_report(manager)
+    assert found == (str(tmp_path / NEWEST), {"step": 200})
+    assert len(lines) == 1 and "latest ignored" in lines[0], lines
+
+
+def test_when_every_checkpoint_is_a_link_the_error_is_one_line(tmp_path) -> None:
+    manager = two_checkpoints(tmp_path)
+    for name in (NEWEST, OLDER):
+        replace_with_link(tmp_path / name / "RL.safetensors", "/dev/zero")
+    lines: List[str] = []
+    with pytest.raises(CheckpointError) as info:
+        manager.load_latest({"RL": make_task()}, report=lines.append)
+    assert "no intact checkpoint" in one_line(info.value) and "a symbolic link" in str(info.value)
+    assert len(lines) == 2
