@@ -218,3 +218,38 @@ def test_when_every_checkpoint_is_a_link_the_error_is_one_line(tmp_path) -> None
         manager.load_latest({"RL": make_task()}, report=lines.append)
     assert "no intact checkpoint" in one_line(info.value) and "a symbolic link" in str(info.value)
     assert len(lines) == 2
+
+
+# -- 3. normalizer statistics that would make every action NaN ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statistic, value, words",
+    [
+        ("var", -1.0, "input 'obs': normalizer variance holds -1; a variance is never negative"),
+        ("count", -5.0, "input 'obs': normalizer count is [-5.0]; expected one finite number >= 0"),
+    ],
+)
+def test_negative_normalizer_statistics_are_damage_and_the_older_checkpoint_loads(
+    tmp_path, statistic, value, words
+) -> None:
+    manager = two_checkpoints(tmp_path)
+
+    def negate(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        key = f"normalizer/obs/{statistic}"
+        arrays[key] = np.full(arrays[key].shape, value, arrays[key].dtype)
+
+    forge(tmp_path / NEWEST, change_arrays=negate)
+    task = make_task(seed=3)
+    before = task.algorithm_weights()
+    with pytest.raises(CheckpointError) as info:
+        task.load(str(tmp_path / NEWEST / "RL.json"))
+    assert words in one_line(info.value)
+    after = task.algorithm_weights()  # refused before anything changed
+    assert task.update_steps == 0 and float(after["_input_normalizer"]["obs"]["count"]) == 0.0
+    assert all(np.array_equal(before["model"][k], after["model"][k]) for k in before["model"])
+    assert_falls_back(manager, words)
+    task = make_task(seed=3)
+    manager.load_latest({"RL": task}, report=lambda line: None)  # the older checkpoint's statistics
+    actions, _ = task.predict({"obs": np.ones((2, 4), np.float32)}, {}, deterministic=True)
+    assert all(np.all(np.isfinite(a)) for a in actions.values())

@@ -535,6 +535,7 @@ class ComputationTask:
         try:
             if self.normalizer is not None:
                 _check_normalizer_arrays(self.normalizer.state_dict(), sections["normalizer"])
+                self.normalizer.check_state_dict(sections["normalizer"])  # values: no negative variance or count
             self._check_weights(sections["weights"])
             if meta["has_optimizer"] and self._optimizer is not None:
                 _check_same_arrays(
