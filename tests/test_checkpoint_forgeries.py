@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -13,7 +14,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 import pytest
 import safetensors.numpy
-from test_checkpoint_safety import load_with_report, make_task, one_line, two_checkpoints
+from test_checkpoint_safety import load_with_report, make_task, one_line, trained_task, two_checkpoints
+from test_checkpoints import batch
 
 from parl.experiment import checkpoints as checkpoints_module
 from parl.serving import checkpoint_format
@@ -47,6 +49,8 @@ def forge(
 def rehash(checkpoint: Path) -> None:
     """robot.json's SHA-256 of each task file made to match the files as they are."""
     robot_path = checkpoint / "robot.json"
+    if not robot_path.exists():  # a task checkpoint alone
+        return
     robot = json.loads(robot_path.read_text())
     for name in robot["files"]:
         robot["files"][name] = checkpoints_module._file_sha256(str(checkpoint / name))
@@ -253,3 +257,114 @@ def test_negative_normalizer_statistics_are_damage_and_the_older_checkpoint_load
     manager.load_latest({"RL": task}, report=lambda line: None)  # the older checkpoint's statistics
     actions, _ = task.predict({"obs": np.ones((2, 4), np.float32)}, {}, deterministic=True)
     assert all(np.all(np.isfinite(a)) for a in actions.values())
+
+
+# -- 2. optimizer state the optimizer cannot step from --------------------------------------------
+
+
+def _optimizer_key(manifest: dict, slot: str) -> str:
+    return sorted(k for k in manifest if k.startswith("optimizer/model/") and k.endswith(f".w_{slot}"))[0]
+
+
+def _reshape(slot: str) -> Callable[[Dict[str, np.ndarray], dict], None]:
+    def change(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        key = _optimizer_key(manifest, slot)
+        arrays[key] = np.zeros((arrays[key].shape[0] + 1, *arrays[key].shape[1:]), arrays[key].dtype)
+        manifest[key]["shape"] = list(arrays[key].shape)
+
+    return change
+
+
+def _fill(key_of: Callable[[dict], str], value: float) -> Callable[[Dict[str, np.ndarray], dict], None]:
+    def change(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        key = key_of(manifest)
+        arrays[key] = np.full(arrays[key].shape, value, arrays[key].dtype)
+
+    return change
+
+
+def _drop(slot: str) -> Callable[[Dict[str, np.ndarray], dict], None]:
+    def change(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        key = _optimizer_key(manifest, slot)
+        del arrays[key], manifest[key]
+
+    return change
+
+
+def _retype(slot: str) -> Callable[[Dict[str, np.ndarray], dict], None]:
+    def change(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        key = _optimizer_key(manifest, slot)
+        arrays[key] = arrays[key].astype(np.float64)
+        manifest[key]["dtype"] = "float64"
+
+    return change
+
+
+OPTIMIZER_FORGERIES = {  # A2C's RMSProp: mean_square, moment, mean_grad per parameter, and learning_rate
+    "wrong-shape": (
+        _reshape("moment"),
+        r"optimizer state entry 'model/\S+\.w_moment' is float32\[\d+, \d+\], expected",
+    ),
+    "missing-entry": (_drop("mean_grad"), r"optimizer state lacks \['model/\S+\.w_mean_grad'\]"),
+    "wrong-dtype": (
+        _retype("mean_square"),
+        r"entry 'model/\S+\.w_mean_square' is float64\[\d+, \d+\], expected float32",
+    ),
+    "negative-mean-square": (
+        _fill(lambda m: _optimizer_key(m, "mean_square"), -1.0),
+        r"optimizer state entry 'model/\S+\.w_mean_square' holds values in \[-1, -1\], beyond the possible \[0, inf\]",
+    ),
+    "negative-learning-rate": (
+        _fill(lambda m: "optimizer/learning_rate", -0.5),
+        r"optimizer state entry 'learning_rate' holds values in \[-0.5, -0.5\]",
+    ),
+}
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-task", "trained-task"])
+@pytest.mark.parametrize("case", sorted(OPTIMIZER_FORGERIES))
+def test_an_optimizer_state_that_does_not_fit_is_damage_and_the_older_checkpoint_loads(tmp_path, case, fresh) -> None:
+    change, pattern = OPTIMIZER_FORGERIES[case]
+    manager = two_checkpoints(tmp_path)
+    forge(tmp_path / NEWEST, change_arrays=change)
+    # A fresh task (parl train --resume) makes its optimizer at its first update: the state is
+    # checked against the optimizer it will make, before it is accepted, not at that update.
+    task = make_task(seed=3) if fresh else trained_task(seed=3)
+    with pytest.raises(CheckpointError) as info:
+        task.load(str(tmp_path / NEWEST / "RL.json"))
+    assert re.search(pattern, one_line(info.value)), str(info.value)
+    assert (task._optimizer is None) == fresh and task._pending_optimizer_state is None
+    lines: List[str] = []
+    task = make_task(seed=3) if fresh else trained_task(seed=3)
+    found = manager.load_latest({"RL": task}, report=lines.append)
+    assert found[0] == str(tmp_path / OLDER) and len(lines) == 1 and re.search(pattern, lines[0]), lines
+    costs = task.learn(batch(task, seed=7))  # the older checkpoint's optimizer state steps
+    assert np.isfinite(costs["loss"]) and task.update_steps == 2
+
+
+def test_optimizer_state_without_has_optimizer_is_refused(tmp_path) -> None:
+    manager = two_checkpoints(tmp_path)
+    forge(tmp_path / NEWEST, change_meta=lambda meta: meta.update(has_optimizer=False))
+    assert_falls_back(manager, "holds optimizer state, but its metadata says has_optimizer is false")
+
+
+def test_the_optimizer_state_of_a_layer_only_learning_builds_is_checked_against_its_saved_weights(tmp_path) -> None:
+    from test_task_learn_steps import learn_batch, normalizing_task, obs_batch, trained_normalizing_task
+
+    rng = np.random.default_rng(0)
+    trained_normalizing_task(rng).save(str(tmp_path / "RL.json"))  # its model.fc is built by learn only
+    fresh = normalizing_task()
+    fresh.build_layers()
+    assert not fresh.algorithm.parameters()  # so no optimizer made here could tell fc's state
+    forge(tmp_path, change_arrays=_reshape("moment1"))  # Adam: moment1, moment2, beta1_pow, beta2_pow
+    with pytest.raises(CheckpointError, match=r"entry 'model/fc\.w_moment1' is float32\[\d+, \d+\], expected"):
+        normalizing_task().load(str(tmp_path / "RL.json"))
+    trained_normalizing_task(np.random.default_rng(0)).save(str(tmp_path / "RL.json"))
+    forge(tmp_path, change_arrays=_fill(lambda m: _optimizer_key(m, "beta1_pow"), 1.5))
+    with pytest.raises(CheckpointError, match=r"entry 'model/fc\.w_beta1_pow' holds values in \[1.5, 1.5\]"):
+        normalizing_task().load(str(tmp_path / "RL.json"))
+    trained_normalizing_task(np.random.default_rng(0)).save(str(tmp_path / "RL.json"))
+    task = normalizing_task()
+    task.load(str(tmp_path / "RL.json"))  # intact: accepted, and its first update steps from it
+    costs = task.learn(learn_batch(obs_batch(rng, 4), obs_batch(rng, 4)))
+    assert np.isfinite(costs["loss"]) and task.update_steps == 2
