@@ -368,3 +368,65 @@ def test_the_optimizer_state_of_a_layer_only_learning_builds_is_checked_against_
     task.load(str(tmp_path / "RL.json"))  # intact: accepted, and its first update steps from it
     costs = task.learn(learn_batch(obs_batch(rng, 4), obs_batch(rng, 4)))
     assert np.isfinite(costs["loss"]) and task.update_steps == 2
+
+
+# -- 4. weights dropped: the task would go on from fresh ones -------------------------------------
+
+
+def _drop_weights(prefix: str) -> Callable[[Dict[str, np.ndarray], dict], None]:
+    def change(arrays: Dict[str, np.ndarray], manifest: dict) -> None:
+        for key in [k for k in manifest if k.startswith(prefix)]:
+            del arrays[key], manifest[key]
+
+    return change
+
+
+def _no_models(meta: dict) -> None:
+    meta["models"] = []
+
+
+WEIGHT_DROPS = {
+    "every-weight": (
+        dict(change_arrays=_drop_weights("weights/")),
+        "holds no weights of model 'model', which the task trains (update_steps 2); it would go on from fresh ones",
+    ),
+    "one-layer": (
+        dict(change_arrays=_drop_weights("weights/model/logits.")),
+        "holds no weights ['logits.b', 'logits.w'] of model 'model', which the task trains",
+    ),
+    "every-weight-and-the-model": (
+        dict(change_arrays=_drop_weights("weights/"), change_meta=_no_models),
+        "holds models [], the algorithm of task 'RL' has ['model']",
+    ),
+}
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-task", "trained-task"])
+@pytest.mark.parametrize("case", sorted(WEIGHT_DROPS))
+def test_a_trained_checkpoint_without_the_weights_it_trained_is_damage(tmp_path, case, fresh) -> None:
+    changes, words = WEIGHT_DROPS[case]
+    manager = two_checkpoints(tmp_path)
+    forge(tmp_path / NEWEST, **changes)
+    task = make_task(seed=3) if fresh else trained_task(seed=3)
+    before, steps = task.algorithm_weights()["model"], task.update_steps
+    with pytest.raises(CheckpointError) as info:
+        task.load(str(tmp_path / NEWEST / "RL.json"))
+    assert words in one_line(info.value)
+    assert task.update_steps == steps and task._pending_optimizer_state is None  # nothing restored
+    after = task.algorithm_weights()["model"]
+    assert all(np.array_equal(before[k], after[k]) for k in before)  # (a fresh task had none to keep)
+    lines: List[str] = []
+    task = make_task(seed=3) if fresh else trained_task(seed=3)
+    found = manager.load_latest({"RL": task}, report=lines.append)
+    assert found[0] == str(tmp_path / OLDER) and len(lines) == 1 and words in lines[0], lines
+    saved = checkpoint_format.read_task_checkpoint(str(tmp_path / OLDER / "RL.json"))[1]["weights"]["model"]
+    loaded = task.algorithm_weights()["model"]
+    assert sorted(saved) == sorted(loaded) and all(np.array_equal(saved[k], loaded[k]) for k in saved)
+
+
+def test_a_checkpoint_saved_before_any_prediction_or_update_loads_without_weights(tmp_path) -> None:
+    make_task(seed=1).save(str(tmp_path / "RL.json"))  # nothing built: no weights to save
+    assert not checkpoint_format.read_task_checkpoint(str(tmp_path / "RL.json"))[1]["weights"]
+    task = make_task(seed=3)
+    task.load(str(tmp_path / "RL.json"))  # nothing learned is lost: the task keeps its fresh weights
+    assert task.update_steps == 0 and task.algorithm_weights()["model"]

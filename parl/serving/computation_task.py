@@ -537,6 +537,8 @@ class ComputationTask:
                 _check_normalizer_arrays(self.normalizer.state_dict(), sections["normalizer"])
                 self.normalizer.check_state_dict(sections["normalizer"])  # values: no negative variance or count
             self._check_weights(sections["weights"])
+            if steps > 0 or meta["has_optimizer"]:
+                self._check_trained_weights(sections["weights"], steps)
             if meta["has_optimizer"]:
                 self._check_optimizer_state(sections["weights"], sections["optimizer"])
             elif sections["optimizer"]:
@@ -568,6 +570,22 @@ class ComputationTask:
                 expected = sorted(k for k in current if k.rpartition(".")[0] == path)
                 if expected and saved != expected:
                     raise ValueError(f"weights of layer {attr}/{path} are {saved}, the model has {expected}")
+
+    def _check_trained_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]], steps: int) -> None:
+        """A checkpoint of a task that has trained (``steps`` updates, or optimizer state) holds the
+        weights of every parameter the algorithm trains (of the layers built here): without them the
+        task would go on, silently, from fresh weights (loading keeps a layer the file lacks as it is)."""
+        trained = {param.name for param in self.algorithm.parameters()}
+        missing: Dict[str, List[str]] = {}
+        for name, structural in self._param_names():
+            attr, _, key = structural.partition("/")
+            if name in trained and key not in weights[attr]:
+                missing.setdefault(attr, []).append(key)
+        for attr, keys in missing.items():
+            what = f"weights of model {attr!r}" if not weights[attr] else f"weights {_some(keys)} of model {attr!r}"
+            raise ValueError(
+                f"holds no {what}, which the task trains (update_steps {steps}); it would go on from fresh ones"
+            )
 
     def _check_optimizer_state(
         self, weights: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]
