@@ -430,3 +430,31 @@ def test_a_checkpoint_saved_before_any_prediction_or_update_loads_without_weight
     task = make_task(seed=3)
     task.load(str(tmp_path / "RL.json"))  # nothing learned is lost: the task keeps its fresh weights
     assert task.update_steps == 0 and task.algorithm_weights()["model"]
+
+
+def test_a_paddle_optimizer_state_loads_into_a_fresh_task(tmp_path) -> None:
+    """paddle's optimizers make their state at their first step: a fresh one has none to compare with,
+    so the state is compared only once the task has made its optimizer."""
+    import paddle
+
+    import parl
+    from parl.algorithms import A2C
+    from parl.models import MLPActorCritic
+
+    class PaddleAdamA2C(A2C):
+        def make_optimizer(self, parameters):
+            return paddle.optimizer.Adam(learning_rate=1e-3, parameters=parameters)
+
+    def paddle_task() -> parl.ComputationTask:
+        parl.seed_everything(0)
+        model = dict(obs_dim=4, num_actions=2, hidden_sizes=(8,))
+        return parl.ComputationTask("RL", parl.create_algorithm_func(MLPActorCritic, model, PaddleAdamA2C, {})())
+
+    source = paddle_task()
+    source.learn(batch(source, seed=0))
+    source.save(str(tmp_path / "RL.json"))
+    fresh = paddle_task()
+    fresh.load(str(tmp_path / "RL.json"))
+    fresh.learn(batch(fresh, seed=1))
+    source.load(str(tmp_path / "RL.json"))  # and into the task that made it
+    assert fresh.update_steps == 2 and source.update_steps == 1
