@@ -458,3 +458,12 @@ def test_a_paddle_optimizer_state_loads_into_a_fresh_task(tmp_path) -> None:
     fresh.learn(batch(fresh, seed=1))
     source.load(str(tmp_path / "RL.json"))  # and into the task that made it
     assert fresh.update_steps == 2 and source.update_steps == 1
+
+
+@pytest.mark.parametrize("name", ["RL.json", "robot.json"])
+def test_json_nested_beyond_the_parser_is_one_line(tmp_path, name) -> None:
+    manager = two_checkpoints(tmp_path)
+    (tmp_path / NEWEST / name).write_text("[" * 200_000 + "]" * 200_000)  # RecursionError in json.loads
+    if name != "robot.json":
+        rehash(tmp_path / NEWEST)
+    assert_falls_back(manager, "not JSON")

@@ -40,7 +40,7 @@ def read_robot(path: str) -> Dict[str, object]:
         robot = json.loads(read_regular_file(file_path, MAX_ROBOT_BYTES, "robot file").decode("utf-8"))
     except FileCheckError as exc:
         raise CheckpointError(str(exc)) from None
-    except ValueError:  # not UTF-8, not JSON
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested beyond the parser
         raise CheckpointError(f"{file_path}: not JSON (truncated or damaged?)") from None
     problem = robot_problem(robot)
     if problem is not None:

@@ -226,7 +226,7 @@ def read_task_checkpoint(
         )
     try:
         metadata = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested beyond the parser
         raise CheckpointError(
             f"{path} is not a parl checkpoint (its metadata is not JSON; truncated or damaged?)"
         ) from None
