@@ -429,9 +429,11 @@ class ComputationTask:
         """Restore a task checkpoint written by :meth:`save` (in this or another process).
 
         Nothing in the files is executed (no pickle). Everything is verified before anything
-        changes: the checksums, every array's shape and dtype against the file's manifest, that
-        every float array is finite and no weight absurdly large, and that the algorithm class,
-        specs, models, weight shapes and normalizer settings are this task's.
+        changes: that each file is a regular file within its bound, the checksums, the manifest
+        and every array's shape and dtype against it, that every float array is finite and no
+        weight absurdly large, and that the algorithm class, specs, models, weight shapes, the
+        weights of every trained parameter (once the task has trained), the optimizer state and
+        the normalizer settings and statistics are this task's.
 
         Raises:
             CheckpointError: (a ValueError) one line naming the file and what is wrong.
