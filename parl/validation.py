@@ -58,3 +58,10 @@ def check_choice(name: str, value: object, choices: tuple) -> object:
     if value not in choices:
         raise ParameterError(name, f"one of {list(choices)}", value)
     return value
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a value read from a damaged or forged file, named
+    in a one-line message, may be of any length."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -4,7 +4,7 @@ import numpy as np
 import paddle
 import pytest
 
-from parl.layers.optimizer import Adam, RMSProp
+from parl.layers.optimizer import Adam, OptimizerStateError, RMSProp
 
 
 def _pair(seed: int):
@@ -138,3 +138,44 @@ def test_bad_rmsprop_settings_and_missing_state_raise():
         RMSProp([])
     with pytest.raises(ValueError, match="mean_square"):
         RMSProp([p]).set_state_dict({})
+
+
+def _stepped_state(optimizer, param) -> dict:
+    for i in range(3):
+        _loss(param, i).backward()
+        optimizer.step()
+        optimizer.clear_grad()
+    return optimizer.state_dict()
+
+
+@pytest.mark.parametrize(
+    "slot, value, words",
+    [
+        ("beta1_pow", 1.5, r"holds values in \[1.5, 1.5\], beyond the possible \[0, 0.9\]"),  # fewer than no steps
+        ("beta2_pow", -0.1, r"beyond the possible \[0, 0.999"),
+        ("moment2", -1.0, r"beyond the possible \[0, inf\]"),
+        ("moment1", np.nan, "holds NaN or infinite values"),
+    ],
+)
+def test_an_implausible_adam_state_is_refused_and_changes_nothing(slot, value, words):
+    p, q = _pair(4)
+    state = _stepped_state(Adam([p]), p)
+    target = Adam([q])
+    before = target.state_dict()
+    bad = {k.replace(p.name, q.name): v for k, v in state.items()}
+    key = f"{q.name}_{slot}"
+    bad[key] = np.full_like(bad[key], value)
+    with pytest.raises(OptimizerStateError, match=words) as info:
+        target.set_state_dict(bad)
+    assert info.value.key == key
+    assert all(np.array_equal(before[k], v, equal_nan=True) for k, v in target.state_dict().items())
+
+
+def test_an_optimizer_state_of_another_shape_is_refused():
+    p, q = _pair(5)
+    state = {k.replace(p.name, q.name): v for k, v in _stepped_state(RMSProp([p]), p).items()}
+    state[f"{q.name}_moment"] = np.zeros((3, 3), np.float32)
+    with pytest.raises(OptimizerStateError, match=r"has shape \[3, 3\], the optimizer keeps \[3, 2\]"):
+        RMSProp([q]).check_state_dict(state)
+    state[f"{q.name}_moment"] = np.zeros((3, 2), np.float32)
+    RMSProp([q]).check_state_dict(state)  # fits

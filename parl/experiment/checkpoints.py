@@ -45,14 +45,16 @@ import tempfile
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from parl.experiment.metrics import report_stderr
+from parl.experiment.robot_file import ROBOT_FILE, has_robot, read_robot
 from parl.serving.checkpoint_format import ARRAYS_SUFFIX, TASK_NAME, CheckpointError, arrays_path
 from parl.serving.computation_task import ComputationTask, TaskCheckpoint
+from parl.serving.safe_files import FileCheckError, read_regular_file
 from parl.validation import check_int
 
-#: The file that marks a checkpoint complete, and holds its counters.
-ROBOT_FILE = "robot.json"
 #: The file naming the newest checkpoint directory.
 LATEST_FILE = "latest"
+#: The largest ``latest`` file read (it holds one directory name).
+MAX_LATEST_BYTES = 256
 #: The file name of a task's checkpoint metadata, from the task's name (its arrays: ``{task}.safetensors``).
 TASK_FILE = "{task}.json"
 #: The ending of a task file of the pickle format before (``<task>.ckpt``), refused when found.
@@ -145,18 +147,24 @@ class CheckpointManager:
         """The directory ``latest`` names when it is complete, else the complete checkpoint of the
         highest step; None when there is none. (Only the files' presence is checked here; see
         :meth:`load_latest` for a checkpoint that is also intact.)"""
-        candidates = self._candidates()
-        return candidates[0] if candidates else None
+        return next((path for path in self._candidates() if _is_complete(path)), None)
 
     def load_latest(
-        self, tasks: Mapping[str, ComputationTask], report: Optional[Callable[[str], None]] = None
+        self,
+        tasks: Mapping[str, ComputationTask],
+        report: Optional[Callable[[str], None]] = None,
+        check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
     ) -> Optional[Tuple[str, Dict[str, object]]]:
         """Restore every task from the newest intact checkpoint; return its directory and counters,
         or None when there is no checkpoint at all.
 
-        A checkpoint that fails verification is skipped: ``report`` (default: a line on stderr)
-        gets one line naming it and why, and the next older one is tried. A ``latest`` file that
-        names no complete checkpoint is reported the same way.
+        A checkpoint that fails verification (its robot file or counters included) is skipped:
+        ``report`` (default: a line on stderr) gets one line naming it and why, and the next older
+        one is tried. A ``latest`` file that names no complete checkpoint is reported the same way.
+
+        Args:
+            check_counters: raises ValueError when the saved counters are not what the caller can
+                restore (see :meth:`load`).
 
         Raises:
             CheckpointError: there are checkpoints, but none of them is intact and fits ``tasks``
@@ -164,16 +172,17 @@ class CheckpointManager:
         """
         report = report or report_stderr
         candidates = self._candidates()
-        legacy = [] if candidates else self._legacy_checkpoints()  # looked for only when nothing else is there
-        if legacy:
-            raise CheckpointError(_legacy_message(legacy[0]))
+        if not any(_is_complete(path) for path in candidates):  # old checkpoints only when nothing else is there
+            legacy = self._legacy_checkpoints()
+            if legacy:
+                raise CheckpointError(_legacy_message(legacy[0]))
         named, problem = self._named_latest()
         if problem is not None:
             report(f"parl: {os.path.join(self.directory, LATEST_FILE)} ignored: {problem}")
         first_error: Optional[CheckpointError] = None
         for path in candidates:
             try:
-                return path, self.load(path, tasks)
+                return path, self.load(path, tasks, check_counters)
             except CheckpointError as exc:
                 first_error = first_error or exc
                 report(f"parl: skipped checkpoint {path}: {exc}")
@@ -181,21 +190,36 @@ class CheckpointManager:
             raise CheckpointError(f"no intact checkpoint in {self.directory}; the newest: {first_error}")
         return None
 
-    def load(self, path: str, tasks: Mapping[str, ComputationTask]) -> Dict[str, object]:
+    def load(
+        self,
+        path: str,
+        tasks: Mapping[str, ComputationTask],
+        check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
+    ) -> Dict[str, object]:
         """Restore every task from checkpoint directory ``path``; return the saved counters.
 
-        Every file is verified (checksums, shapes, dtypes, finite weights, the tasks' models)
-        before any task changes.
+        Every file is verified (its kind and size, checksums, shapes, dtypes, finite weights, the
+        tasks' models, optimizer state and input statistics) and the counters are given to
+        ``check_counters``, before any task changes.
+
+        Args:
+            check_counters: raises ValueError (one line) when the saved counters are not what the
+                caller can restore: the checkpoint is then refused as damaged.
 
         Raises:
             CheckpointError: (a ValueError) ``path`` is not a complete checkpoint, is of the old
                 pickle format, is damaged, or its tasks are not those of ``tasks``; one line.
         """
-        robot = _read_robot(path)
-        if robot is None:
+        if not has_robot(path):
             if _is_legacy(path):
                 raise CheckpointError(_legacy_message(path))
-            raise CheckpointError(f"{path} is not a complete checkpoint (no readable {ROBOT_FILE})")
+            raise CheckpointError(f"{path} is not a complete checkpoint (no {ROBOT_FILE})")
+        try:
+            robot = read_robot(path)
+        except CheckpointError:
+            if _is_legacy(path):
+                raise CheckpointError(_legacy_message(path)) from None
+            raise
         saved = set(robot["tasks"])
         missing, extra = sorted(set(tasks) - saved), sorted(saved - set(tasks))
         if missing or extra:
@@ -206,50 +230,49 @@ class CheckpointManager:
             raise CheckpointError(_legacy_message(path))
         if not isinstance(files, dict):
             raise CheckpointError(f"{os.path.join(path, ROBOT_FILE)} has no file checksums")
-        # Every task file is read and verified before any task changes.
+        if check_counters is not None:
+            try:
+                check_counters(robot["counters"])
+            except ValueError as exc:
+                raise CheckpointError(f"{os.path.join(path, ROBOT_FILE)}: counters: {exc}") from None
+        # Every task file is read (once, within its bound) and verified before any task changes.
         read: List[Tuple[ComputationTask, TaskCheckpoint]] = []
         for name, task in tasks.items():
-            for file_name in _task_files(name):
-                file_path = os.path.join(path, file_name)
-                try:
-                    digest = _file_sha256(file_path)
-                except OSError as exc:
-                    raise CheckpointError(f"{file_path}: cannot read ({_reason(exc)})") from None
-                if digest != files.get(file_name):
-                    raise CheckpointError(f"{file_path}: SHA-256 differs from {ROBOT_FILE}'s (changed or damaged)")
-            read.append((task, task.read_checkpoint(os.path.join(path, TASK_FILE.format(task=name)))))
+            task_path = os.path.join(path, TASK_FILE.format(task=name))
+            read.append((task, task.read_checkpoint(task_path, files, ROBOT_FILE)))
         for task, checkpoint in read:
             task.apply_checkpoint(checkpoint)
         return robot["counters"]
 
     # -- internals ----------------------------------------------------------
     def _named_latest(self) -> Tuple[Optional[str], Optional[str]]:
-        """The checkpoint name in ``latest`` when it names a complete one, and else why not (None
-        when there is no ``latest`` file)."""
-        try:
-            with open(os.path.join(self.directory, LATEST_FILE), "rb") as f:
-                raw = f.read(256)
-        except FileNotFoundError:
+        """The checkpoint name in ``latest`` when it names a checkpoint directory (one holding a robot
+        file), and else why not (None when there is no ``latest`` file)."""
+        path = os.path.join(self.directory, LATEST_FILE)
+        if not os.path.lexists(path):
             return None, None
-        except OSError as exc:
-            return None, f"cannot read ({_reason(exc)})"
+        try:
+            raw = read_regular_file(path, MAX_LATEST_BYTES, "latest file")
+        except FileCheckError as exc:
+            return None, exc.reason
         try:
             named = raw.decode("ascii").strip()
         except UnicodeDecodeError:
             return None, "not a checkpoint name (binary content)"
         if not _CHECKPOINT_DIR.fullmatch(named):
             return None, f"not a checkpoint name ({named[:40]!r})"
-        if not _is_complete(os.path.join(self.directory, named)):
+        if not has_robot(os.path.join(self.directory, named)):
             return None, f"names {named}, which is not a complete checkpoint"
         return named, None
 
     def _candidates(self) -> List[str]:
-        """Complete checkpoint directories, the one ``latest`` names first, then by step, highest first."""
+        """Checkpoint directories holding a robot file (complete, or damaged), the one ``latest``
+        names first, then by step, highest first."""
         named, _ = self._named_latest()
         out = [os.path.join(self.directory, named)] if named else []
         for _, name in self._checkpoints():
             path = os.path.join(self.directory, name)
-            if name != named and _is_complete(path):
+            if name != named and has_robot(path):
                 out.append(path)
         return out
 
@@ -328,23 +351,14 @@ def best_checkpoints(directory: str) -> CheckpointManager:
     return CheckpointManager(os.path.join(directory, BEST), keep=1)
 
 
-def _read_robot(path: str) -> Optional[dict]:
-    """The parsed robot file of checkpoint ``path``, or None when it is missing or broken."""
-    try:
-        with open(os.path.join(path, ROBOT_FILE)) as f:
-            robot = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(robot, dict) or not isinstance(robot.get("tasks"), list) or "counters" not in robot:
-        return None
-    return robot
-
-
 def _is_complete(path: str) -> bool:
-    robot = _read_robot(path)
-    return robot is not None and all(
-        os.path.isfile(os.path.join(path, f)) for name in robot["tasks"] for f in _task_files(str(name))
-    )
+    """Whether checkpoint ``path``'s robot file reads and its task files are there (not whether they
+    are intact)."""
+    try:
+        robot = read_robot(path)
+    except CheckpointError:
+        return False
+    return all(os.path.isfile(os.path.join(path, f)) for name in robot["tasks"] for f in _task_files(name))
 
 
 def _is_legacy(path: str) -> bool:

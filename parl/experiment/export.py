@@ -33,9 +33,9 @@ from parl.core.algorithm import Algorithm
 from parl.core.model import Model, named_models
 from parl.experiment.class_spec import ConfigError, UserExitError, resolve_spec
 from parl.experiment.import_guard import check_importable, guarded_imports
-from parl.experiment.safe_files import FileCheckError, read_regular_file, replace_file
-from parl.serving.checkpoint_format import TASK_NAME, array_problem, flatten_arrays, unflatten
+from parl.serving.checkpoint_format import TASK_NAME, array_problem, flatten_arrays, is_array_path, unflatten
 from parl.serving.computation_task import NORMALIZER_KEY, ComputationTask
+from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
 
 POLICY_FILE = "policy.json"
 #: The key prefix of the arrays in a policy's safetensors files.
@@ -248,7 +248,7 @@ def _load_task(directory: str, path: str, name: object, entry: object, max_bytes
         raise PolicyError(f"{weights_path}: arrays {extra} not in {POLICY_FILE}, its entries {missing} absent")
     pairs = []
     for key, keys in manifest.items():
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+        if not is_array_path(keys):
             raise PolicyError(f"{where}.weights: entry {key!r} must be a list of names, got {keys!r}")
         problem = array_problem(key, arrays[key], weight=keys[0] != NORMALIZER_KEY)
         if problem is not None:

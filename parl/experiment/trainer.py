@@ -65,6 +65,7 @@ from parl.experiment.evaluation_start import EvaluationStart
 from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.experiment.remote_evaluation import RayEvaluation
+from parl.experiment.run_counters import check_best_counters, check_run_counters
 from parl.experiment.snapshot import write_snapshot
 from parl.runtime.manager import Manager, StopTimeoutError
 from parl.seeding import seed_everything
@@ -530,7 +531,9 @@ class Trainer:
         """Take up the best evaluation of the run resumed (its score, and its weights for the final
         evaluation) from its best checkpoint, when there is an intact one."""
         try:
-            found = self.best_checkpoint.load_latest(evaluators, report=self._report)
+            found = self.best_checkpoint.load_latest(
+                evaluators, report=self._report, check_counters=check_best_counters
+            )
         except CheckpointError as exc:
             self._report(f"parl train: best checkpoint not resumed: {exc}")
             return
@@ -540,20 +543,21 @@ class Trainer:
             state.best_weights = {name: task.algorithm_weights() for name, task in evaluators.items()}
 
     def _restore(self, manager: Manager, evaluators: Dict[str, ComputationTask], state: "_RunState") -> str:
-        found = self.checkpoints.load_latest(manager.tasks, report=self._report)
+        """Take up the newest intact checkpoint whose counters fit the robot (damaged ones, their
+        counters included, are skipped in one line each); return its directory."""
+        found = self.checkpoints.load_latest(
+            manager.tasks, report=self._report, check_counters=lambda c: check_run_counters(c, manager.agents)
+        )
         if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
         path, counters = found
-        agents = counters.get("agents", [])
-        if len(agents) != len(manager.agents):
-            raise ValueError(f"{path} holds {len(agents)} agents, the config has {len(manager.agents)}")
-        for agent, agent_counters, helper_counters in zip(manager.agents, agents, counters.get("helpers", [])):
+        for agent, agent_counters, helper_counters in zip(manager.agents, counters["agents"], counters["helpers"]):
             agent.restore_counters(agent_counters)
             for name, helper in agent.helpers.items():
                 helper.restore_counters(helper_counters.get(name, {}))
-        state.episodes = int(counters.get("episodes", 0))
-        state.finished_steps = int(counters.get("finished_steps", 0))
-        state.elapsed_before = float(counters.get("elapsed_seconds", 0.0))
+        state.episodes = int(counters["episodes"])
+        state.finished_steps = int(counters["finished_steps"])
+        state.elapsed_before = float(counters["elapsed_seconds"])
         state.start.restore(counters)
         state.steps = env_steps(manager, state.finished_steps)
         self._restore_best(evaluators, state)

@@ -11,18 +11,38 @@ With clipping, the global gradient norm of each step is kept for metrics
 (:attr:`Adam.last_grad_norm`); :func:`global_grad_norm` and
 :func:`grad_norm_value` compute it for any list of gradients, and
 :func:`grads_finite` tells whether a step's gradients are safe to apply.
+
+A state restored by ``set_state_dict`` (from a checkpoint) is checked first
+(``check_state_dict``): every entry of its parameter's shape, finite, and
+plausible (no negative second moment or learning rate, a bias-correction power
+``beta ** steps`` in [0, beta]), so a damaged one is refused before the first
+step rather than turning the weights into NaN.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Optional, Protocol, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import paddle
 from paddle import _C_ops
 
 from parl.validation import check_positive, check_range
+
+
+class OptimizerStateError(ValueError):
+    """An optimizer state entry the optimizer cannot step from.
+
+    Attributes:
+        key: the entry (``<parameter name>_<slot>``, or ``learning_rate``).
+        problem: what is wrong with it, in a few words (the message is ``"entry <key> <problem>"``).
+    """
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"optimizer state entry {key!r} {problem}")
+        self.key = key
+        self.problem = problem
 
 
 class Optimizer(Protocol):
@@ -107,6 +127,16 @@ class Adam:
             "beta2_pow": paddle.to_tensor(np.array([self.beta2], dtype=np.float32)),
         }
 
+    def _slot_bounds(self) -> Dict[str, Tuple[float, float]]:
+        """The values each slot can hold: a second moment is a mean of squares, ``beta_pow`` is
+        ``beta ** (steps + 1)``; (in float32, as the state is kept)."""
+        return {
+            "moment1": (-math.inf, math.inf),
+            "moment2": (0.0, math.inf),
+            "beta1_pow": (0.0, float(np.float32(self.beta1))),
+            "beta2_pow": (0.0, float(np.float32(self.beta2))),
+        }
+
     def get_lr(self) -> float:
         """The current learning rate."""
         return self._lr_value
@@ -182,14 +212,28 @@ class Adam:
             for slot, value in st.items()
         } | {"learning_rate": self._lr.numpy().copy()}
 
-    def set_state_dict(self, state: Dict[str, np.ndarray]) -> None:
-        """Restore :meth:`state_dict` output; raises ValueError on a missing entry."""
+    def check_state_dict(self, state: Mapping[str, object]) -> None:
+        """Raise for a :meth:`state_dict` output this optimizer cannot step from, changing nothing.
+
+        Raises:
+            OptimizerStateError: (a ValueError) an entry missing, of another shape than its
+                parameter's slot, not finite, or beyond what the slot can hold (a negative second
+                moment, a bias-correction power outside [0, beta], a negative learning rate).
+        """
+        bounds = self._slot_bounds()
         for param, st in zip(self._params, self._state):
             for slot, tensor in st.items():
-                key = f"{param.name}_{slot}"
-                if key not in state:
-                    raise ValueError(f"optimizer state has no entry {key!r}")
-                tensor.set_value(np.asarray(state[key], dtype=np.float32))
+                _check_entry(state, f"{param.name}_{slot}", list(tensor.shape), bounds[slot])
+        if "learning_rate" in state:
+            _check_entry(state, "learning_rate", [1], (0.0, math.inf))
+
+    def set_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+        """Restore :meth:`state_dict` output: all of it, or (OptimizerStateError, from
+        :meth:`check_state_dict`) none."""
+        self.check_state_dict(state)
+        for param, st in zip(self._params, self._state):
+            for slot, tensor in st.items():
+                tensor.set_value(np.asarray(state[f"{param.name}_{slot}"], dtype=np.float32))
         if "learning_rate" in state:
             self._lr.set_value(np.asarray(state["learning_rate"], dtype=np.float32))
             self._lr_value = float(self._lr.numpy().reshape(-1)[0])
@@ -231,6 +275,13 @@ class RMSProp(Adam):
             "mean_square": paddle.zeros_like(param),
             "moment": paddle.zeros_like(param),
             "mean_grad": paddle.zeros_like(param),
+        }
+
+    def _slot_bounds(self) -> Dict[str, Tuple[float, float]]:
+        return {
+            "mean_square": (0.0, math.inf),
+            "moment": (-math.inf, math.inf),
+            "mean_grad": (-math.inf, math.inf),
         }
 
     def _update(self, param: paddle.Tensor, grad: paddle.Tensor, st: Dict[str, paddle.Tensor]) -> None:
@@ -275,6 +326,10 @@ class ScheduledOptimizer:
     def set_state_dict(self, state: Dict[str, np.ndarray]) -> None:
         self.optimizer.set_state_dict(state)
 
+    def check_state_dict(self, state: Mapping[str, object]) -> None:
+        """The wrapped optimizer's :meth:`Adam.check_state_dict`."""
+        self.optimizer.check_state_dict(state)
+
     def get_lr(self) -> float:
         """The learning rate of the last step (the optimizer's before the first)."""
         return self.optimizer.get_lr()
@@ -283,3 +338,23 @@ class ScheduledOptimizer:
     def last_grad_norm(self) -> Optional[float]:
         """The wrapped optimizer's :attr:`Adam.last_grad_norm`."""
         return self.optimizer.last_grad_norm
+
+
+def _check_entry(state: Mapping[str, object], key: str, shape: List[int], bounds: Tuple[float, float]) -> None:
+    """``state[key]`` is an array of ``shape`` whose values are finite and within ``bounds``."""
+    if key not in state:
+        raise OptimizerStateError(key, "is missing")
+    value = state[key]
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
+        raise OptimizerStateError(key, f"is {type(value).__name__}, not an array of numbers")
+    if list(value.shape) != shape:
+        raise OptimizerStateError(key, f"has shape {list(value.shape)}, the optimizer keeps {shape}")
+    if value.size == 0:
+        return
+    if not np.all(np.isfinite(value)):
+        raise OptimizerStateError(key, "holds NaN or infinite values")
+    low, high = float(np.min(value)), float(np.max(value))
+    if low < bounds[0] or high > bounds[1]:
+        raise OptimizerStateError(
+            key, f"holds values in [{low:g}, {high:g}], beyond the possible [{bounds[0]:g}, {bounds[1]:g}]"
+        )

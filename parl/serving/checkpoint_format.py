@@ -7,15 +7,18 @@
 statistics, algorithm arrays) under keys ``<section>/<path>``; ``<name>.json``
 (the path given) holds the metadata, the manifest of the arrays (section, path,
 shape, dtype), the SHA-256 of the arrays file and a SHA-256 of the metadata
-itself. Neither file is ever unpickled: reading can not run code. Reading checks
-the checksums, every array against the manifest, and that every float array is
-finite; model weights must also stay within :data:`MAX_ABS_WEIGHT`.
+itself. Neither file is ever unpickled: reading can not run code. Reading refuses
+a file that is a link, a FIFO or a device, or larger than its bound (the arrays
+file: what its manifest declares), before reading it; then checks the checksums,
+every manifest entry, every array against the manifest, and that every float
+array is finite; model weights must also stay within :data:`MAX_ABS_WEIGHT`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -23,6 +26,9 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import safetensors.numpy
+
+from parl.serving.safe_files import FileCheckError, read_regular_file
+from parl.validation import short_repr
 
 #: ``format`` of the metadata file.
 FORMAT_NAME = "parl-task-checkpoint"
@@ -36,6 +42,13 @@ TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 MAX_ABS_WEIGHT = 1e10
 #: Array sections of the arrays file.
 SECTIONS = ("weights", "optimizer", "normalizer", "algorithm")
+#: The names in an array's path, by section: ``weights/<model>/<layer>.<suffix>``,
+#: ``normalizer/<input>/<statistic>``, ``algorithm/<key>``; optimizer state nests as its optimizer does.
+SECTION_DEPTHS: Dict[str, Optional[int]] = {"weights": 2, "optimizer": None, "normalizer": 2, "algorithm": 1}
+#: The largest metadata file read (the manifest of a model of thousands of layers takes a few MiB).
+MAX_METADATA_BYTES = 64 << 20
+#: Bytes allowed for the safetensors header of an arrays file besides 256 per array and its name.
+HEADER_ALLOWANCE = 64 << 10
 
 _PICKLE_MAGIC = b"\x80"
 _DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
@@ -72,13 +85,29 @@ def flatten_arrays(section: str, tree: Mapping[str, object]) -> Dict[str, Tuple[
     return out
 
 
+def is_array_path(path: object) -> bool:
+    """Whether ``path`` can name an array in a tree of arrays: a list of one or more strings."""
+    return isinstance(path, list) and bool(path) and all(isinstance(name, str) for name in path)
+
+
 def unflatten(entries: List[Tuple[List[str], np.ndarray]]) -> Dict[str, object]:
-    """Inverse of :func:`flatten_arrays` for the entries of one section."""
+    """Inverse of :func:`flatten_arrays` for the entries of one section.
+
+    Raises:
+        ValueError: a path is not a list of one or more strings, or two paths collide (one names an
+            array the other runs through, or both name the same array).
+    """
     tree: Dict[str, object] = {}
     for path, value in entries:
+        if not is_array_path(path):
+            raise ValueError(f"array path {short_repr(path)} is not a list of one or more names")
         node = tree
         for key in path[:-1]:
             node = node.setdefault(key, {})  # type: ignore[assignment]
+            if not isinstance(node, dict):
+                raise ValueError(f"array path {short_repr(path)} runs through another array")
+        if path[-1] in node:
+            raise ValueError(f"array path {short_repr(path)} names another array or a group of arrays")
         node[path[-1]] = value
     return tree
 
@@ -168,18 +197,27 @@ def array_problem(key: str, array: np.ndarray, weight: bool) -> Optional[str]:
     return None
 
 
-def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
+def read_task_checkpoint(
+    path: str, expected_sha256: Optional[Mapping[str, str]] = None, recorded_in: str = "the record"
+) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
     """The metadata and the arrays by section (nested dicts) of the task checkpoint at ``path``,
     verified as the module docstring says.
 
+    Each file must be a regular file (no link, FIFO or device) and is read once, within a bound: the
+    metadata :data:`MAX_METADATA_BYTES`, the arrays file what its manifest declares
+    (:func:`arrays_bytes_bound`); a larger one is refused before it is read.
+
+    Args:
+        expected_sha256: the SHA-256 of the files by file name (``<task>.json`` and
+            ``<task>.safetensors``), as a robot's checkpoint records them; each file is compared as
+            it is read (a name missing here fails).
+        recorded_in: where ``expected_sha256`` comes from, for messages.
+
     Raises:
-        CheckpointError: the files are missing, of the old pickle format, damaged, or inconsistent.
+        CheckpointError: the files are missing, not regular files, too large, of the old pickle
+            format, damaged, or inconsistent.
     """
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise CheckpointError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    raw = _read_file(path, MAX_METADATA_BYTES, "checkpoint metadata", expected_sha256, recorded_in)
     if raw.startswith(_PICKLE_MAGIC):
         raise CheckpointError(
             f"{path} is not a parl checkpoint this version reads: a pickle file (the format before version "
@@ -188,7 +226,7 @@ def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[s
         )
     try:
         metadata = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested beyond the parser
         raise CheckpointError(
             f"{path} is not a parl checkpoint (its metadata is not JSON; truncated or damaged?)"
         ) from None
@@ -196,23 +234,24 @@ def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[s
         raise CheckpointError(f"{path} is not a parl task checkpoint (no format {FORMAT_NAME!r})")
     if metadata.get("version") != FORMAT_VERSION:
         raise CheckpointError(
-            f"{path} has checkpoint format version {metadata.get('version')!r}, this parl reads {FORMAT_VERSION}"
+            f"{path} has checkpoint format version {short_repr(metadata.get('version'))}, "
+            f"this parl reads {FORMAT_VERSION}"
         )
     if metadata.get("checksum") != _metadata_checksum(metadata):
         raise CheckpointError(f"{path}: metadata checksum mismatch (the file was changed or damaged)")
     manifest = metadata.get("arrays")
     if not isinstance(manifest, dict):
         raise CheckpointError(f"{path}: metadata has no array manifest")
+    for key, entry in manifest.items():
+        problem = manifest_entry_problem(key, entry)
+        if problem is not None:
+            raise CheckpointError(f"{path}: manifest entry {short_repr(key)}: {problem}")
     data_path = os.path.join(os.path.dirname(os.path.abspath(path)), str(metadata.get("arrays_file")))
     if os.path.basename(data_path) != os.path.basename(arrays_path(path)):
         raise CheckpointError(
-            f"{path}: names arrays file {metadata.get('arrays_file')!r}, expected {arrays_path(path)}"
+            f"{path}: names arrays file {short_repr(metadata.get('arrays_file'))}, expected {arrays_path(path)}"
         )
-    try:
-        with open(data_path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise CheckpointError(f"{data_path}: cannot read ({exc.strerror or exc})") from None
+    data = _read_file(data_path, arrays_bytes_bound(manifest), "checkpoint arrays file", expected_sha256, recorded_in)
     if _sha256(data) != metadata.get("arrays_sha256"):
         raise CheckpointError(f"{data_path}: SHA-256 mismatch (truncated, changed or damaged)")
     try:
@@ -225,19 +264,69 @@ def read_task_checkpoint(path: str) -> Tuple[Dict[str, object], Dict[str, Dict[s
     sections: Dict[str, List[Tuple[List[str], np.ndarray]]] = {s: [] for s in SECTIONS}
     for key, entry in sorted(manifest.items()):
         array = arrays[key]
-        if (
-            not isinstance(entry, dict)
-            or entry.get("section") not in SECTIONS
-            or not isinstance(entry.get("path"), list)
-        ):
-            raise CheckpointError(f"{path}: bad manifest entry for array {key!r}")
-        if list(array.shape) != entry.get("shape") or array.dtype.name != entry.get("dtype"):
+        if list(array.shape) != entry["shape"] or array.dtype.name != entry["dtype"]:
             raise CheckpointError(
                 f"{data_path}: array {key!r} is {array.dtype.name}{list(array.shape)}, "
-                f"the manifest says {entry.get('dtype')}{entry.get('shape')}"
+                f"the manifest says {entry['dtype']}{entry['shape']}"
             )
         problem = array_problem(key, array, weight=entry["section"] == "weights")
         if problem is not None:
             raise CheckpointError(f"{data_path}: {problem}")
         sections[entry["section"]].append((entry["path"], array))
-    return metadata, {name: unflatten(entries) for name, entries in sections.items()}
+    try:
+        return metadata, {name: unflatten(entries) for name, entries in sections.items()}
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: manifest {exc}") from None
+
+
+def manifest_entry_problem(key: object, entry: object) -> Optional[str]:
+    """What is wrong with the manifest entry ``entry`` of array ``key``, in a few words (None when
+    nothing is): it must be a mapping of ``section`` (one of :data:`SECTIONS`), ``path`` (a list of
+    :data:`SECTION_DEPTHS` names that, joined to the section by ``/``, make ``key``), ``shape`` (a list
+    of sizes >= 0) and ``dtype`` (a number or bool type)."""
+    if not isinstance(entry, dict):
+        return f"is {type(entry).__name__}, not a mapping"
+    section, path, shape, dtype = (entry.get(field) for field in ("section", "path", "shape", "dtype"))
+    if not isinstance(section, str) or section not in SECTIONS:
+        return f"section {short_repr(section)} is not one of {list(SECTIONS)}"
+    if not is_array_path(path):
+        return f"path {short_repr(path)} is not a list of one or more names"
+    depth = SECTION_DEPTHS[section]
+    if depth is not None and len(path) != depth:
+        return f"path {short_repr(path)} has {len(path)} names, a {section} array has {depth}"
+    if key != "/".join([section, *path]):
+        return f"section {section!r} and path {short_repr(path)} name another array"
+    if not isinstance(shape, list) or not all(_is_size(n) for n in shape):
+        return f"shape {short_repr(shape)} is not a list of sizes >= 0"
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        return f"dtype {short_repr(dtype)} is not one of {sorted(_DTYPES)}"
+    return None
+
+
+def arrays_bytes_bound(manifest: Mapping[str, Mapping[str, object]]) -> int:
+    """The most bytes the arrays file of checked ``manifest`` (:func:`manifest_entry_problem`) can take:
+    the arrays' own bytes plus a generous allowance for the safetensors header."""
+    total = HEADER_ALLOWANCE
+    for key, entry in manifest.items():
+        shape = list(entry["shape"])  # type: ignore[call-overload]
+        total += math.prod(shape) * np.dtype(str(entry["dtype"])).itemsize
+        total += 256 + 6 * len(key) + 24 * len(shape)  # a name's character takes at most 6 bytes in JSON
+    return total
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _read_file(
+    path: str, max_bytes: int, what: str, expected_sha256: Optional[Mapping[str, str]], recorded_in: str
+) -> bytes:
+    """The bytes of regular file ``path`` (at most ``max_bytes``), compared with
+    ``expected_sha256[<its name>]`` when given."""
+    try:
+        data = read_regular_file(path, max_bytes, what)
+    except FileCheckError as exc:
+        raise CheckpointError(str(exc)) from None
+    if expected_sha256 is not None and _sha256(data) != expected_sha256.get(os.path.basename(path)):
+        raise CheckpointError(f"{path}: SHA-256 differs from {recorded_in}'s (changed or damaged)")
+    return data

@@ -38,7 +38,7 @@ from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
 from parl.layers.compiled import reads_mode
 from parl.layers.layer_func import LayersNotBuilt, training_mode
-from parl.layers.optimizer import Optimizer, grad_norm_value, grads_finite
+from parl.layers.optimizer import Optimizer, OptimizerStateError, grad_norm_value, grads_finite
 from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
 from parl.serving.checkpoint_format import CheckpointError, read_task_checkpoint, write_task_checkpoint
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpdates
@@ -429,23 +429,32 @@ class ComputationTask:
         """Restore a task checkpoint written by :meth:`save` (in this or another process).
 
         Nothing in the files is executed (no pickle). Everything is verified before anything
-        changes: the checksums, every array's shape and dtype against the file's manifest, that
-        every float array is finite and no weight absurdly large, and that the algorithm class,
-        specs, models, weight shapes and normalizer settings are this task's.
+        changes: that each file is a regular file within its bound, the checksums, the manifest
+        and every array's shape and dtype against it, that every float array is finite and no
+        weight absurdly large, and that the algorithm class, specs, models, weight shapes, the
+        weights of every trained parameter (once the task has trained), the optimizer state and
+        the normalizer settings and statistics are this task's.
 
         Raises:
             CheckpointError: (a ValueError) one line naming the file and what is wrong.
         """
         self.apply_checkpoint(self.read_checkpoint(path))
 
-    def read_checkpoint(self, path: str) -> "TaskCheckpoint":
+    def read_checkpoint(
+        self, path: str, expected_sha256: Optional[Mapping[str, str]] = None, recorded_in: str = "the record"
+    ) -> "TaskCheckpoint":
         """Read and verify the task checkpoint at ``path`` against this task without changing it;
         :meth:`apply_checkpoint` then restores it.
+
+        Args:
+            expected_sha256: the SHA-256 of the checkpoint's files by file name, checked as they
+                are read (:func:`~parl.serving.checkpoint_format.read_task_checkpoint`).
+            recorded_in: where ``expected_sha256`` comes from, for messages.
 
         Raises:
             CheckpointError: as :meth:`load`.
         """
-        metadata, sections = read_task_checkpoint(path)
+        metadata, sections = read_task_checkpoint(path, expected_sha256, recorded_in)
         checkpoint = TaskCheckpoint(path, metadata, sections)
         self.build_layers()
         with self._learn_lock, self._weights_lock:
@@ -528,11 +537,14 @@ class ComputationTask:
         try:
             if self.normalizer is not None:
                 _check_normalizer_arrays(self.normalizer.state_dict(), sections["normalizer"])
+                self.normalizer.check_state_dict(sections["normalizer"])  # values: no negative variance or count
             self._check_weights(sections["weights"])
-            if meta["has_optimizer"] and self._optimizer is not None:
-                _check_same_arrays(
-                    "optimizer state", self._to_structural(self._optimizer.state_dict()), sections["optimizer"]
-                )
+            if steps > 0 or meta["has_optimizer"]:
+                self._check_trained_weights(sections["weights"], steps)
+            if meta["has_optimizer"]:
+                self._check_optimizer_state(sections["weights"], sections["optimizer"])
+            elif sections["optimizer"]:
+                raise ValueError("holds optimizer state, but its metadata says has_optimizer is false")
         except ValueError as exc:
             raise CheckpointError(f"{path}: {exc}") from None
 
@@ -560,6 +572,65 @@ class ComputationTask:
                 expected = sorted(k for k in current if k.rpartition(".")[0] == path)
                 if expected and saved != expected:
                     raise ValueError(f"weights of layer {attr}/{path} are {saved}, the model has {expected}")
+
+    def _check_trained_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]], steps: int) -> None:
+        """A checkpoint of a task that has trained (``steps`` updates, or optimizer state) holds the
+        weights of every parameter the algorithm trains (of the layers built here): without them the
+        task would go on, silently, from fresh weights (loading keeps a layer the file lacks as it is)."""
+        trained = {param.name for param in self.algorithm.parameters()}
+        missing: Dict[str, List[str]] = {}
+        for name, structural in self._param_names():
+            attr, _, key = structural.partition("/")
+            if name in trained and key not in weights[attr]:
+                missing.setdefault(attr, []).append(key)
+        for attr, keys in missing.items():
+            what = f"weights of model {attr!r}" if not weights[attr] else f"weights {_some(keys)} of model {attr!r}"
+            raise ValueError(
+                f"holds no {what}, which the task trains (update_steps {steps}); it would go on from fresh ones"
+            )
+
+    def _check_optimizer_state(
+        self, weights: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]
+    ) -> None:
+        """``given`` (a checkpoint's optimizer state) is what the task's optimizer can step from: the
+        entries of :meth:`_optimizer_to_expect`, each of the same shape and dtype, and (where the
+        optimizer has ``check_state_dict``, as parl's do) plausible values. An optimizer without
+        ``check_state_dict`` (a paddle optimizer) is compared with only once the task has made it."""
+        optimizer = self._optimizer_to_expect(weights)
+        if optimizer is None:
+            if given:
+                raise ValueError(f"holds optimizer state, but the algorithm of task {self.name!r} trains nothing")
+            return
+        check = getattr(optimizer, "check_state_dict", None)
+        if check is None and optimizer is not self._optimizer:
+            return  # another kind (paddle's) may make its state at its first step: a fresh one shows none
+        _check_same_arrays("optimizer state", self._to_structural(optimizer.state_dict()), given)
+        if check is not None:
+            try:
+                check(self._from_structural(given))
+            except OptimizerStateError as exc:
+                key = next(iter(self._to_structural({exc.key: None})))  # named as the file names it
+                raise ValueError(f"optimizer state entry {key!r} {exc.problem}") from None
+
+    def _optimizer_to_expect(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> Optional[Optimizer]:
+        """The optimizer a checkpoint's optimizer state must fit: the task's own once it is made (at
+        the first update); before, a fresh one from the algorithm, dropped after the check, for the
+        algorithm's parameters and for stand-ins (zeros named ``<model>/<layer>.<suffix>``, shaped as
+        ``weights``) of the layers only learning builds: those with weights in the checkpoint that
+        neither prediction nor a built twin (a target network's online model) gives shapes here.
+        None when there is nothing to train."""
+        if self._optimizer is not None:
+            return self._optimizer
+        models = self._models()
+        parameters = list(self.algorithm.parameters())
+        for attr, model in models:
+            built = _weights_to_expect(model, models)
+            for key, value in sorted(weights[attr].items()):
+                if key not in built:
+                    stand_in = paddle.to_tensor(np.zeros(value.shape, value.dtype))
+                    stand_in.name = f"{attr}/{key}"
+                    parameters.append(stand_in)
+        return self.algorithm.make_optimizer(parameters) if parameters else None
 
     def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
         if (state is None) != (self.normalizer is None):
@@ -724,9 +795,13 @@ def _check_normalizer_arrays(expected: Mapping[str, Mapping[str, np.ndarray]], g
 
 def _check_same_arrays(what: str, expected: Mapping[str, object], given: object, *, dtypes: bool = True) -> None:
     """``given`` has exactly ``expected``'s keys, each array of the same shape (and dtype)."""
-    if not isinstance(given, Mapping) or set(given) != set(expected):
-        got = sorted(given) if isinstance(given, Mapping) else type(given).__name__
-        raise ValueError(f"{what} has entries {got}, expected {sorted(expected)}")
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{what} is {type(given).__name__}, expected entries {_some(sorted(expected))}")
+    missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
+    if missing or extra:
+        parts = [f"lacks {_some(missing)}"] if missing else []
+        parts += [f"has entries {_some(extra)} it should not"] if extra else []
+        raise ValueError(f"{what} {' and '.join(parts)}")
     for key, value in expected.items():
         if isinstance(value, Mapping):
             _check_same_arrays(f"{what}/{key}", value, given[key], dtypes=dtypes)
@@ -735,6 +810,12 @@ def _check_same_arrays(what: str, expected: Mapping[str, object], given: object,
         if not isinstance(got, np.ndarray) or got.shape != want.shape or (dtypes and got.dtype != want.dtype):
             desc = f"{got.dtype.name}{list(got.shape)}" if isinstance(got, np.ndarray) else type(got).__name__
             raise ValueError(f"{what} entry {key!r} is {desc}, expected {want.dtype.name}{list(want.shape)}")
+
+
+def _some(names: List[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, and how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{names[:shown]}{more}"
 
 
 def _cost_value(name: str, value: Union[paddle.Tensor, float, np.ndarray]) -> Union[float, np.ndarray]:

@@ -11,7 +11,7 @@ updated from the task's prediction batches) and are saved in its checkpoints.
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -56,30 +56,37 @@ class RunningMeanStd:
         """Statistics as arrays."""
         return {"mean": self.mean.copy(), "var": self.var.copy(), "count": np.array(self.count)}
 
+    def check_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        """Raise the ValueError :meth:`set_state_dict` would raise for ``state``, changing nothing."""
+        self._checked(state)
+
     def set_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         """Restore :meth:`state_dict` output.
 
         Raises:
-            ValueError: statistics of another shape, non-finite ones, a negative variance or count
-                (they would turn every normalized input into NaN), each named.
+            ValueError: missing entries, statistics of another shape, non-finite ones, a negative
+                variance or count (they would turn every normalized input into NaN), each named.
         """
+        self.mean, self.var, self.count = self._checked(state)
+
+    def _checked(self, state: Mapping[str, np.ndarray]) -> Tuple[np.ndarray, np.ndarray, float]:
+        """``state``'s mean, variance and count, checked, as this object keeps them."""
+        missing = [key for key in ("mean", "var", "count") if not isinstance(state, Mapping) or key not in state]
+        if missing:
+            raise ValueError(f"normalizer statistics lack {missing}")
         mean = np.asarray(state["mean"], dtype=np.float64)
         var = np.asarray(state["var"], dtype=np.float64)
         count = np.asarray(state["count"], dtype=np.float64).reshape(-1)
         for name, value in (("mean", mean), ("variance", var)):
             if value.shape != self.mean.shape:
-                raise ValueError(
-                    f"normalizer {name} has shape {list(value.shape)}, expected {list(self.mean.shape)}"
-                )
+                raise ValueError(f"normalizer {name} has shape {list(value.shape)}, expected {list(self.mean.shape)}")
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"normalizer {name} holds NaN or infinite values")
         if var.size and float(var.min()) < 0:
             raise ValueError(f"normalizer variance holds {float(var.min()):g}; a variance is never negative")
         if count.size != 1 or not np.isfinite(count[0]) or count[0] < 0:
-            raise ValueError(f"normalizer count is {count.tolist()}; expected one finite number >= 0")
-        self.mean = mean.copy()
-        self.var = var.copy()
-        self.count = float(count[0])  # 0-d or one-element, as files give it
+            raise ValueError(f"normalizer count is {count.tolist()[:4]}; expected one finite number >= 0")
+        return mean.copy(), var.copy(), float(count[0])  # the count 0-d or one-element, as files give it
 
 
 class InputNormalizer:
@@ -153,12 +160,21 @@ class InputNormalizer:
         """Statistics of every normalized input."""
         return {name: s.state_dict() for name, s in self.stats.items()}
 
-    def set_state_dict(self, state: Mapping[str, Mapping[str, np.ndarray]]) -> None:
-        """Restore :meth:`state_dict` output."""
+    def check_state_dict(self, state: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Raise the ValueError :meth:`set_state_dict` would raise for ``state``, changing nothing."""
         if set(state) != set(self.stats):
             raise ValueError(f"normalizer statistics are for inputs {sorted(state)}, expected {sorted(self.stats)}")
-        for name, s in self.stats.items():
-            s.set_state_dict(state[name])
+        for name, stats in self.stats.items():
+            try:
+                stats.check_state_dict(state[name])
+            except ValueError as exc:
+                raise ValueError(f"input {name!r}: {exc}") from None
+
+    def set_state_dict(self, state: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        """Restore :meth:`state_dict` output: every input's statistics, or (ValueError) none."""
+        self.check_state_dict(state)
+        for name, stats in self.stats.items():
+            stats.set_state_dict(state[name])
         self._cache = None
 
 
