@@ -55,7 +55,7 @@ BASE_CONFIG: Dict[str, object] = {
 }
 
 #: The code cases load (a module ``faulty.py`` beside each case's config).
-FAULTY = '''
+FAULTY = """
 import os, signal, time
 import gymnasium
 import numpy as np
@@ -102,7 +102,7 @@ class HostileCallback(Callback):
         if self.how == "huge":
             return "x" * 10_000_000
         return None
-'''
+"""
 
 
 @dataclass
@@ -210,7 +210,12 @@ CASES: List[Case] = [
     ),
     Case(
         "processes: worker SIGKILL, restart_workers",
-        {"placement": "processes", "workers": 2, "faults": {"restart_workers": True}, "train": {"max_env_steps": 30_000}},
+        {
+            "placement": "processes",
+            "workers": 2,
+            "faults": {"restart_workers": True},
+            "train": {"max_env_steps": 30_000},
+        },
         inject=hit_worker(signal.SIGKILL),
         stop_reason="step budget",
         status=0,
@@ -224,7 +229,9 @@ def run_case(case: Case, folder: Path) -> Dict[str, object]:
     (folder / "faulty.py").write_text(FAULTY, encoding="utf-8")
     config = json.loads(json.dumps(BASE_CONFIG))
     for key, value in case.changes.items():
-        config[key] = {**config[key], **value} if isinstance(value, dict) and isinstance(config.get(key), dict) else value
+        config[key] = (
+            {**config[key], **value} if isinstance(value, dict) and isinstance(config.get(key), dict) else value
+        )
     log_dir = folder / "run"
     config["log_dir"] = str(log_dir)
     (folder / "robot.json").write_text(json.dumps(config), encoding="utf-8")

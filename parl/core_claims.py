@@ -72,7 +72,7 @@ class CoreClaim:
         held = _lock_free(list(cores), 1, self.folder) if hasattr(os, "sched_getaffinity") else None
         if held is None:
             return None
-        (self.core, self._fd), = held
+        ((self.core, self._fd),) = held
         return self.core
 
     def release(self) -> None:

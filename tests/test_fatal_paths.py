@@ -224,7 +224,9 @@ def test_a_signal_during_the_final_evaluation_ends_it_and_the_result_is_written(
     assert "parl train: final evaluation interrupted by SIGTERM; the run is saved without it" in lines
 
 
-def test_faults_restart_agents_plays_on_past_failures_until_the_limit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_faults_restart_agents_plays_on_past_failures_until_the_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     # Each environment turns NaN after 400 steps: every agent is restarted (with a fresh one) three
     # times, and the fourth failure ends the run, which is saved.
     changes = {"env": {"factory": "test_fatal_paths.nan_cartpole"}, "faults": {"restart_agents": 3}}

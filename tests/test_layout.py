@@ -13,8 +13,8 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
     rlx                                the RLX protocol and its Python client (beside layers): leaves only
-    leaf modules                       validation, affinity, core_claims, threads, seeding, wire: import only the process
-                                       settings below them
+    leaf modules                       validation, affinity, core_claims, threads, seeding, wire: import
+                                       only the process settings below them
     process settings                   allocator, cpu_kernels: import no parl module
 """
 

@@ -178,8 +178,8 @@ def test_ppo_atari_learns_joined_segments_of_uint8_frames(
 ) -> None:
     """Two agents, each sending two segments of 32 action steps (512 frames in all): every row is learned
     once, in updates that join the segments at hand (two of 64 rows; the last segments may be learned
-    apart as the run drains them before it stops), in minibatches of 32 for one epoch (the Nature CNN costs about 0.1 s per
-    32 rows here)."""
+    apart as the run drains them before it stops), in minibatches of 32 for one epoch (the Nature CNN
+    costs about 0.1 s per 32 rows here)."""
     overrides = [
         f"env.kwargs.env_id={game}",
         "agents=2",

@@ -84,9 +84,7 @@ class AgentsFailedError(RuntimeError):
             when the run got that far; None otherwise.
     """
 
-    def __init__(
-        self, errors: Sequence[AgentError], agents: int, result: Optional[Dict[str, object]] = None
-    ) -> None:
+    def __init__(self, errors: Sequence[AgentError], agents: int, result: Optional[Dict[str, object]] = None) -> None:
         if not errors:
             raise ValueError("AgentsFailedError needs at least one AgentError, got none")
         self.errors: List[AgentError] = list(errors)

@@ -31,8 +31,9 @@ A hook that returns a text stops the run at the next turn of the loop, with the 
 ``callback: <text>`` (the final checkpoint and evaluation follow as after any stop). A hook that
 raises (or returns anything else) stops the run as a failure: the stop reason is ``callback error:
 <what it raised>``, the final checkpoint and result.json are written, and the run then raises
-``RunFailedError`` (``parl train`` prints one line and exits with status 1). Hooks run between the loop's other work, so a slow one
-delays logging, evaluations and checkpoints (never the agents or the updates).
+``RunFailedError`` (``parl train`` prints one line and exits with status 1). Hooks run between
+the loop's other work, so a slow one delays logging, evaluations and checkpoints (never the agents
+or the updates).
 """
 
 from __future__ import annotations

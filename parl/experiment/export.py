@@ -156,9 +156,7 @@ class Policy:
         return self.tasks[name]
 
 
-def load_policy(
-    directory: str, python_path: Sequence[str] = (), max_weights_bytes: int = MAX_WEIGHTS_BYTES
-) -> Policy:
+def load_policy(directory: str, python_path: Sequence[str] = (), max_weights_bytes: int = MAX_WEIGHTS_BYTES) -> Policy:
     """The policy ``parl export`` wrote in ``directory``, checked as a checkpoint is.
 
     Every file must be a regular file (no link, FIFO or device) within its size limit; the weights
@@ -258,7 +256,11 @@ def _load_task(directory: str, path: str, name: object, entry: object, max_bytes
         task.set_algorithm_weights(unflatten(pairs))
     except Exception as exc:  # noqa: BLE001 - any misfitting file is one line
         raise PolicyError(f"{weights_path}: {type(exc).__name__}: {exc}") from None
-    empty = [attr for attr, model in named_models(task.algorithm) if not any(layer.built for _, layer in model.named_layers())]
+    empty = [
+        attr
+        for attr, model in named_models(task.algorithm)
+        if not any(layer.built for _, layer in model.named_layers())
+    ]
     if empty:
         raise PolicyError(f"{weights_path}: holds no weights for models {empty}; they would act with fresh ones")
     return task

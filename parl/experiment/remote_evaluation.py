@@ -23,7 +23,6 @@ from parl.experiment.evaluation import evaluate_agents
 from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.session import import_ray, unpickle_in_actor
 
-
 #: Times Ray starts a lost evaluation actor again (and plays its evaluation again).
 ACTOR_RESTARTS = 2
 

@@ -210,7 +210,9 @@ class Trainer:
                 if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
-                        self._report(f"parl train: tasks {late} did not learn their last segments within {DRAIN_SECONDS:g} s")
+                        self._report(
+                            f"parl train: tasks {late} did not learn their last segments within {DRAIN_SECONDS:g} s"
+                        )
             finally:
                 if self._remote is not None:
                     self._remote.close()
@@ -438,7 +440,9 @@ class Trainer:
             try:
                 return self._remote.play(weights, episodes, seed)
             except Exception as exc:  # noqa: BLE001 - Ray's errors for a lost actor differ by version
-                self._report(f"parl train: the evaluation actor was lost ({brief(exc)}); evaluations run here from now on")
+                self._report(
+                    f"parl train: the evaluation actor was lost ({brief(exc)}); evaluations run here from now on"
+                )
                 logger.error("the evaluation actor was lost", exc_info=exc)
                 self._remote.close()
                 self._remote = None

@@ -60,11 +60,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
-from parl.core_claims import CoreClaim
 from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper
 from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
+from parl.core_claims import CoreClaim
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
@@ -219,7 +219,9 @@ class Manager:
             raise ValueError("Manager needs at least one task, got none")
         self.restart_agents = check_int("restart_agents", restart_agents, 0)
         if restart_agents and registry.entry(placement).name == "ray":
-            raise ValueError("restart_agents is not available with placement 'ray' (its workers' agents end on failure)")
+            raise ValueError(
+                "restart_agents is not available with placement 'ray' (its workers' agents end on failure)"
+            )
         if stall_seconds is not None:
             check_positive("stall_seconds", stall_seconds)
         self.stall_seconds = stall_seconds
@@ -368,7 +370,11 @@ class Manager:
                 self.restarts += 1
             logger.warning(
                 "agent %d restarted (%d of %d) after episode %d failed: %s",
-                error.agent_id, error.restart, self.restart_agents, error.episode, error.summary,
+                error.agent_id,
+                error.restart,
+                self.restart_agents,
+                error.episode,
+                error.summary,
             )
             logger.info("the failed episode's traceback:\n%s", error.traceback_text)
             return
@@ -454,9 +460,7 @@ class Manager:
             wrapper.hold_predictions()  # first, for every task: no agent steps on while others drain
         self._runner.pause()  # agents that predict elsewhere (Ray workers) are held too
         return [
-            name
-            for name, wrapper in self.wrappers.items()
-            if not wrapper.drain(max(deadline - time.monotonic(), 1e-3))
+            name for name, wrapper in self.wrappers.items() if not wrapper.drain(max(deadline - time.monotonic(), 1e-3))
         ]
 
     def stop(self, timeout: float = 5.0) -> List[StuckAgent]:
