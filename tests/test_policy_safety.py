@@ -266,3 +266,9 @@ def test_a_format_1_policy_loads_with_a_warning_that_its_files_are_unchecked(pol
         warnings.simplefilter("always")
         parl.load_policy(str(policy_dir))
     assert any("records no hashes" in str(w.message) for w in caught)
+
+
+def test_a_policy_json_nested_beyond_the_parser_is_one_line(policy_dir: Path) -> None:
+    (policy_dir / POLICY_FILE).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(PolicyError, match="cannot read the policy"):
+        parl.load_policy(str(policy_dir))

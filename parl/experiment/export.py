@@ -179,7 +179,7 @@ def load_policy(directory: str, python_path: Sequence[str] = (), max_weights_byt
         meta = json.loads(read_regular_file(path, MAX_POLICY_FILE_BYTES, "policy file").decode("utf-8"))
     except FileCheckError as exc:
         raise PolicyError(str(exc)) from None
-    except ValueError as exc:  # not UTF-8, not JSON
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested beyond the parser
         raise PolicyError(f"{path}: cannot read the policy ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") not in READ_FORMATS:
         got = meta.get("format") if isinstance(meta, dict) else meta
