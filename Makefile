@@ -19,8 +19,8 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff
-	$(PY) -m ruff check parl tests examples benchmarks
-	$(PY) -m ruff format --check parl tests examples benchmarks
+	$(PY) -m ruff check parl tests examples benchmarks parl_cli.py
+	$(PY) -m ruff format --check parl tests examples benchmarks parl_cli.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/throughput.py

@@ -35,6 +35,7 @@ setup(
     long_description=README.read_text(encoding="utf-8") if README.exists() else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["parl", "parl.*"]),
+    py_modules=["parl_cli"],  # the command's entry point, run before ``import parl``
     ext_modules=[COOPERATIVE],
     cmdclass={"build_ext": BuildExt},
     python_requires=">=3.9",
@@ -51,7 +52,7 @@ setup(
         "pydantic>=2.10",  # robot configs: one schema, checked with the key path of every error (parl/experiment/config.py)
         "msgpack>=1.0",  # framed data on the worker pipes and the RLX protocol, never pickle (parl/wire.py, parl/rlx)
     ],
-    entry_points={"console_scripts": ["parl=parl.experiment.cli:main"]},
+    entry_points={"console_scripts": ["parl=parl_cli:main"]},
     extras_require={
         # ALE emulator with its bundled ROMs, and OpenCV for gymnasium's AtariPreprocessing (resizing).
         "atari": ["ale-py>=0.10", "opencv-python-headless>=4.10"],

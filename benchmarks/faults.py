@@ -7,7 +7,8 @@ its own, starts ``parl train`` on it as a subprocess, injects its fault (code th
 observation, a signal at a phase, a killed or stopped worker process) and checks what a run must
 leave behind, whatever ends it (SIGKILL aside):
 
-- ``result.json`` with the expected stop reason;
+- ``result.json`` with the expected stop reason (none when the signal comes before the run began,
+  while parl is still starting: then exit status 130 and one line);
 - a final checkpoint (``ckpt-*`` under ``checkpoints/``, as ``result.json`` names it);
 - the expected exit status;
 - no Python traceback on the terminal (tracebacks go to ``<log_dir>/parl.log``).
@@ -32,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-PARL = [sys.executable, "-m", "parl"]
+#: The ``parl`` command of this Python's environment (its entry point, as a user runs it).
+PARL = [str(Path(sys.executable).parent / "parl")]
 #: Seconds a case may take before it counts as hung.
 CASE_TIMEOUT = 180.0
 
@@ -115,6 +117,7 @@ class Case:
     stop_reason: str = ""  # the expected stop reason's start
     status: int = 1
     checkpoint: bool = True
+    result: bool = True  # a result.json is expected (none when the signal comes before the run began)
 
 
 def after_episodes(log_dir: Path, count: int, timeout: float = 60.0) -> None:
@@ -155,11 +158,36 @@ def send_in_final_evaluation(signum: int) -> Callable[[subprocess.Popen, Path], 
     return inject
 
 
+def children_of(pid: int) -> List[int]:
+    """The processes whose parent is ``pid`` (worker processes are forked by a thread of it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
 def hit_worker(signum: int) -> Callable[[subprocess.Popen, Path], None]:
     def inject(process: subprocess.Popen, log_dir: Path) -> None:
         after_episodes(log_dir, 30)
-        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-        os.kill(int(children[0]), signum)
+        os.kill(children_of(process.pid)[0], signum)
+
+    return inject
+
+
+def send_once_started(signum: int) -> Callable[[subprocess.Popen, Path], None]:
+    """The signal as soon as the run has begun (its config.yaml written): while the robot is built."""
+
+    def inject(process: subprocess.Popen, log_dir: Path) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (log_dir / "config.yaml").exists():
+            time.sleep(0.005)
+        process.send_signal(signum)
 
     return inject
 
@@ -188,7 +216,13 @@ CASES: List[Case] = [
     ),
     Case("SIGINT while training", inject=send(signal.SIGINT), stop_reason="signal SIGINT", status=0),
     Case("SIGTERM while training", inject=send(signal.SIGTERM), stop_reason="signal SIGTERM", status=0),
-    Case("SIGINT at start-up", inject=send_early(signal.SIGINT, 1.0), stop_reason="signal SIGINT", status=0),
+    Case(
+        "SIGINT while the robot is built",
+        inject=send_once_started(signal.SIGINT),
+        stop_reason="signal SIGINT",
+        status=0,
+    ),
+    Case("SIGINT while parl starts", inject=send_early(signal.SIGINT, 0.3), status=130, result=False, checkpoint=False),
     Case(
         "SIGINT in the final evaluation",
         {"train": {"max_env_steps": 3000}, "evaluation": {"every_steps": None, "episodes": 2, "final_episodes": 2000}},
@@ -228,10 +262,8 @@ def run_case(case: Case, folder: Path) -> Dict[str, object]:
     folder.mkdir(parents=True)
     (folder / "faulty.py").write_text(FAULTY, encoding="utf-8")
     config = json.loads(json.dumps(BASE_CONFIG))
-    for key, value in case.changes.items():
-        config[key] = (
-            {**config[key], **value} if isinstance(value, dict) and isinstance(config.get(key), dict) else value
-        )
+    for key, value in case.changes.items():  # train and evaluation are merged, the rest replaced
+        config[key] = {**config[key], **value} if key in ("train", "evaluation") else value
     log_dir = folder / "run"
     config["log_dir"] = str(log_dir)
     (folder / "robot.json").write_text(json.dumps(config), encoding="utf-8")
@@ -261,9 +293,9 @@ def run_case(case: Case, folder: Path) -> Dict[str, object]:
         "last line": (err.strip().splitlines() or [""])[-1][:160],
     }
     if problem is None:
-        if result is None:
-            problem = "no result.json"
-        elif not str(result.get("stop_reason")).startswith(case.stop_reason):
+        if (result is not None) != case.result:
+            problem = "no result.json" if case.result else "a result.json of a run that never began"
+        elif result is not None and not str(result.get("stop_reason")).startswith(case.stop_reason):
             problem = f"stop reason {result.get('stop_reason')!r}, expected {case.stop_reason!r}..."
         elif seen["checkpoint"] != case.checkpoint:
             problem = "no final checkpoint" if case.checkpoint else "a checkpoint where none was expected"

@@ -8,6 +8,8 @@ import json
 import math
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
@@ -237,3 +239,13 @@ def test_faults_restart_agents_plays_on_past_failures_until_the_limit(
     assert any("restarted (1 of 3)" in line for line in lines), lines
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert max(row.get("robot/agent_restarts", 0) for row in rows) >= 3
+
+
+def test_ctrl_c_while_the_parl_command_starts_is_one_line_and_status_130(tmp_path: Path) -> None:
+    command = Path(sys.executable).parent / "parl"
+    process = subprocess.Popen([str(command), "train", "missing.yaml"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # importing paddle takes seconds: parl is still starting
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert err.strip().splitlines() == ["parl: stopped by SIGINT while starting (no run under way; nothing to save)"]

@@ -50,6 +50,8 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 #: The run ended and its final checkpoint was written, but some agents did not stop.
 EXIT_STUCK = 3
+#: Ctrl-C outside a run (while the command starts or reads its config), as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
 
 #: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
 SERVE_OPTIONS = {
@@ -194,6 +196,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (FileNotFoundError, ValueError, ImportError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C outside a run (a run stops on it and is saved, returning)
+        print(f"parl {args.command}: interrupted (no run under way; nothing to save)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _train(args: argparse.Namespace) -> int:
