@@ -257,6 +257,14 @@ CASES: List[Case] = [
 ]
 
 
+def _kill_group(process: subprocess.Popen) -> None:
+    """Kill the case's run and every process it started (its own process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_case(case: Case, folder: Path) -> Dict[str, object]:
     """Run ``case`` in ``folder``; its row (``ok`` and what was seen)."""
     folder.mkdir(parents=True)
@@ -269,17 +277,22 @@ def run_case(case: Case, folder: Path) -> Dict[str, object]:
     (folder / "robot.json").write_text(json.dumps(config), encoding="utf-8")
     start = time.monotonic()
     process = subprocess.Popen(
-        [*PARL, "train", "robot.json", "--quiet"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*PARL, "train", "robot.json", "--quiet"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its worker processes too are killed with it if the case goes wrong
     )
     problem = None
     try:
         if case.inject is not None:
             case.inject(process, log_dir)
         _, err = process.communicate(timeout=CASE_TIMEOUT)
-    except (subprocess.TimeoutExpired, TimeoutError, OSError) as exc:
-        process.kill()
+    except Exception as exc:  # noqa: BLE001 - hung, or the fault could not be injected: a failed row
+        _kill_group(process)
         _, err = process.communicate()
-        problem = f"hung or could not inject: {exc}"
+        problem = f"hung or could not inject: {type(exc).__name__}: {exc}"
     seconds = time.monotonic() - start
     result_path = log_dir / "result.json"
     result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else None
