@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
+from typing import List, Sequence
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from parl.experiment.aggregate import AGGREGATE_FILE, aggregate_runs, summary_ta
 from parl.experiment.cli import main
 from parl.experiment.metrics import MetricsWriter
 from parl.experiment.plot import evaluation_kinds, mean_band, plot_curves, read_experiment
+from parl.experiment import seed_runs
 from parl.experiment.seed_runs import parse_seeds, seed_command
 from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
 
@@ -168,3 +171,41 @@ def test_seeds_with_a_seed_override_or_jobs_alone_are_one_line(tmp_path, capsys)
     assert "--jobs 2: only with --seeds" in capsys.readouterr().err
     assert main(["train", str(config), "--seeds", "1-x"]) == 2
     assert "--seeds: expected seeds such as 0-4" in capsys.readouterr().err
+
+
+#: A stand-in for a seed's ``parl train`` (argv: its run directory, its seed): it writes a result.json
+#: of final return 100 + seed, except for seed 1, which ends well and writes none.
+FAKE_RUN = """
+import json, os, sys
+run_dir, seed = sys.argv[1], int(sys.argv[2])
+if seed != 1:
+    result = {"seed": seed, "env_steps": 10, "train_seconds": 0.1, "stop_reason": "step budget",
+              "reached": False, "best_eval": 100.0 + seed, "final_eval": 100.0 + seed}
+    with open(os.path.join(run_dir, "result.json"), "w") as f:
+        json.dump(result, f)
+"""
+
+
+def fake_seed_command(
+    config: str, overrides: Sequence[str], seed: int, log_dir: str, resume: bool, quiet: bool
+) -> List[str]:
+    return [sys.executable, "-c", FAKE_RUN, seed_runs.seed_log_dir(log_dir, seed), str(seed)]
+
+
+def test_a_result_left_by_an_earlier_run_is_never_taken_for_this_runs(tmp_path, capsys, monkeypatch) -> None:
+    config = write_config(tmp_path, {})
+    log_dir = tmp_path / "runs" / "small"
+    stale = _result(0, 480.0, 490.0)
+    for seed in (0, 1):
+        (log_dir / f"seed_{seed}").mkdir(parents=True)
+        (log_dir / f"seed_{seed}" / "result.json").write_text(json.dumps({**stale, "seed": seed}))
+    monkeypatch.setattr(seed_runs, "seed_command", fake_seed_command)
+    assert main(["train", str(config), "--seeds", "0-1", "--jobs", "2", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "parl train: the runs of seeds [1] did not end well" in err  # exit status 0, but no result
+    summary = json.loads((log_dir / AGGREGATE_FILE).read_text())
+    assert [(run["seed"], run["final_eval"]) for run in summary["runs"]] == [(0, 100.0)] and summary["missing"] == [1]
+    for seed in (0, 1):  # the earlier results were moved aside, not lost
+        previous = json.loads((log_dir / f"seed_{seed}" / "result.previous.json").read_text())
+        assert previous["final_eval"] == 480.0
+    assert not (log_dir / "seed_1" / "result.json").exists()

@@ -289,7 +289,7 @@ def _tune(args: argparse.Namespace) -> int:
 def _train_seeds(args: argparse.Namespace) -> int:
     """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/seed_runs.py), then
     the aggregate (parl/experiment/aggregate.py) written and printed; exit status 1 when a seed's run
-    did not end well (its figures are left out)."""
+    did not end well or wrote no result.json (its figures are left out)."""
     from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
     from parl.experiment.config import ConfigError, load_config
     from parl.experiment.seed_runs import parse_seeds, train_seeds
@@ -309,7 +309,8 @@ def _train_seeds(args: argparse.Namespace) -> int:
     summary = aggregate_runs(config.log_dir, seeds)
     path = write_aggregate(config.log_dir, summary)
     print("\n".join([summary_table(summary), f"aggregate: {path}"]))
-    failed = [seed for seed, status in statuses.items() if status != 0]
+    missing = set(summary["missing"])  # a run that ended well but wrote no result failed too
+    failed = [seed for seed, status in statuses.items() if status != 0 or seed in missing]
     if failed:
         print(f"parl train: the runs of seeds {failed} did not end well; see their log dirs", file=sys.stderr)
         return EXIT_ERROR

@@ -10,6 +10,10 @@ prints its summary as ``parl train`` does; several at once run quietly, each wri
 what it prints to ``<log_dir>/seed_S/train.log``, and one line is printed as each
 ends. Each run's directory is a run's log dir as any other (result.json,
 metrics.jsonl, checkpoints); :mod:`parl.experiment.aggregate` sums them up.
+
+A seed's ``result.json`` left by an earlier run in its directory is moved aside to
+``result.previous.json`` before the seed's run starts, so the result read afterwards is this
+run's or none.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from parl.experiment.metrics import METRICS_FILE
 SEED_DIR_PREFIX = "seed_"
 #: The figures of one run, in its log dir (written by the Trainer).
 RESULT_FILE = "result.json"
+#: Where an earlier run's result goes when the seed's run starts again in its directory.
+PREVIOUS_RESULT_FILE = "result.previous.json"
 #: What a run of several at once prints, in its own directory.
 TRAIN_LOG = "train.log"
 #: The most seeds one ``--seeds`` may name.
@@ -93,8 +99,7 @@ def train_seeds(
     jobs = check_int("--jobs", jobs, 1)
 
     def run(seed: int) -> int:
-        run_dir = seed_log_dir(log_dir, seed)
-        os.makedirs(run_dir, exist_ok=True)
+        run_dir = prepare_seed_dir(log_dir, seed)
         command = seed_command(config, overrides, seed, log_dir, resume, quiet or jobs > 1)
         if jobs == 1:
             if not quiet:
@@ -108,6 +113,27 @@ def train_seeds(
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return dict(zip(seeds, pool.map(run, seeds)))
+
+
+def prepare_seed_dir(log_dir: str, seed: int) -> str:
+    """Make the run directory of ``seed`` under ``log_dir``, and move the ``result.json`` of an earlier
+    run there to ``result.previous.json`` (replacing an older one), so that a result found there
+    later is the new run's; returns the directory.
+
+    Raises:
+        NotWritableError: the directory cannot be made or the earlier result not moved; one line.
+    """
+    from parl.experiment.checkpoints import NotWritableError
+
+    run_dir = seed_log_dir(log_dir, seed)
+    path = os.path.join(run_dir, RESULT_FILE)
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        if os.path.lexists(path):
+            os.replace(path, os.path.join(run_dir, PREVIOUS_RESULT_FILE))
+    except OSError as exc:
+        raise NotWritableError(f"{run_dir}: cannot prepare the seed's run directory ({exc.strerror or exc})") from None
+    return run_dir
 
 
 def found_seed_dirs(log_dir: str) -> Optional[Dict[int, str]]:
