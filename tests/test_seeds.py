@@ -173,6 +173,14 @@ def test_seeds_with_a_seed_override_or_jobs_alone_are_one_line(tmp_path, capsys)
     assert "--seeds: expected seeds such as 0-4" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("jobs", ["0", "-2"])
+def test_fewer_than_one_job_is_refused_in_one_line_before_any_run(tmp_path, capsys, jobs: str) -> None:
+    config = write_config(tmp_path, {})
+    assert main(["train", str(config), "--seeds", "0-1", "--jobs", jobs]) == 2
+    assert capsys.readouterr().err == f"parl train: --jobs must be an integer >= 1, got {jobs}\n"
+    assert not (tmp_path / "runs").exists()
+
+
 #: A stand-in for a seed's ``parl train`` (argv: its run directory, its seed): it writes a result.json
 #: of final return 100 + seed, except for seed 1, which ends well and writes none.
 FAKE_RUN = """

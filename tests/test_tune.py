@@ -81,6 +81,24 @@ def test_a_bad_grid_is_one_line_naming_it(text: str, message: str) -> None:
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--samples", "0", "--samples must be an integer >= 1, got 0"),
+        ("--max-concurrent", "0", "--max-concurrent must be an integer >= 1, got 0"),
+        ("--trial-cpus", "-1", "--trial-cpus must be a number of CPUs >= 0, got -1.0"),
+        ("--trial-cpus", "nan", "--trial-cpus must be a number of CPUs >= 0, got nan"),
+        ("--trial-cpus", "inf", "--trial-cpus must be a number of CPUs >= 0, got inf"),
+    ],
+)
+def test_a_bad_number_of_a_sweep_option_is_one_line_and_exit_status_2(
+    tmp_path: Path, capsys, option: str, value: str, message: str
+) -> None:
+    status = main(["tune", PPO, "--grid", "seed=1,2", "--log-dir", str(tmp_path), option, value])
+    assert (status, capsys.readouterr().err) == (2, f"parl tune: {message}\n")
+    assert not (tmp_path / "tune").exists()
+
+
 def test_a_grid_value_the_config_refuses_is_a_config_error_naming_the_grid(tmp_path: Path, capsys) -> None:
     status = main(["tune", PPO, "--grid", "tasks.RL.algorithm.gamma=0.9,1.5", "--log-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()

@@ -27,7 +27,8 @@ metrics that cannot be written are reported in one line and training goes on
 (metrics switched off). ``parl serve`` (docs/rlx.md) exits as ``parl train`` does,
 and with status 2 when its address cannot be listened on.
 ``parl tune`` without Ray Tune installed says in one line
-how to install it (exit status 1); a bad ``--grid`` is a config error (exit status 2).
+how to install it (exit status 1); a bad ``--grid``, and a bad number of ``--jobs``, ``--samples``,
+``--max-concurrent`` or ``--trial-cpus`` are config errors (exit status 2).
 """
 
 from __future__ import annotations
@@ -257,11 +258,11 @@ def _run(trainer: "Trainer", command: str) -> int:
 
 def _tune(args: argparse.Namespace) -> int:
     from parl.experiment.sweep import plan_sweep, table_lines, write_results
+    from parl.experiment.options import check_count
     from parl.experiment.tune import import_tune, run_sweep
-    from parl.validation import check_int
 
     if args.max_concurrent is not None:
-        check_int("--max-concurrent", args.max_concurrent, 1)
+        check_count("--max-concurrent", args.max_concurrent)
     import_tune()  # before any config is built: without Ray Tune, one line and nothing else
     plan = plan_sweep(
         args.config,
@@ -292,10 +293,12 @@ def _train_seeds(args: argparse.Namespace) -> int:
     did not end well or wrote no result.json (its figures are left out)."""
     from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
     from parl.experiment.config import ConfigError, load_config
+    from parl.experiment.options import check_count
     from parl.experiment.seed_runs import parse_seeds, train_seeds
 
     if args.seeds is None:
         raise ConfigError(f"--jobs {args.jobs}: only with --seeds")
+    jobs = 1 if args.jobs is None else check_count("--jobs", args.jobs)
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as exc:
@@ -304,7 +307,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
         raise ConfigError("seed: set by --seeds for each run; drop -o seed=...")
     config = load_config(args.config, args.override)  # checked once, before any run starts
     statuses = train_seeds(
-        args.config, args.override, seeds, config.log_dir, jobs=args.jobs or 1, resume=args.resume, quiet=args.quiet
+        args.config, args.override, seeds, config.log_dir, jobs=jobs, resume=args.resume, quiet=args.quiet
     )
     summary = aggregate_runs(config.log_dir, seeds)
     path = write_aggregate(config.log_dir, summary)

@@ -34,8 +34,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.experiment.class_spec import ConfigError
 from parl.experiment.config import RobotConfig, load_config
+from parl.experiment.options import check_count, check_cpus
 from parl.experiment.yaml_loading import parse_value, split_values
-from parl.validation import ParameterError, check_int
 
 #: The folder of a sweep under the log dir.
 SWEEP_FOLDER = "tune"
@@ -172,14 +172,12 @@ def plan_sweep(
     loaded for what it asks the scheduler for.
 
     Raises:
-        ConfigError: a bad axis, value or override, or a sweep folder already used; one line.
-        ParameterError: a bad ``samples`` or ``trial_cpus``.
+        ConfigError: a bad axis, value, override, ``samples`` or ``trial_cpus``, or a sweep folder
+            already used; one line.
     """
-    samples = check_int("--samples", samples, 1)
-    if trial_cpus is not None and not (
-        isinstance(trial_cpus, (int, float)) and not isinstance(trial_cpus, bool) and 0 <= trial_cpus < math.inf
-    ):
-        raise ParameterError("--trial-cpus", "a number of CPUs >= 0", trial_cpus)
+    samples = check_count("--samples", samples)
+    if trial_cpus is not None:
+        trial_cpus = check_cpus("--trial-cpus", trial_cpus)
     axes = [parse_axis(text) for text in grid]
     if not axes:
         raise ConfigError("expected at least one --grid key.path=value1,value2,...")
