@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import List, Sequence
 
@@ -14,11 +18,11 @@ import pytest
 import yaml
 from test_cli import write_config
 
+from parl.experiment import seed_runs
 from parl.experiment.aggregate import AGGREGATE_FILE, aggregate_runs, summary_table, write_aggregate
 from parl.experiment.cli import main
 from parl.experiment.metrics import MetricsWriter
 from parl.experiment.plot import evaluation_kinds, mean_band, plot_curves, read_experiment
-from parl.experiment import seed_runs
 from parl.experiment.seed_runs import parse_seeds, seed_command
 from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
 
@@ -217,3 +221,85 @@ def test_a_result_left_by_an_earlier_run_is_never_taken_for_this_runs(tmp_path, 
         previous = json.loads((log_dir / f"seed_{seed}" / "result.previous.json").read_text())
         assert previous["final_eval"] == 480.0
     assert not (log_dir / "seed_1" / "result.json").exists()
+
+
+#: ``python -c PARENT CONFIG SEEDS JOBS``: ``parl train CONFIG --seeds SEEDS --jobs JOBS --quiet`` whose seed
+#: runs are stand-ins that wait for a signal, then write a result.json saying which (a ``parl train``
+#: stopped by a signal writes its final checkpoint and result.json, tests/test_cli.py), and their pids.
+PARENT = '''
+import sys
+from parl.experiment import seed_runs
+from parl.experiment.cli import main
+
+CHILD = """
+import json, os, signal, sys, time
+run_dir, seed = sys.argv[1], int(sys.argv[2])
+got = []
+for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, lambda signum, frame: got.append(signum))
+with open(os.path.join(run_dir, "pid"), "w") as f:
+    f.write(str(os.getpid()))
+while not got:
+    time.sleep(0.02)
+result = {"seed": seed, "env_steps": 10, "train_seconds": 0.1, "stop_reason": "signal " + signal.Signals(got[0]).name,
+          "reached": False, "best_eval": 1.0, "final_eval": 2.0}
+with open(os.path.join(run_dir, "result.json"), "w") as f:
+    json.dump(result, f)
+"""
+
+
+def waiting_run(config, overrides, seed, log_dir, resume, quiet):
+    return [sys.executable, "-c", CHILD, seed_runs.seed_log_dir(log_dir, seed), str(seed)]
+
+
+seed_runs.seed_command = waiting_run
+config, seeds, jobs = sys.argv[1:]
+sys.exit(main(["train", config, "--seeds", seeds, "--jobs", jobs, "--quiet"]))
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum, jobs", [(signal.SIGINT, 1), (signal.SIGTERM, 2)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_reaches_the_runs_going_on_and_no_other_starts(tmp_path, signum: int, jobs: int) -> None:
+    config = write_config(tmp_path, {})
+    log_dir = tmp_path / "runs" / "small"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(config), "0-3", str(jobs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = [log_dir / f"seed_{seed}" / "pid" for seed in range(jobs)]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(p.exists() and p.read_text() for p in pids):
+            assert parent.poll() is None and time.monotonic() < deadline, parent.communicate()
+            time.sleep(0.05)
+        time.sleep(0.2)  # nothing else starts while the runs go on
+        assert sorted(os.listdir(log_dir)) == [f"seed_{seed}" for seed in range(jobs)]
+        parent.send_signal(signum)
+        out, err = parent.communicate(timeout=30)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    name = signal.Signals(signum).name
+    assert parent.returncode == 128 + signum, err
+    not_started = list(range(jobs, 4))
+    assert err.splitlines()[-1] == f"parl train: stopped by {name}; seeds not started: {not_started}"
+    summary = json.loads((log_dir / AGGREGATE_FILE).read_text())
+    assert [(run["seed"], run["stop_reason"]) for run in summary["runs"]] == [
+        (s, f"signal {name}") for s in range(jobs)
+    ]
+    assert summary["missing"] == [] and summary["not_started"] == not_started
+    for seed in not_started:
+        assert f"{seed:>6}  not started" in out
+        assert not (log_dir / f"seed_{seed}").exists()
+    assert not [p for p in pids if _alive(int(p.read_text()))]  # each run ended on the one signal it got

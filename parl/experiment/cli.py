@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import traceback
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
@@ -51,6 +52,8 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 #: The run ended and its final checkpoint was written, but some agents did not stop.
 EXIT_STUCK = 3
+#: ``parl train --seeds`` stopped by a signal exits with this plus the signal's number (130: SIGINT).
+EXIT_SIGNAL = 128
 
 #: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
 SERVE_OPTIONS = {
@@ -257,8 +260,8 @@ def _run(trainer: "Trainer", command: str) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from parl.experiment.sweep import plan_sweep, table_lines, write_results
     from parl.experiment.options import check_count
+    from parl.experiment.sweep import plan_sweep, table_lines, write_results
     from parl.experiment.tune import import_tune, run_sweep
 
     if args.max_concurrent is not None:
@@ -290,7 +293,9 @@ def _tune(args: argparse.Namespace) -> int:
 def _train_seeds(args: argparse.Namespace) -> int:
     """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/seed_runs.py), then
     the aggregate (parl/experiment/aggregate.py) written and printed; exit status 1 when a seed's run
-    did not end well or wrote no result.json (its figures are left out)."""
+    did not end well or wrote no result.json (its figures are left out), 128 + the signal's number
+    when SIGINT or SIGTERM stopped the experiment (forwarded to the runs going on; the seeds not
+    started are listed)."""
     from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
     from parl.experiment.config import ConfigError, load_config
     from parl.experiment.options import check_count
@@ -306,14 +311,18 @@ def _train_seeds(args: argparse.Namespace) -> int:
     if any(override.partition("=")[0].strip() == "seed" for override in args.override):
         raise ConfigError("seed: set by --seeds for each run; drop -o seed=...")
     config = load_config(args.config, args.override)  # checked once, before any run starts
-    statuses = train_seeds(
+    runs = train_seeds(
         args.config, args.override, seeds, config.log_dir, jobs=jobs, resume=args.resume, quiet=args.quiet
     )
-    summary = aggregate_runs(config.log_dir, seeds)
+    summary = aggregate_runs(config.log_dir, list(runs.statuses), not_started=runs.not_started)
     path = write_aggregate(config.log_dir, summary)
     print("\n".join([summary_table(summary), f"aggregate: {path}"]))
+    if runs.signal is not None:
+        name = signal.Signals(runs.signal).name
+        print(f"parl train: stopped by {name}; seeds not started: {runs.not_started or 'none'}", file=sys.stderr)
+        return EXIT_SIGNAL + runs.signal
     missing = set(summary["missing"])  # a run that ended well but wrote no result failed too
-    failed = [seed for seed, status in statuses.items() if status != 0 or seed in missing]
+    failed = [seed for seed, status in runs.statuses.items() if status != 0 or seed in missing]
     if failed:
         print(f"parl train: the runs of seeds {failed} did not end well; see their log dirs", file=sys.stderr)
         return EXIT_ERROR
