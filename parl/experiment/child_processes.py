@@ -9,8 +9,9 @@
 
 Within the block, SIGINT and SIGTERM are forwarded to every child running (each signal, so a second
 one ends runs that stop at once on their second), and once one came, :meth:`ChildProcesses.start`
-starts nothing more. Each child runs in a process group of its own, so the terminal's Ctrl-C (sent
-to the foreground group) reaches it once, through this process, not twice.
+starts nothing more. Each child runs in a session (and process group) of its own, so the terminal's
+Ctrl-C (sent to the foreground process group) reaches it once, through this process, not twice; it
+still writes to the terminal through the output it inherits.
 
 Children are started and waited for from threads other than the main one: the handlers run in the
 main thread and take the same lock as :meth:`ChildProcesses.start`.
@@ -54,12 +55,12 @@ class ChildProcesses:
         self._previous.clear()
 
     def start(self, command: Sequence[str], **popen: object) -> Optional[subprocess.Popen]:
-        """Start ``command`` (``subprocess.Popen`` with ``popen``, stdin from /dev/null, a process group of
-        its own), unless a signal came: then None."""
+        """Start ``command`` (``subprocess.Popen`` with ``popen``, stdin from /dev/null, a session of its
+        own), unless a signal came: then None."""
         with self._lock:
             if self.signal is not None:
                 return None
-            child = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, process_group=0, **popen)
+            child = subprocess.Popen(list(command), stdin=subprocess.DEVNULL, start_new_session=True, **popen)
             self._running.add(child)
         return child
 
