@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from parl.experiment import sweep
 from parl.experiment.class_spec import ConfigError
 from parl.experiment.cli import main
 from parl.experiment.core_claims import claim_cores
@@ -84,7 +85,7 @@ def test_a_bad_grid_is_one_line_naming_it(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     "option, value, message",
     [
-        ("--samples", "0", "--samples must be an integer >= 1, got 0"),
+        ("--samples", "0", "--samples must be an integer in [1, 10000], got 0"),
         ("--max-concurrent", "0", "--max-concurrent must be an integer >= 1, got 0"),
         ("--trial-cpus", "-1", "--trial-cpus must be a number of CPUs >= 0, got -1.0"),
         ("--trial-cpus", "nan", "--trial-cpus must be a number of CPUs >= 0, got nan"),
@@ -151,10 +152,46 @@ def test_each_trial_asks_for_the_cpus_its_robot_needs(tmp_path: Path) -> None:
     assert bundles(*ray, trial_cpus=1) == ({"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
     with pytest.raises(ConfigError, match="workers: a sweep reserves CPUs for each trial's Ray workers"):
         bundles("placement=ray")
-    with pytest.raises(ValueError, match="--samples must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"--samples must be an integer in \[1, 10000\], got 0"):
         plan_sweep(PPO, ["seed=1"], samples=0, log_dir=str(tmp_path))
     with pytest.raises(ValueError, match="--trial-cpus must be a number of CPUs >= 0, got -1"):
         bundles(trial_cpus=-1)
+
+
+def test_a_sweep_of_more_than_the_most_trials_is_refused_before_any_config_is_loaded(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    def no_loading(path: str):
+        raise AssertionError("a config was loaded")
+
+    monkeypatch.setattr(sweep, "config_loader", no_loading)
+    thousand = ",".join(str(i) for i in range(1000))
+    grid = ["--grid", f"seed={thousand}", "--grid", f"{EPOCHS}={thousand}", "--log-dir", str(tmp_path)]
+    assert main(["tune", PPO, *grid]) == 2
+    assert capsys.readouterr().err == (
+        "parl tune: --grid: 1000 x 1000 values make 1,000,000 trials; a sweep runs at most 10,000\n"
+    )
+    assert main(["tune", PPO, "--grid", "seed=1,2,3", "--samples", "4000", "--log-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "parl tune: --grid: 3 values x 4000 samples make 12,000 trials; a sweep runs at most 10,000\n"
+    )
+    assert main(["tune", PPO, "--grid", "seed=1", "--samples", str(10**9), "--log-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "parl tune: --samples must be an integer in [1, 10000], got 1000000000\n"
+    with pytest.raises(ConfigError, match="seed: value 7 given twice"):  # counted, not compared pairwise
+        parse_axis("seed=" + ",".join(str(i) for i in range(20_000)) + ",7")
+    assert not (tmp_path / "tune").exists()
+
+
+def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_them(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, ["workers=1,2", "seed=5,6"], overrides=["placement=processes"], log_dir=str(tmp_path))
+    assert [(t.values, t.bundles) for t in plan.trials] == [
+        (("1", "5"), ({"CPU": 1.0},)),
+        (("1", "6"), ({"CPU": 1.0},)),
+        (("2", "5"), ({"CPU": 2.0},)),
+        (("2", "6"), ({"CPU": 2.0},)),
+    ]
+    ray = plan_sweep(PPO, ["ray.worker_cpus=0.5,1"], overrides=["placement=ray", "workers=2"], log_dir=str(tmp_path))
+    assert [t.bundles for t in ray.trials] == [({}, {"CPU": 0.5}, {"CPU": 0.5}), ({}, {"CPU": 1.0}, {"CPU": 1.0})]
 
 
 def test_a_sweep_never_writes_over_another(tmp_path: Path) -> None:
