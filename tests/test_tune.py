@@ -194,6 +194,28 @@ def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_the
     assert [t.bundles for t in ray.trials] == [({}, {"CPU": 0.5}, {"CPU": 0.5}), ({}, {"CPU": 1.0}, {"CPU": 1.0})]
 
 
+def test_a_trial_asking_for_more_cpus_than_the_machine_has_is_refused_before_a_local_ray_starts(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    import ray
+
+    from parl.runtime.ray.session import RaySession
+
+    def no_start(*args, **kwargs):
+        raise AssertionError("Ray was joined or started")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh `parl tune`, whatever this session holds
+    monkeypatch.setattr(RaySession, "join", no_start)
+    status = main(["tune", PPO, "--grid", "seed=1,2", "--trial-cpus", "1000", "--log-dir", str(tmp_path)])
+    cpus = os.cpu_count()
+    assert (status, capsys.readouterr().err) == (
+        1,
+        f"parl tune: trial 0 (trial-000_seed=1) asks for 1000 CPUs; this machine has {cpus} (fewer workers, "
+        "ray.worker_cpus or --trial-cpus; or --address of a larger cluster)\n",
+    )
+    assert not (tmp_path / "tune").exists()
+
+
 def test_a_sweep_never_writes_over_another(tmp_path: Path) -> None:
     (tmp_path / "tune").mkdir()
     (tmp_path / "tune" / "results.json").write_text("{}")

@@ -12,7 +12,8 @@ error, and the others go on. Each trial asks Tune for the bundles of its plan
 has, and ``max_concurrent`` bounds how many run at once.
 
 Ray: the one this process has joined, else the cluster at ``address``, else a local Ray bound to
-127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`).
+127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`);
+a trial that asks for more CPUs than this machine has is refused before a local Ray starts.
 Tune keeps its own state under ``<sweep folder>/ray`` and runs each trial in the working directory
 of the command (not in its trial folder), so relative paths mean what they mean to ``parl train``.
 """
@@ -68,11 +69,14 @@ def run_sweep(
 
     Raises:
         ImportError: Ray Tune is not installed.
-        ClusterTooSmallError: a trial asks for more CPUs than the cluster has.
+        ClusterTooSmallError: a trial asks for more CPUs than the cluster has, or, for a local Ray (no
+            ``address``, no Ray joined), than this machine has: checked before Ray starts.
     """
     import_tune()
     from ray import tune
 
+    if address is None and not import_ray().is_initialized():  # a local Ray: this machine's CPUs, no more
+        _check_cluster(float(os.cpu_count() or 1), plan, "this machine has", "; or --address of a larger cluster")
     wanted = max(_cpus(trial.bundles) for trial in plan.trials)
     session = RaySession.join(RayOptions(address=address), cpus_wanted=wanted)
     try:
@@ -166,12 +170,13 @@ def _cpus(bundles: Tuple[Dict[str, float], ...]) -> float:
     return sum(bundle.get("CPU", 0.0) for bundle in bundles)
 
 
-def _check_cluster(cpus: float, plan: SweepPlan) -> None:
+def _check_cluster(cpus: float, plan: SweepPlan, where: str = "the Ray cluster has", more: str = "") -> None:
+    """Raise :class:`ClusterTooSmallError` for the first trial that asks for more than ``cpus`` CPUs."""
     for trial in plan.trials:
         if _cpus(trial.bundles) > cpus:
             raise ClusterTooSmallError(
-                f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; the Ray cluster has "
-                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus)"
+                f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; {where} "
+                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus{more})"
             )
 
 
