@@ -9,11 +9,12 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import numpy as np
 import pytest
@@ -432,3 +433,48 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# -- joining a cluster ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def closed_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``127.0.0.1:<port>`` of a port bound but not listening (a connection is refused), with this process
+    taken for one that has joined no Ray (whatever this session's tests joined)."""
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{bound.getsockname()[1]}"
+
+
+def test_an_address_where_nothing_listens_is_one_line_at_once(closed_address: str) -> None:
+    from parl.runtime.ray.address import RayJoinError
+    from parl.runtime.ray.options import RayOptions
+    from parl.runtime.ray.session import RaySession
+
+    start = time.monotonic()
+    for address in (closed_address, f"ray://{closed_address}"):
+        with pytest.raises(RayJoinError) as raised:
+            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+        assert str(raised.value) == f"cannot reach the Ray cluster at {address}: Connection refused"
+    assert time.monotonic() - start < 10  # not Ray's minutes of retries
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
+    closed_address: str, tmp_path: Path, capsys, command: str
+) -> None:
+    from parl.experiment.cli import main
+
+    config = str(ROOT / "examples/configs/ppo_cartpole.yaml")
+    if command == "tune":
+        args = ["tune", config, "--grid", "seed=1,2", "--log-dir", str(tmp_path), "--address", closed_address]
+    else:
+        overrides = ["placement=ray", "workers=1", f"ray.address={closed_address}", f"log_dir={tmp_path}"]
+        args = ["train", config, "--quiet", *[part for o in overrides for part in ("-o", o)]]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err == f"parl {command}: cannot reach the Ray cluster at {closed_address}: Connection refused\n"

@@ -169,6 +169,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.config import ConfigError
     from parl.experiment.trainer import ResultWriteError
     from parl.experiment.video import MissingExtraError
+    from parl.runtime.ray.address import RayJoinError
     from parl.runtime.ray.session import WorkerStartError
 
     try:
@@ -189,7 +190,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, MissingExtraError, WorkerStartError) as exc:
+    except (
+        CheckpointWriteError,
+        EpisodeResultError,
+        ResultWriteError,
+        MissingExtraError,
+        WorkerStartError,
+        RayJoinError,
+    ) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
