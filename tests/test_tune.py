@@ -17,7 +17,7 @@ from parl.experiment import sweep
 from parl.experiment.class_spec import ConfigError
 from parl.experiment.cli import main
 from parl.experiment.core_claims import claim_cores
-from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines
+from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines, write_results
 from parl.experiment.tune import trial_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -320,3 +320,35 @@ def test_a_2x2_grid_of_ppo_runs_on_ray_tune_and_prints_the_table(ray_cluster, tm
     assert out[5].endswith(best["command"]) and f"-o {LR}={best['values'][LR]}" in best["command"]
     assert Path(out[6].split("results: ")[1]).resolve() == tmp_path / "tune" / "results.json"
     assert list((tmp_path / "tune" / "ray").glob("experiment_state-*.json"))  # Tune's own state: in the log dir
+
+
+def test_a_trial_whose_process_dies_is_one_line_and_its_traceback_goes_to_the_sweeps_log(
+    ray_cluster, tmp_path: Path, capfd
+) -> None:
+    crash = ["python_path=[" + str(REPO / "tests") + "]", "env.id=null", "env.factory=toys.exiting_env"]
+    args = ["tune", PPO, "--grid", "seed=1", "--log-dir", str(tmp_path)] + [p for o in QUICK + crash for p in ("-o", o)]
+    assert main(args) == 1
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Trial task failed" not in out + err
+    died = "The actor is dead because its worker process has died."
+    assert err.splitlines()[-1] == f"parl tune: all 1 trials failed; first: trial 0: {died}"
+    row = out.splitlines()[1].split()
+    assert row[:8] == ["0", "1", "1", "nan", "nan", "-", "-", "nan"] and " ".join(row[8:]) == died
+    text = (tmp_path / "tune" / "results.json").read_text()
+    (trial,) = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in results.json"))["trials"]
+    assert trial["error"] == died and trial["final_eval"] is None and trial["seconds"] is None
+    log = (tmp_path / "tune" / "tune.log").read_text()
+    assert "Trial task failed for trial trial-000_seed=1" in log and "Traceback" in log
+
+
+def test_results_json_holds_null_for_a_figure_that_is_nan(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, ["seed=1,2"], log_dir=str(tmp_path))
+    figures = {"env_steps": 2000, "reached": False, "train_seconds": 1.5, "best_eval": float("nan")}
+    rows = [TrialRow(plan.trials[0], {**figures, "final_eval": float("nan")}), TrialRow(plan.trials[1], None, "boom")]
+    text = Path(write_results(plan, rows)).read_text()
+    trials = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in results.json"))["trials"]
+    assert [(t["final_eval"], t["best_eval"], t["seconds"], t["env_steps"]) for t in trials] == [
+        (None, None, 1.5, 2000),
+        (None, None, None, None),
+    ]
+    assert table_lines(plan, rows)[1].split() == ["0", "1", "1", "nan", "nan", "2,000", "no", "1.5"]

@@ -22,6 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from parl.experiment.metrics import finite_or_none
 from parl.experiment.seed_runs import RESULT_FILE, found_seed_dirs
 from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
 
@@ -72,7 +73,7 @@ def aggregate_runs(
         if result is None:
             missing.append(seed)
         else:
-            runs.append({"seed": seed, **{key: _finite_or_none(result.get(key)) for key in RUN_KEYS}})
+            runs.append({"seed": seed, **{key: finite_or_none(result.get(key)) for key in RUN_KEYS}})
     summary: Dict[str, object] = {
         "log_dir": log_dir,
         "seeds": list(seeds),
@@ -131,10 +132,6 @@ def _read_result(run_dir: str) -> Optional[Dict[str, object]]:
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f)  # the Trainer writes NaN as NaN, which Python's json reads
-
-
-def _finite_or_none(value: object) -> object:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _number(value: Optional[float]) -> str:

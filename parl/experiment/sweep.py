@@ -35,6 +35,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.experiment.class_spec import ConfigError
 from parl.experiment.config import ConfigLoader, RobotConfig, config_loader
+from parl.experiment.metrics import finite_or_none
 from parl.experiment.options import check_count, check_cpus
 from parl.experiment.yaml_loading import parse_value, split_values
 
@@ -369,7 +370,8 @@ def _cut(text: str) -> str:
 
 
 def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
-    """Write the table as JSON to ``<sweep folder>/results.json``; returns its path."""
+    """Write the table as JSON to ``<sweep folder>/results.json``; returns its path. A figure a trial
+    has none of (NaN, infinite) is null."""
     best = best_row(rows)
     data = {
         "config": plan.path,
@@ -384,12 +386,12 @@ def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
                 "seed": row.trial.seed,
                 "log_dir": row.trial.log_dir,
                 "command": plan.command(row.trial),
-                "final_eval": row.figure("final_eval"),
-                "best_eval": row.figure("best_eval"),
-                "last_eval": row.figure("last_eval"),
-                "env_steps": None if row.result is None else row.result.get("env_steps"),
+                "final_eval": finite_or_none(row.figure("final_eval")),
+                "best_eval": finite_or_none(row.figure("best_eval")),
+                "last_eval": finite_or_none(row.figure("last_eval")),
+                "env_steps": None if row.result is None else finite_or_none(row.result.get("env_steps")),
                 "reached": None if row.result is None else row.result.get("reached"),
-                "seconds": row.figure("train_seconds"),
+                "seconds": finite_or_none(row.figure("train_seconds")),
                 "stop_reason": None if row.result is None else row.result.get("stop_reason"),
                 "error": row.error,
             }
@@ -399,5 +401,5 @@ def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
     }
     path = Path(plan.folder) / RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    path.write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
     return str(path)
