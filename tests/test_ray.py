@@ -5,6 +5,7 @@ optional. The tests that need Ray run on the session's local cluster (tests/conf
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -478,3 +479,65 @@ def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
     assert main(args) == 1
     err = capsys.readouterr().err
     assert err == f"parl {command}: cannot reach the Ray cluster at {closed_address}: Connection refused\n"
+
+
+# -- loopback only -------------------------------------------------------------------------------
+
+
+def listening_addresses(pids: List[int]) -> List[str]:
+    """``host`` of every TCP socket in state LISTEN that one of ``pids`` holds (from /proc)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue  # it ended meanwhile
+        inodes.update(link[len("socket:[") : -1] for link in links if link.startswith("socket:["))
+    hosts = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    raw = bytes.fromhex(fields[1].split(":")[0])
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # per 32-bit word
+                    hosts.append(str(ipaddress.ip_address(words)))
+    return hosts
+
+
+def _loopback(host: str) -> bool:
+    address = ipaddress.ip_address(host)
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_the_sessions_local_cluster_listens_on_loopback_only(ray_cluster) -> None:
+    hosts = listening_addresses([os.getpid(), *descendants(os.getpid())])
+    assert hosts and [host for host in hosts if not _loopback(host)] == []
+
+
+def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environment() -> None:
+    code = (
+        "import ray\n"
+        "from parl.runtime.ray.local_cluster import NotLoopbackError, start_local_cluster\n"
+        "try:\n    start_local_cluster(1)\nexcept NotLoopbackError as exc:\n    print(exc)\n"
+        "else:\n    raise SystemExit('a cluster started')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "import ray through parl" in done.stdout
+
+
+def test_the_ray_scaling_benchmark_imports_ray_through_parl() -> None:
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "import ray_scaling\n"
+        "ray_scaling.machine()  # the first import of ray of a run of the benchmark\n"
+        "from ray._private import ray_constants\n"
+        "assert not ray_constants.ENABLE_RAY_CLUSTER, 'ray imported without parl environment: nodes on the network'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
