@@ -27,7 +27,7 @@ from parl.runtime.ray.broadcast import Broadcaster, writable_weights
 from parl.runtime.ray.replay import Allowance, ReplayLearner, ReplaySettings, ReplayShard
 from parl.serving.transforms import InputNormalizer
 
-from toys import WAIT, CountEnv, ReportingEchoAgent, echo_algorithm_func, replay_sample, wait_for
+from toys import WAIT, CountEnv, IdReportingAgent, ReportingEchoAgent, echo_algorithm_func, replay_sample, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -214,6 +214,37 @@ def test_every_on_policy_update_is_broadcast_and_synchronous_segments_are_never_
     assert task.update_steps == 3  # one update per round of the 4 agents' segments
     assert runner._broadcaster.version("T") == task.update_steps  # every update broadcast, numbered
     assert runner.dropped_segments == 0
+
+
+def test_an_agent_in_a_worker_sees_its_robots_agent_id_as_its_own(ray_cluster) -> None:
+    manager = parl.Manager(
+        {"T": parl.TaskSettings(echo_algorithm_func())}, placement="ray", workers=2, thread_placement="os"
+    )
+    for code in range(4):
+        manager.add_agent(IdReportingAgent(CountEnv(code), num_games=2), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 6)
+    assert manager.errors == [] and len(episodes) == 8
+    assert sorted(manager.runner.agents_of("parl-ray-worker-1")) != [0, 1]  # not the first ids: positions differ
+    assert all(e["own_id"] == e["agent_id"] for e in episodes)
+    assert sorted({e["own_id"] for e in episodes}) == [0, 1, 2, 3]
+
+
+def test_an_agent_id_given_to_add_agent_is_the_agents_and_is_checked(make_manager) -> None:
+    manager = make_manager()
+
+    def agent() -> parl.Agent:
+        return ReportingEchoAgent(CountEnv(0), num_games=1)
+
+    first = agent()
+    assert manager.add_agent(first, {"T": parl.OnPolicyHelper()}, agent_id=5) == 5 and first.id == 5
+    assert manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}) == 1  # by default its index
+    with pytest.raises(ValueError, match="agent id 5 is another agent's"):
+        manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}, agent_id=5)
+    with pytest.raises(ValueError, match="agent_id must be an integer >= 0, got -1"):
+        manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}, agent_id=-1)
+    manager.start()
+    assert sorted(e["agent_id"] for e in manager.join(timeout=WAIT)) == [1, 5]
 
 
 def test_stale_segments_are_dropped_when_max_staleness_says_so(ray_cluster) -> None:

@@ -378,3 +378,11 @@ def exiting_env() -> object:
             os._exit(3)
 
     return ExitingEnv(gymnasium.make("CartPole-v1"))
+
+
+class IdReportingAgent(ReportingEchoAgent):
+    """A ReportingEchoAgent whose episode records also carry ``own_id``: the ``self.id`` the agent sees,
+    wherever it plays."""
+
+    def run_one_episode(self) -> Dict[str, float]:
+        return {**super().run_one_episode(), "own_id": self.id}

@@ -72,7 +72,7 @@ from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
-from parl.validation import check_positive
+from parl.validation import check_int, check_positive
 
 if TYPE_CHECKING:  # the settings only: Ray and the server are imported when a robot starts on them
     from parl.runtime.ray.options import RayOptions
@@ -266,11 +266,15 @@ class Manager:
         (the RLX server's ``rlx/*`` and ``client/*``; none for the others)."""
         return self._runner.metrics()
 
-    def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper]) -> int:
-        """Bind one helper per task to ``agent``; returns the agent's id.
+    def add_agent(self, agent: Agent, helpers: Mapping[str, AgentHelper], *, agent_id: Optional[int] = None) -> int:
+        """Bind one helper per task to ``agent``; returns the agent's id: ``agent_id``, by default its
+        index among the agents. A Manager that plays a share of another's agents (a Ray worker's) gives
+        them the other's ids, so each agent's ``id``, its records and its errors carry the same id
+        wherever it runs (placement ``"processes"`` needs the default ids).
 
         Raises:
-            ValueError: a helper names an unknown task, or is not an AgentHelper.
+            ValueError: a helper names an unknown task, or is not an AgentHelper; ``agent_id`` is not an
+                integer >= 0 or is another agent's.
         """
         if self._started:
             raise RuntimeError("add agents before Manager.start()")
@@ -279,7 +283,10 @@ class Manager:
         unknown = sorted(set(helpers) - set(self.tasks))
         if unknown:
             raise ValueError(f"helpers for unknown tasks {unknown}; tasks are {sorted(self.tasks)}")
-        agent.id = len(self.agents)
+        new_id = len(self.agents) if agent_id is None else check_int("agent_id", agent_id, 0)
+        if any(other.id == new_id for other in self.agents):
+            raise ValueError(f"agent id {new_id} is another agent's; give every agent its own agent_id")
+        agent.id = new_id
         for name, helper in helpers.items():
             if not isinstance(helper, AgentHelper):
                 raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")
@@ -400,9 +407,7 @@ class Manager:
         check_positive("timeout", timeout)
         deadline = time.monotonic() + timeout
         return [
-            name
-            for name, wrapper in self.wrappers.items()
-            if not wrapper.drain(max(deadline - time.monotonic(), 1e-3))
+            name for name, wrapper in self.wrappers.items() if not wrapper.drain(max(deadline - time.monotonic(), 1e-3))
         ]
 
     def stop(self, timeout: float = 5.0) -> List[StuckAgent]:
