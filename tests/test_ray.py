@@ -495,6 +495,33 @@ def test_an_address_where_nothing_listens_is_one_line_at_once(closed_address: st
     assert time.monotonic() - start < 10  # not Ray's minutes of retries
 
 
+@pytest.mark.parametrize("mode", [None, "token"])
+def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monkeypatch, mode) -> None:
+    import ray
+
+    from parl.runtime.ray.address import AUTH_HINT, RayJoinError
+    from parl.runtime.ray.options import RayOptions
+    from parl.runtime.ray.session import RaySession
+
+    def refused(**kwargs: object) -> None:  # as Ray 2.60 refuses a driver without the cluster's token
+        raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1\n(more lines)")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refused)
+    if mode is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    with socket.socket() as listening:  # something answers there
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        with pytest.raises(RayJoinError) as raised:
+            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+    line = f"cannot join the Ray cluster at {address}: Failed to connect to Ray cluster at 127.0.0.1:1"
+    assert str(raised.value) == (line if mode == "token" else f"{line} ({AUTH_HINT})")
+
+
 @pytest.mark.parametrize("command", ["tune", "train"])
 def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
     closed_address: str, tmp_path: Path, capsys, command: str

@@ -6,10 +6,15 @@
 ``ray.init(address=...)`` retries an address where nothing listens for many minutes (20 tries of
 some 36 s each in Ray 2.60), printing a warning every few seconds, and then raises an error of
 some 60 lines. A TCP connection to the address, with a timeout of seconds, tells the same at once.
+
+A cluster with token authentication refuses a process that joins it at an address without
+``RAY_AUTH_MODE=token`` in its environment: Ray retries for some 20 s, then says only
+``Failed to connect to Ray cluster at <address>``; :func:`join_error` adds what to set.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Optional, Tuple
 
@@ -17,6 +22,8 @@ from typing import Optional, Tuple
 CONNECT_SECONDS = 5.0
 #: The scheme of Ray Client addresses (``ray://host:10001``).
 CLIENT_SCHEME = "ray://"
+#: What a process that joins a cluster with token authentication needs (Ray 2.60; docs/distributed.md).
+AUTH_HINT = "a cluster with token authentication needs RAY_AUTH_MODE=token and its token here (docs/distributed.md)"
 
 
 class RayJoinError(ConnectionError):
@@ -51,3 +58,14 @@ def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
         raise RayJoinError(
             f"cannot reach the Ray cluster at {address}: {getattr(exc, 'strerror', None) or exc}"
         ) from None
+
+
+def join_error(address: str, exc: BaseException) -> RayJoinError:
+    """The one line of ``ray.init(address=address)`` failing with ``exc``: the first line of Ray's message
+    (which may hold a whole traceback), and :data:`AUTH_HINT` when ``RAY_AUTH_MODE`` is not ``token``
+    here (Ray does not say that a refused token, or none, is why)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    message = f"cannot join the Ray cluster at {address}: {lines[0] if lines else type(exc).__name__}"
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        message += f" ({AUTH_HINT})"
+    return RayJoinError(message)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Sequence
 
-from parl.runtime.ray.address import RayJoinError, check_reachable
+from parl.runtime.ray.address import check_reachable, join_error
 from parl.runtime.ray.options import RayOptions
 
 logger = logging.getLogger("parl")
@@ -91,7 +91,7 @@ class RaySession:
         Raises:
             RayJoinError: nothing answers at ``options.address`` within seconds
                 (:func:`~parl.runtime.ray.address.check_reachable`), or Ray cannot join it (no token,
-                say); one line naming the address and why.
+                say: :func:`~parl.runtime.ray.address.join_error`); one line naming the address and why.
         """
         ray = import_ray()
         if ray.is_initialized():
@@ -101,7 +101,7 @@ class RaySession:
             try:
                 ray.init(address=options.address, log_to_driver=True)
             except Exception as exc:  # noqa: BLE001 - whatever keeps Ray from joining: one line
-                raise RayJoinError(f"cannot join the Ray cluster at {options.address}: {_first_line(exc)}") from None
+                raise join_error(options.address, exc) from None
             return cls(ray, started=False)
         cpus = options.local_cpus or max(os.cpu_count() or 1, int(-(-cpus_wanted // 1)))
         ray.init(
@@ -118,12 +118,6 @@ class RaySession:
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
         self.started = False
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (Ray's errors may hold a whole traceback), or its type's name."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def unpickle_in_actor(paths: Sequence[str], data: bytes) -> Any:
