@@ -474,7 +474,9 @@ def _alive(pid: int) -> bool:
 def closed_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``127.0.0.1:<port>`` of a port bound but not listening (a connection is refused), with this process
     taken for one that has joined no Ray (whatever this session's tests joined)."""
-    import ray
+    from parl.runtime.ray.session import import_ray
+
+    ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     with socket.socket() as bound:
@@ -497,11 +499,11 @@ def test_an_address_where_nothing_listens_is_one_line_at_once(closed_address: st
 
 @pytest.mark.parametrize("mode", [None, "token"])
 def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monkeypatch, mode) -> None:
-    import ray
-
     from parl.runtime.ray.address import AUTH_HINT, RayJoinError
     from parl.runtime.ray.options import RayOptions
-    from parl.runtime.ray.session import RaySession
+    from parl.runtime.ray.session import RaySession, import_ray
+
+    ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
 
     def refused(**kwargs: object) -> None:  # as Ray 2.60 refuses a driver without the cluster's token
         raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1\n(more lines)")

@@ -197,9 +197,9 @@ def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_the
 def test_a_trial_asking_for_more_cpus_than_the_machine_has_is_refused_before_a_local_ray_starts(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    import ray
+    from parl.runtime.ray.session import RaySession, import_ray
 
-    from parl.runtime.ray.session import RaySession
+    ray = import_ray()  # through parl, as every import of Ray in these tests: a local Ray stays on loopback
 
     def no_start(*args, **kwargs):
         raise AssertionError("Ray was joined or started")

@@ -74,6 +74,7 @@ def run_sweep(
         ImportError: Ray Tune is not installed.
         ClusterTooSmallError: a trial asks for more CPUs than the cluster has, or, for a local Ray (no
             ``address``, no Ray joined), than this machine has: checked before Ray starts.
+        RayJoinError: the cluster at ``address`` cannot be joined; one line.
     """
     import_tune()
     if address is None and not import_ray().is_initialized():  # a local Ray: this machine's CPUs, no more
@@ -84,8 +85,9 @@ def run_sweep(
         _check_cluster(session.ray.cluster_resources().get("CPU", 0.0), plan)
         with tune_log(plan.folder):  # Tune's tracebacks and Ray's reports there; a failed trial is a row
             rows = _fit(plan, max_concurrent)
+            session.leave()  # a local Ray's last reports (a trial's process that died) go there too
     finally:
-        session.leave()
+        session.leave()  # nothing more once left
     return [rows.get(t.index, TrialRow(t, None, "not run")) for t in plan.trials]
 
 
