@@ -6,8 +6,9 @@
 
 Every point trains the PPO CartPole robot (examples/configs/ppo_cartpole.yaml: synchronous PPO,
 each update joining a 32-step segment of every agent) with ``placement: ray`` on a fresh
-``ray.cluster_utils.Cluster`` of one-CPU nodes (a head of 1 CPU and N - 1 more), one worker actor
-per node, built with the config builder and run by its Manager (no evaluations, no checkpoints).
+``ray.cluster_utils.Cluster`` of one-CPU nodes (a head of 1 CPU and N - 1 more) on 127.0.0.1 only
+(parl.runtime.ray.local_cluster; Ray is imported through parl), one worker actor per node, built
+with the config builder and run by its Manager (no evaluations, no checkpoints).
 Once every agent has stepped and ``--warmup`` seconds more have passed, the agents' live
 ``total_steps`` (the driver's copies, refreshed by every worker's answers) are read, again
 ``--seconds`` later, and the cluster is shut down.
@@ -50,6 +51,7 @@ import parl  # noqa: E402 - sets the thread environment before Ray and Paddle st
 from parl.experiment.build import build_manager  # noqa: E402
 from parl.experiment.config import load_config  # noqa: E402
 from parl.experiment.trainer import env_steps  # noqa: E402
+from parl.runtime.ray.local_cluster import start_local_cluster, stop_local_cluster  # noqa: E402
 from parl.runtime.ray.session import import_ray  # noqa: E402
 
 CONFIG = HERE.parent / "examples" / "configs" / "ppo_cartpole.yaml"
@@ -119,7 +121,7 @@ class _LearnClock:
 def measure(point: Point, seconds: float, warmup: float, config_path: Path = CONFIG) -> Run:
     """Env steps per second of ``point`` after ``warmup`` seconds, over ``seconds``, and its learner's load."""
     config = load_config(str(config_path), point.overrides())
-    cluster = _start_cluster(point.workers) if point.placement == "ray" else None
+    cluster = start_local_cluster(point.workers, log_to_driver=False) if point.placement == "ray" else None
     try:
         manager = build_manager(config)
         task = manager.tasks["RL"]
@@ -138,8 +140,7 @@ def measure(point: Point, seconds: float, warmup: float, config_path: Path = CON
             manager.stop()
     finally:
         if cluster is not None:
-            import_ray().shutdown()
-            cluster.shutdown()
+            stop_local_cluster(cluster)
     return Run(steps / elapsed, learned / elapsed, 1e3 * learned / max(calls, 1))
 
 
@@ -156,18 +157,6 @@ def _wait_for_every_agent(manager: parl.Manager, timeout: float = START_TIMEOUT)
         if time.monotonic() > deadline:
             raise RuntimeError(f"the agents did not all step within {timeout:g} s")
         time.sleep(0.1)
-
-
-def _start_cluster(nodes: int):
-    """A local cluster of ``nodes`` one-CPU nodes on 127.0.0.1, joined by this process."""
-    ray = import_ray()
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for _ in range(nodes - 1):
-        cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
-    return cluster
 
 
 def points(args: argparse.Namespace) -> List[Point]:
@@ -222,8 +211,8 @@ def _same_kind(a: Point, b: Point) -> bool:
 def machine() -> str:
     """CPU model, cores, memory and the software measured."""
     import paddle
-    import ray
 
+    ray = import_ray()  # through parl, as every Ray of this benchmark: nodes on 127.0.0.1 only
     model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:

@@ -6,15 +6,17 @@ optional. The tests that need Ray run on the session's local cluster (tests/conf
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from parl.runtime.ray.broadcast import Broadcaster, writable_weights
 from parl.runtime.ray.replay import Allowance, ReplayLearner, ReplaySettings, ReplayShard
 from parl.serving.transforms import InputNormalizer
 
-from toys import WAIT, CountEnv, ReportingEchoAgent, echo_algorithm_func, replay_sample, wait_for
+from toys import WAIT, CountEnv, IdReportingAgent, ReportingEchoAgent, echo_algorithm_func, replay_sample, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -213,6 +215,37 @@ def test_every_on_policy_update_is_broadcast_and_synchronous_segments_are_never_
     assert task.update_steps == 3  # one update per round of the 4 agents' segments
     assert runner._broadcaster.version("T") == task.update_steps  # every update broadcast, numbered
     assert runner.dropped_segments == 0
+
+
+def test_an_agent_in_a_worker_sees_its_robots_agent_id_as_its_own(ray_cluster) -> None:
+    manager = parl.Manager(
+        {"T": parl.TaskSettings(echo_algorithm_func())}, placement="ray", workers=2, thread_placement="os"
+    )
+    for code in range(4):
+        manager.add_agent(IdReportingAgent(CountEnv(code), num_games=2), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    episodes = manager.join(timeout=WAIT * 6)
+    assert manager.errors == [] and len(episodes) == 8
+    assert sorted(manager.runner.agents_of("parl-ray-worker-1")) != [0, 1]  # not the first ids: positions differ
+    assert all(e["own_id"] == e["agent_id"] for e in episodes)
+    assert sorted({e["own_id"] for e in episodes}) == [0, 1, 2, 3]
+
+
+def test_an_agent_id_given_to_add_agent_is_the_agents_and_is_checked(make_manager) -> None:
+    manager = make_manager()
+
+    def agent() -> parl.Agent:
+        return ReportingEchoAgent(CountEnv(0), num_games=1)
+
+    first = agent()
+    assert manager.add_agent(first, {"T": parl.OnPolicyHelper()}, agent_id=5) == 5 and first.id == 5
+    assert manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}) == 1  # by default its index
+    with pytest.raises(ValueError, match="agent id 5 is another agent's"):
+        manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}, agent_id=5)
+    with pytest.raises(ValueError, match="agent_id must be an integer >= 0, got -1"):
+        manager.add_agent(agent(), {"T": parl.OnPolicyHelper()}, agent_id=-1)
+    manager.start()
+    assert sorted(e["agent_id"] for e in manager.join(timeout=WAIT)) == [1, 5]
 
 
 def test_stale_segments_are_dropped_when_max_staleness_says_so(ray_cluster) -> None:
@@ -493,3 +526,139 @@ def test_a_lost_evaluation_actor_is_started_again_and_one_lost_for_good_leaves_e
         assert "the evaluation actor was lost" in trainer.stream.getvalue()
     finally:
         evaluation.close()
+
+
+# -- joining a cluster ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def closed_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``127.0.0.1:<port>`` of a port bound but not listening (a connection is refused), with this process
+    taken for one that has joined no Ray (whatever this session's tests joined)."""
+    from parl.runtime.ray.session import import_ray
+
+    ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{bound.getsockname()[1]}"
+
+
+def test_an_address_where_nothing_listens_is_one_line_at_once(closed_address: str) -> None:
+    from parl.runtime.ray.address import RayJoinError
+    from parl.runtime.ray.options import RayOptions
+    from parl.runtime.ray.session import RaySession
+
+    start = time.monotonic()
+    for address in (closed_address, f"ray://{closed_address}"):
+        with pytest.raises(RayJoinError) as raised:
+            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+        assert str(raised.value) == f"cannot reach the Ray cluster at {address}: Connection refused"
+    assert time.monotonic() - start < 10  # not Ray's minutes of retries
+
+
+@pytest.mark.parametrize("mode", [None, "token"])
+def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monkeypatch, mode) -> None:
+    from parl.runtime.ray.address import AUTH_HINT, RayJoinError
+    from parl.runtime.ray.options import RayOptions
+    from parl.runtime.ray.session import RaySession, import_ray
+
+    ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
+
+    def refused(**kwargs: object) -> None:  # as Ray 2.60 refuses a driver without the cluster's token
+        raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1\n(more lines)")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refused)
+    if mode is None:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    else:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    with socket.socket() as listening:  # something answers there
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        with pytest.raises(RayJoinError) as raised:
+            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+    line = f"cannot join the Ray cluster at {address}: Failed to connect to Ray cluster at 127.0.0.1:1"
+    assert str(raised.value) == (line if mode == "token" else f"{line} ({AUTH_HINT})")
+
+
+@pytest.mark.parametrize("command", ["tune", "train"])
+def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
+    closed_address: str, tmp_path: Path, capsys, command: str
+) -> None:
+    from parl.experiment.cli import main
+
+    config = str(ROOT / "examples/configs/ppo_cartpole.yaml")
+    if command == "tune":
+        args = ["tune", config, "--grid", "seed=1,2", "--log-dir", str(tmp_path), "--address", closed_address]
+    else:
+        overrides = ["placement=ray", "workers=1", f"ray.address={closed_address}", f"log_dir={tmp_path}"]
+        args = ["train", config, "--quiet", *[part for o in overrides for part in ("-o", o)]]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err == f"parl {command}: cannot reach the Ray cluster at {closed_address}: Connection refused\n"
+
+
+# -- loopback only -------------------------------------------------------------------------------
+
+
+def listening_addresses(pids: List[int]) -> List[str]:
+    """``host`` of every TCP socket in state LISTEN that one of ``pids`` holds (from /proc)."""
+    inodes = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue  # it ended meanwhile
+        inodes.update(link[len("socket:[") : -1] for link in links if link.startswith("socket:["))
+    hosts = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    raw = bytes.fromhex(fields[1].split(":")[0])
+                    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # per 32-bit word
+                    hosts.append(str(ipaddress.ip_address(words)))
+    return hosts
+
+
+def _loopback(host: str) -> bool:
+    address = ipaddress.ip_address(host)
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_the_sessions_local_cluster_listens_on_loopback_only(ray_cluster) -> None:
+    hosts = listening_addresses([os.getpid(), *descendants(os.getpid())])
+    assert hosts and [host for host in hosts if not _loopback(host)] == []
+
+
+def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environment() -> None:
+    code = (
+        "import ray\n"
+        "from parl.runtime.ray.local_cluster import NotLoopbackError, start_local_cluster\n"
+        "try:\n    start_local_cluster(1)\nexcept NotLoopbackError as exc:\n    print(exc)\n"
+        "else:\n    raise SystemExit('a cluster started')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "import ray through parl" in done.stdout
+
+
+def test_the_ray_scaling_benchmark_imports_ray_through_parl() -> None:
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "import ray_scaling\n"
+        "ray_scaling.machine()  # the first import of ray of a run of the benchmark\n"
+        "from ray._private import ray_constants\n"
+        "assert not ray_constants.ENABLE_RAY_CLUSTER, 'ray imported without parl environment: nodes on the network'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import List, Sequence
 
 import numpy as np
 import pytest
 import yaml
 from test_cli import write_config
 
+from parl.experiment import seed_runs
 from parl.experiment.aggregate import AGGREGATE_FILE, aggregate_runs, summary_table, write_aggregate
 from parl.experiment.cli import main
 from parl.experiment.metrics import MetricsWriter
@@ -168,3 +175,131 @@ def test_seeds_with_a_seed_override_or_jobs_alone_are_one_line(tmp_path, capsys)
     assert "--jobs 2: only with --seeds" in capsys.readouterr().err
     assert main(["train", str(config), "--seeds", "1-x"]) == 2
     assert "--seeds: expected seeds such as 0-4" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2"])
+def test_fewer_than_one_job_is_refused_in_one_line_before_any_run(tmp_path, capsys, jobs: str) -> None:
+    config = write_config(tmp_path, {})
+    assert main(["train", str(config), "--seeds", "0-1", "--jobs", jobs]) == 2
+    assert capsys.readouterr().err == f"parl train: --jobs must be an integer >= 1, got {jobs}\n"
+    assert not (tmp_path / "runs").exists()
+
+
+#: A stand-in for a seed's ``parl train`` (argv: its run directory, its seed): it writes a result.json
+#: of final return 100 + seed, except for seed 1, which ends well and writes none.
+FAKE_RUN = """
+import json, os, sys
+run_dir, seed = sys.argv[1], int(sys.argv[2])
+if seed != 1:
+    result = {"seed": seed, "env_steps": 10, "train_seconds": 0.1, "stop_reason": "step budget",
+              "reached": False, "best_eval": 100.0 + seed, "final_eval": 100.0 + seed}
+    with open(os.path.join(run_dir, "result.json"), "w") as f:
+        json.dump(result, f)
+"""
+
+
+def fake_seed_command(
+    config: str, overrides: Sequence[str], seed: int, log_dir: str, resume: bool, quiet: bool
+) -> List[str]:
+    return [sys.executable, "-c", FAKE_RUN, seed_runs.seed_log_dir(log_dir, seed), str(seed)]
+
+
+def test_a_result_left_by_an_earlier_run_is_never_taken_for_this_runs(tmp_path, capsys, monkeypatch) -> None:
+    config = write_config(tmp_path, {})
+    log_dir = tmp_path / "runs" / "small"
+    stale = _result(0, 480.0, 490.0)
+    for seed in (0, 1):
+        (log_dir / f"seed_{seed}").mkdir(parents=True)
+        (log_dir / f"seed_{seed}" / "result.json").write_text(json.dumps({**stale, "seed": seed}))
+    monkeypatch.setattr(seed_runs, "seed_command", fake_seed_command)
+    assert main(["train", str(config), "--seeds", "0-1", "--jobs", "2", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "parl train: the runs of seeds [1] did not end well" in err  # exit status 0, but no result
+    summary = json.loads((log_dir / AGGREGATE_FILE).read_text())
+    assert [(run["seed"], run["final_eval"]) for run in summary["runs"]] == [(0, 100.0)] and summary["missing"] == [1]
+    for seed in (0, 1):  # the earlier results were moved aside, not lost
+        previous = json.loads((log_dir / f"seed_{seed}" / "result.previous.json").read_text())
+        assert previous["final_eval"] == 480.0
+    assert not (log_dir / "seed_1" / "result.json").exists()
+
+
+#: ``python -c PARENT CONFIG SEEDS JOBS``: ``parl train CONFIG --seeds SEEDS --jobs JOBS --quiet`` whose seed
+#: runs are stand-ins that wait for a signal, then write a result.json saying which (a ``parl train``
+#: stopped by a signal writes its final checkpoint and result.json, tests/test_cli.py), and their pids.
+PARENT = '''
+import sys
+from parl.experiment import seed_runs
+from parl.experiment.cli import main
+
+CHILD = """
+import json, os, signal, sys, time
+run_dir, seed = sys.argv[1], int(sys.argv[2])
+got = []
+for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, lambda signum, frame: got.append(signum))
+with open(os.path.join(run_dir, "pid"), "w") as f:
+    f.write(str(os.getpid()))
+while not got:
+    time.sleep(0.02)
+result = {"seed": seed, "env_steps": 10, "train_seconds": 0.1, "stop_reason": "signal " + signal.Signals(got[0]).name,
+          "reached": False, "best_eval": 1.0, "final_eval": 2.0}
+with open(os.path.join(run_dir, "result.json"), "w") as f:
+    json.dump(result, f)
+"""
+
+
+def waiting_run(config, overrides, seed, log_dir, resume, quiet):
+    return [sys.executable, "-c", CHILD, seed_runs.seed_log_dir(log_dir, seed), str(seed)]
+
+
+seed_runs.seed_command = waiting_run
+config, seeds, jobs = sys.argv[1:]
+sys.exit(main(["train", config, "--seeds", seeds, "--jobs", jobs, "--quiet"]))
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum, jobs", [(signal.SIGINT, 1), (signal.SIGTERM, 2)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_reaches_the_runs_going_on_and_no_other_starts(tmp_path, signum: int, jobs: int) -> None:
+    config = write_config(tmp_path, {})
+    log_dir = tmp_path / "runs" / "small"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(config), "0-3", str(jobs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids = [log_dir / f"seed_{seed}" / "pid" for seed in range(jobs)]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(p.exists() and p.read_text() for p in pids):
+            assert parent.poll() is None and time.monotonic() < deadline, parent.communicate()
+            time.sleep(0.05)
+        time.sleep(0.2)  # nothing else starts while the runs go on
+        assert sorted(os.listdir(log_dir)) == [f"seed_{seed}" for seed in range(jobs)]
+        parent.send_signal(signum)
+        out, err = parent.communicate(timeout=30)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    name = signal.Signals(signum).name
+    assert parent.returncode == 128 + signum, err
+    not_started = list(range(jobs, 4))
+    assert err.splitlines()[-1] == f"parl train: stopped by {name}; seeds not started: {not_started}"
+    summary = json.loads((log_dir / AGGREGATE_FILE).read_text())
+    assert [(run["seed"], run["stop_reason"]) for run in summary["runs"]] == [
+        (s, f"signal {name}") for s in range(jobs)
+    ]
+    assert summary["missing"] == [] and summary["not_started"] == not_started
+    for seed in not_started:
+        assert f"{seed:>6}  not started" in out
+        assert not (log_dir / f"seed_{seed}").exists()
+    assert not [p for p in pids if _alive(int(p.read_text()))]  # each run ended on the one signal it got

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from parl.experiment import sweep
 from parl.experiment.class_spec import ConfigError
 from parl.experiment.cli import main
 from parl.experiment.core_claims import claim_cores
-from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines
+from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines, write_results
 from parl.experiment.tune import trial_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +82,24 @@ def test_a_bad_grid_is_one_line_naming_it(text: str, message: str) -> None:
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--samples", "0", "--samples must be an integer in [1, 10000], got 0"),
+        ("--max-concurrent", "0", "--max-concurrent must be an integer >= 1, got 0"),
+        ("--trial-cpus", "-1", "--trial-cpus must be a number of CPUs >= 0, got -1.0"),
+        ("--trial-cpus", "nan", "--trial-cpus must be a number of CPUs >= 0, got nan"),
+        ("--trial-cpus", "inf", "--trial-cpus must be a number of CPUs >= 0, got inf"),
+    ],
+)
+def test_a_bad_number_of_a_sweep_option_is_one_line_and_exit_status_2(
+    tmp_path: Path, capsys, option: str, value: str, message: str
+) -> None:
+    status = main(["tune", PPO, "--grid", "seed=1,2", "--log-dir", str(tmp_path), option, value])
+    assert (status, capsys.readouterr().err) == (2, f"parl tune: {message}\n")
+    assert not (tmp_path / "tune").exists()
+
+
 def test_a_grid_value_the_config_refuses_is_a_config_error_naming_the_grid(tmp_path: Path, capsys) -> None:
     status = main(["tune", PPO, "--grid", "tasks.RL.algorithm.gamma=0.9,1.5", "--log-dir", str(tmp_path)])
     err = capsys.readouterr().err.strip()
@@ -133,10 +152,68 @@ def test_each_trial_asks_for_the_cpus_its_robot_needs(tmp_path: Path) -> None:
     assert bundles(*ray, trial_cpus=1) == ({"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
     with pytest.raises(ConfigError, match="workers: a sweep reserves CPUs for each trial's Ray workers"):
         bundles("placement=ray")
-    with pytest.raises(ValueError, match="--samples must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"--samples must be an integer in \[1, 10000\], got 0"):
         plan_sweep(PPO, ["seed=1"], samples=0, log_dir=str(tmp_path))
     with pytest.raises(ValueError, match="--trial-cpus must be a number of CPUs >= 0, got -1"):
         bundles(trial_cpus=-1)
+
+
+def test_a_sweep_of_more_than_the_most_trials_is_refused_before_any_config_is_loaded(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    def no_loading(path: str):
+        raise AssertionError("a config was loaded")
+
+    monkeypatch.setattr(sweep, "config_loader", no_loading)
+    thousand = ",".join(str(i) for i in range(1000))
+    grid = ["--grid", f"seed={thousand}", "--grid", f"{EPOCHS}={thousand}", "--log-dir", str(tmp_path)]
+    assert main(["tune", PPO, *grid]) == 2
+    assert capsys.readouterr().err == (
+        "parl tune: --grid: 1000 x 1000 values make 1,000,000 trials; a sweep runs at most 10,000\n"
+    )
+    assert main(["tune", PPO, "--grid", "seed=1,2,3", "--samples", "4000", "--log-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "parl tune: --grid: 3 values x 4000 samples make 12,000 trials; a sweep runs at most 10,000\n"
+    )
+    assert main(["tune", PPO, "--grid", "seed=1", "--samples", str(10**9), "--log-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "parl tune: --samples must be an integer in [1, 10000], got 1000000000\n"
+    with pytest.raises(ConfigError, match="seed: value 7 given twice"):  # counted, not compared pairwise
+        parse_axis("seed=" + ",".join(str(i) for i in range(20_000)) + ",7")
+    assert not (tmp_path / "tune").exists()
+
+
+def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_them(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, ["workers=1,2", "seed=5,6"], overrides=["placement=processes"], log_dir=str(tmp_path))
+    assert [(t.values, t.bundles) for t in plan.trials] == [
+        (("1", "5"), ({"CPU": 1.0},)),
+        (("1", "6"), ({"CPU": 1.0},)),
+        (("2", "5"), ({"CPU": 2.0},)),
+        (("2", "6"), ({"CPU": 2.0},)),
+    ]
+    ray = plan_sweep(PPO, ["ray.worker_cpus=0.5,1"], overrides=["placement=ray", "workers=2"], log_dir=str(tmp_path))
+    assert [t.bundles for t in ray.trials] == [({}, {"CPU": 0.5}, {"CPU": 0.5}), ({}, {"CPU": 1.0}, {"CPU": 1.0})]
+
+
+def test_a_trial_asking_for_more_cpus_than_the_machine_has_is_refused_before_a_local_ray_starts(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from parl.runtime.ray.session import RaySession, import_ray
+
+    ray = import_ray()  # through parl, as every import of Ray in these tests: a local Ray stays on loopback
+
+    def no_start(*args, **kwargs):
+        raise AssertionError("Ray was joined or started")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh `parl tune`, whatever this session holds
+    monkeypatch.setattr(RaySession, "join", no_start)
+    status = main(["tune", PPO, "--grid", "seed=1,2", "--trial-cpus", "1000", "--log-dir", str(tmp_path)])
+    cpus = os.cpu_count()
+    assert (status, capsys.readouterr().err) == (
+        1,
+        f"parl tune: trial 0 (trial-000_seed=1) asks for 1000 CPUs; this machine has {cpus} (fewer workers, "
+        "ray.worker_cpus or --trial-cpus; or --address of a larger cluster)\n",
+    )
+    assert not (tmp_path / "tune").exists()
 
 
 def test_a_sweep_never_writes_over_another(tmp_path: Path) -> None:
@@ -243,3 +320,35 @@ def test_a_2x2_grid_of_ppo_runs_on_ray_tune_and_prints_the_table(ray_cluster, tm
     assert out[5].endswith(best["command"]) and f"-o {LR}={best['values'][LR]}" in best["command"]
     assert Path(out[6].split("results: ")[1]).resolve() == tmp_path / "tune" / "results.json"
     assert list((tmp_path / "tune" / "ray").glob("experiment_state-*.json"))  # Tune's own state: in the log dir
+
+
+def test_a_trial_whose_process_dies_is_one_line_and_its_traceback_goes_to_the_sweeps_log(
+    ray_cluster, tmp_path: Path, capfd
+) -> None:
+    crash = ["python_path=[" + str(REPO / "tests") + "]", "env.id=null", "env.factory=toys.exiting_env"]
+    args = ["tune", PPO, "--grid", "seed=1", "--log-dir", str(tmp_path)] + [p for o in QUICK + crash for p in ("-o", o)]
+    assert main(args) == 1
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Trial task failed" not in out + err
+    died = "The actor is dead because its worker process has died."
+    assert err.splitlines()[-1] == f"parl tune: all 1 trials failed; first: trial 0: {died}"
+    row = out.splitlines()[1].split()
+    assert row[:8] == ["0", "1", "1", "nan", "nan", "-", "-", "nan"] and " ".join(row[8:]) == died
+    text = (tmp_path / "tune" / "results.json").read_text()
+    (trial,) = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in results.json"))["trials"]
+    assert trial["error"] == died and trial["final_eval"] is None and trial["seconds"] is None
+    log = (tmp_path / "tune" / "tune.log").read_text()
+    assert "Trial task failed for trial trial-000_seed=1" in log and "Traceback" in log
+
+
+def test_results_json_holds_null_for_a_figure_that_is_nan(tmp_path: Path) -> None:
+    plan = plan_sweep(PPO, ["seed=1,2"], log_dir=str(tmp_path))
+    figures = {"env_steps": 2000, "reached": False, "train_seconds": 1.5, "best_eval": float("nan")}
+    rows = [TrialRow(plan.trials[0], {**figures, "final_eval": float("nan")}), TrialRow(plan.trials[1], None, "boom")]
+    text = Path(write_results(plan, rows)).read_text()
+    trials = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in results.json"))["trials"]
+    assert [(t["final_eval"], t["best_eval"], t["seconds"], t["env_steps"]) for t in trials] == [
+        (None, None, 1.5, 2000),
+        (None, None, None, None),
+    ]
+    assert table_lines(plan, rows)[1].split() == ["0", "1", "1", "nan", "nan", "2,000", "no", "1.5"]

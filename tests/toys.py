@@ -367,3 +367,23 @@ def read_metrics(logdir: Path) -> Dict[str, List[Tuple[int, float]]]:
             if tag not in ("step", "time"):
                 scalars[tag].append((row["step"], value))
     return scalars
+
+
+def exiting_env() -> object:
+    """CartPole whose ``step`` ends its process at once (``os._exit(3)``): a run whose process crashes
+    once its agents play (an ``env.factory``; building and checking the config does not step)."""
+    import gymnasium
+
+    class ExitingEnv(gymnasium.Wrapper):
+        def step(self, action: object) -> object:
+            os._exit(3)
+
+    return ExitingEnv(gymnasium.make("CartPole-v1"))
+
+
+class IdReportingAgent(ReportingEchoAgent):
+    """A ReportingEchoAgent whose episode records also carry ``own_id``: the ``self.id`` the agent sees,
+    wherever it plays."""
+
+    def run_one_episode(self) -> Dict[str, float]:
+        return {**super().run_one_episode(), "own_id": self.id}

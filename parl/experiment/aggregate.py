@@ -8,8 +8,9 @@ interquartile mean with 95% bootstrap intervals, in ``<log_dir>/aggregate.json``
 A seed's **final** return is its run's ``final_eval`` (the policy of the evaluation that passed,
 else of the best one, over ``evaluation.final_episodes`` episodes on fresh seeds); its **best** is
 ``best_eval``, the best evaluation's mean return during training (docs/experiments.md). Seeds
-without a result (a run that failed or is still running) are listed apart, and a seed whose
-figure is NaN (no evaluation ran) is left out of that figure's statistics.
+without a result (a run that failed or is still running) and seeds whose run never started are
+listed apart, and a seed whose figure is NaN (no evaluation ran) is left out of that figure's
+statistics.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from parl.experiment.metrics import finite_or_none
 from parl.experiment.seed_runs import RESULT_FILE, found_seed_dirs
 from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
 
@@ -49,8 +51,12 @@ def figure_statistics(values: Sequence[float]) -> Dict[str, object]:
     return out
 
 
-def aggregate_runs(log_dir: str, seeds: Optional[Sequence[int]] = None) -> Dict[str, object]:
-    """The figures of the seed runs under ``log_dir`` (those of ``seeds``, or every ``seed_<n>`` there).
+def aggregate_runs(
+    log_dir: str, seeds: Optional[Sequence[int]] = None, not_started: Sequence[int] = ()
+) -> Dict[str, object]:
+    """The figures of the seed runs under ``log_dir`` (those of ``seeds``, or every ``seed_<n>`` there);
+    ``not_started`` lists seeds of the experiment whose run never started (a signal came first),
+    whose directories are not read.
 
     Raises:
         ValueError: ``log_dir`` holds no seed run and no ``seeds`` were named.
@@ -67,12 +73,13 @@ def aggregate_runs(log_dir: str, seeds: Optional[Sequence[int]] = None) -> Dict[
         if result is None:
             missing.append(seed)
         else:
-            runs.append({"seed": seed, **{key: _finite_or_none(result.get(key)) for key in RUN_KEYS}})
+            runs.append({"seed": seed, **{key: finite_or_none(result.get(key)) for key in RUN_KEYS}})
     summary: Dict[str, object] = {
         "log_dir": log_dir,
         "seeds": list(seeds),
         "runs": runs,
         "missing": missing,
+        "not_started": list(not_started),
         "reached": sum(bool(run["reached"]) for run in runs),
         "confidence": CONFIDENCE,
         "bootstrap_samples": BOOTSTRAP_SAMPLES,
@@ -102,6 +109,8 @@ def summary_table(summary: Mapping[str, object]) -> str:
         )
     for seed in summary["missing"]:
         lines.append(f"{seed:>6}  no result (the run failed or did not end)")
+    for seed in summary.get("not_started", ()):
+        lines.append(f"{seed:>6}  not started (the experiment was stopped first)")
     percent = f"{100 * summary['confidence']:.0f}%"
     lines.append(f"target reached: {summary['reached']}/{len(summary['runs'])} seeds")
     for figure, label in (("final_return", "final return"), ("best_return", "best eval")):
@@ -123,10 +132,6 @@ def _read_result(run_dir: str) -> Optional[Dict[str, object]]:
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f)  # the Trainer writes NaN as NaN, which Python's json reads
-
-
-def _finite_or_none(value: object) -> object:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _number(value: Optional[float]) -> str:

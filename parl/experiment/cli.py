@@ -27,7 +27,8 @@ metrics that cannot be written are reported in one line and training goes on
 (metrics switched off). ``parl serve`` (docs/rlx.md) exits as ``parl train`` does,
 and with status 2 when its address cannot be listened on.
 ``parl tune`` without Ray Tune installed says in one line
-how to install it (exit status 1); a bad ``--grid`` is a config error (exit status 2).
+how to install it (exit status 1); a bad ``--grid``, and a bad number of ``--jobs``, ``--samples``,
+``--max-concurrent`` or ``--trial-cpus`` are config errors (exit status 2).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import traceback
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
@@ -52,6 +54,8 @@ EXIT_USAGE = 2
 EXIT_STUCK = 3
 #: Ctrl-C outside a run (while the command starts or reads its config), as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
+#: ``parl train --seeds`` stopped by a signal exits with this plus the signal's number (130: SIGINT).
+EXIT_SIGNAL = 128
 
 #: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
 SERVE_OPTIONS = {
@@ -167,6 +171,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.config import ConfigError
     from parl.experiment.trainer import ResultWriteError
     from parl.experiment.video import MissingExtraError
+    from parl.runtime.ray.address import RayJoinError
     from parl.runtime.ray.session import WorkerStartError
 
     try:
@@ -187,7 +192,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, MissingExtraError, WorkerStartError) as exc:
+    except (
+        CheckpointWriteError,
+        EpisodeResultError,
+        ResultWriteError,
+        MissingExtraError,
+        WorkerStartError,
+        RayJoinError,
+    ) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
@@ -261,12 +273,12 @@ def _run(trainer: "Trainer", command: str) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
+    from parl.experiment.options import check_count
     from parl.experiment.sweep import plan_sweep, table_lines, write_results
     from parl.experiment.tune import import_tune, run_sweep
-    from parl.validation import check_int
 
     if args.max_concurrent is not None:
-        check_int("--max-concurrent", args.max_concurrent, 1)
+        check_count("--max-concurrent", args.max_concurrent)
     import_tune()  # before any config is built: without Ray Tune, one line and nothing else
     plan = plan_sweep(
         args.config,
@@ -294,13 +306,17 @@ def _tune(args: argparse.Namespace) -> int:
 def _train_seeds(args: argparse.Namespace) -> int:
     """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/seed_runs.py), then
     the aggregate (parl/experiment/aggregate.py) written and printed; exit status 1 when a seed's run
-    did not end well (its figures are left out)."""
+    did not end well or wrote no result.json (its figures are left out), 128 + the signal's number
+    when SIGINT or SIGTERM stopped the experiment (forwarded to the runs going on; the seeds not
+    started are listed)."""
     from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
     from parl.experiment.config import ConfigError, load_config
+    from parl.experiment.options import check_count
     from parl.experiment.seed_runs import parse_seeds, train_seeds
 
     if args.seeds is None:
         raise ConfigError(f"--jobs {args.jobs}: only with --seeds")
+    jobs = 1 if args.jobs is None else check_count("--jobs", args.jobs)
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as exc:
@@ -308,13 +324,18 @@ def _train_seeds(args: argparse.Namespace) -> int:
     if any(override.partition("=")[0].strip() == "seed" for override in args.override):
         raise ConfigError("seed: set by --seeds for each run; drop -o seed=...")
     config = load_config(args.config, args.override)  # checked once, before any run starts
-    statuses = train_seeds(
-        args.config, args.override, seeds, config.log_dir, jobs=args.jobs or 1, resume=args.resume, quiet=args.quiet
+    runs = train_seeds(
+        args.config, args.override, seeds, config.log_dir, jobs=jobs, resume=args.resume, quiet=args.quiet
     )
-    summary = aggregate_runs(config.log_dir, seeds)
+    summary = aggregate_runs(config.log_dir, list(runs.statuses), not_started=runs.not_started)
     path = write_aggregate(config.log_dir, summary)
     print("\n".join([summary_table(summary), f"aggregate: {path}"]))
-    failed = [seed for seed, status in statuses.items() if status != 0]
+    if runs.signal is not None:
+        name = signal.Signals(runs.signal).name
+        print(f"parl train: stopped by {name}; seeds not started: {runs.not_started or 'none'}", file=sys.stderr)
+        return EXIT_SIGNAL + runs.signal
+    missing = set(summary["missing"])  # a run that ended well but wrote no result failed too
+    failed = [seed for seed, status in runs.statuses.items() if status != 0 or seed in missing]
     if failed:
         print(f"parl train: the runs of seeds {failed} did not end well; see their log dirs", file=sys.stderr)
         return EXIT_ERROR

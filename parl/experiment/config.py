@@ -491,8 +491,28 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> RobotConfig:
     Raises:
         ConfigError: ``<path>: no such file``, ``<path>:<line>: <YAML problem>`` or ``<key path>: <problem>``.
     """
+    return config_loader(path)(overrides)
+
+
+#: ``load(overrides)``: a config file's checked config with ``overrides`` applied (:func:`config_loader`).
+ConfigLoader = Callable[[Sequence[str]], "RobotConfig"]
+
+
+def config_loader(path: str) -> ConfigLoader:
+    """What :func:`load_config` does, with the YAML file ``path`` read and parsed once, for many loads of
+    one file with different overrides (a sweep's values and trials); each load raises as
+    :func:`load_config` does.
+
+    Raises:
+        ConfigError: ``<path>: no such file`` or ``<path>:<line>: <YAML problem>``.
+    """
     data = read_config_file(path)
-    return parse_config(apply_overrides(data, overrides), source=str(path), base_dir=str(Path(path).resolve().parent))
+    base_dir = str(Path(path).resolve().parent)
+
+    def load(overrides: Sequence[str] = ()) -> RobotConfig:
+        return parse_config(apply_overrides(data, overrides), source=str(path), base_dir=base_dir)
+
+    return load
 
 
 def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> RobotConfig:

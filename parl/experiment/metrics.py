@@ -116,7 +116,7 @@ class MetricsWriter:
             except (TypeError, ValueError):
                 raise ValueError(f"metric {tag!r} must be a number, got {value!r}") from None
             numbers[tag] = number
-            row[tag] = number if math.isfinite(number) else None
+            row[tag] = finite_or_none(number)
         if not numbers:
             return
         now = time.time()
@@ -182,6 +182,12 @@ class MetricsWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def finite_or_none(value: object) -> object:
+    """``value``, or None for a float that is NaN or infinite: what JSON files of parl hold for a figure
+    that has none (``json.dumps`` would write ``NaN``, which is not JSON)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def report_stderr(line: str) -> None:

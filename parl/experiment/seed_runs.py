@@ -1,7 +1,8 @@
 """One config trained on several seeds: ``parl train CONFIG --seeds 0-4 [--jobs N]``.
 
     seeds = parse_seeds("0-2,7")                                  # [0, 1, 2, 7]
-    failures = train_seeds("examples/configs/ppo_cartpole.yaml", [], seeds, "runs/ppo_cartpole", jobs=2)
+    runs = train_seeds("examples/configs/ppo_cartpole.yaml", [], seeds, "runs/ppo_cartpole", jobs=2)
+    runs.statuses, runs.not_started, runs.signal                  # {0: 0, 1: 0, 2: 0, 7: 0}, [], None
 
 Each seed is one ``parl train`` in a process of its own (``python -m parl train CONFIG
 -o seed=S -o log_dir=<log_dir>/seed_S``), so runs share no state; ``jobs`` of them at
@@ -10,6 +11,15 @@ prints its summary as ``parl train`` does; several at once run quietly, each wri
 what it prints to ``<log_dir>/seed_S/train.log``, and one line is printed as each
 ends. Each run's directory is a run's log dir as any other (result.json,
 metrics.jsonl, checkpoints); :mod:`parl.experiment.aggregate` sums them up.
+
+A seed's ``result.json`` left by an earlier run in its directory is moved aside to
+``result.previous.json`` before the seed's run starts, so the result read afterwards is this
+run's or none.
+
+SIGINT or SIGTERM to this process is forwarded to the runs going on
+(:mod:`parl.experiment.child_processes`), which stop as ``parl train`` does on it (final
+checkpoint, result.json); the seeds not started yet are not started, and :func:`train_seeds`
+returns once the runs going on have ended.
 """
 
 from __future__ import annotations
@@ -17,19 +27,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from parl.experiment.child_processes import ChildProcesses
 from parl.experiment.metrics import METRICS_FILE
 
 #: A seed's run directory under the experiment's log dir: ``seed_<seed>``.
 SEED_DIR_PREFIX = "seed_"
 #: The figures of one run, in its log dir (written by the Trainer).
 RESULT_FILE = "result.json"
+#: Where an earlier run's result goes when the seed's run starts again in its directory.
+PREVIOUS_RESULT_FILE = "result.previous.json"
 #: What a run of several at once prints, in its own directory.
 TRAIN_LOG = "train.log"
 #: The most seeds one ``--seeds`` may name.
 MAX_SEEDS = 1000
+#: Seconds the main thread waits for the runs between looks (a signal's handler runs then at the latest).
+WAIT_SECONDS = 0.5
 
 
 def parse_seeds(text: str) -> List[int]:
@@ -72,6 +88,22 @@ def seed_command(
     return command + (["--resume"] if resume else []) + (["--quiet"] if quiet else [])
 
 
+@dataclass
+class SeedRuns:
+    """What :func:`train_seeds` did.
+
+    Attributes:
+        statuses: seed -> the exit status of its run, for every seed whose run started (0: it trained
+            and wrote its final checkpoint), in the order of the seeds.
+        not_started: the seeds whose run never started: a signal came first.
+        signal: the SIGINT or SIGTERM that stopped the experiment (None: every run started).
+    """
+
+    statuses: Dict[int, int] = field(default_factory=dict)
+    not_started: List[int] = field(default_factory=list)
+    signal: Optional[int] = None
+
+
 def train_seeds(
     config: str,
     overrides: Sequence[str],
@@ -81,33 +113,73 @@ def train_seeds(
     jobs: int = 1,
     resume: bool = False,
     quiet: bool = False,
-) -> Dict[int, int]:
-    """Train ``config`` once per seed of ``seeds`` into ``<log_dir>/seed_<seed>``, ``jobs`` at a time;
-    returns the exit status of every seed's run (0: it trained and wrote its final checkpoint).
+) -> SeedRuns:
+    """Train ``config`` once per seed of ``seeds`` into ``<log_dir>/seed_<seed>``, ``jobs`` at a time.
+
+    Called from the main thread, a SIGINT or SIGTERM is forwarded to the runs going on (which stop
+    as ``parl train`` stops on it: final checkpoint, result.json) and no other run starts; this
+    returns once those have ended.
 
     Raises:
         ValueError: ``jobs`` is not an integer >= 1.
+        NotWritableError: a seed's run directory cannot be prepared (:func:`prepare_seed_dir`).
     """
     from parl.validation import check_int
 
     jobs = check_int("--jobs", jobs, 1)
+    quiet_runs = quiet or jobs > 1
+    children = ChildProcesses()
 
-    def run(seed: int) -> int:
-        run_dir = seed_log_dir(log_dir, seed)
-        os.makedirs(run_dir, exist_ok=True)
-        command = seed_command(config, overrides, seed, log_dir, resume, quiet or jobs > 1)
+    def run(seed: int) -> Optional[int]:
+        if children.signal is not None:
+            return None
+        run_dir = prepare_seed_dir(log_dir, seed)
+        command = seed_command(config, overrides, seed, log_dir, resume, quiet_runs)
         if jobs == 1:
-            if not quiet:
+            child = children.start(command, stdout=subprocess.DEVNULL if quiet else None)
+            if child is not None and not quiet:
                 print(f"parl train: seed {seed} -> {run_dir}", flush=True)
-            status = subprocess.run(command, stdout=None if not quiet else subprocess.DEVNULL).returncode
-        else:
-            with open(os.path.join(run_dir, TRAIN_LOG), "w", encoding="utf-8") as log:
-                status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+            return None if child is None else children.wait(child)
+        with open(os.path.join(run_dir, TRAIN_LOG), "w", encoding="utf-8") as log:
+            child = children.start(command, stdout=log, stderr=subprocess.STDOUT)
+            status = None if child is None else children.wait(child)
+        if status is not None:
             print(f"parl train: seed {seed} ended with exit status {status} ({run_dir})", flush=True)
         return status
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return dict(zip(seeds, pool.map(run, seeds)))
+    with children, ThreadPoolExecutor(max_workers=min(jobs, len(seeds) or 1)) as pool:
+        futures = [pool.submit(run, seed) for seed in seeds]
+        while wait(futures, timeout=WAIT_SECONDS).not_done:
+            pass  # the main thread wakes now and then, so a signal's handler runs at once
+    outcome = SeedRuns(signal=children.signal)
+    for seed, future in zip(seeds, futures):
+        status = future.result()  # a seed's NotWritableError, raised here
+        if status is None:
+            outcome.not_started.append(seed)
+        else:
+            outcome.statuses[seed] = status
+    return outcome
+
+
+def prepare_seed_dir(log_dir: str, seed: int) -> str:
+    """Make the run directory of ``seed`` under ``log_dir``, and move the ``result.json`` of an earlier
+    run there to ``result.previous.json`` (replacing an older one), so that a result found there
+    later is the new run's; returns the directory.
+
+    Raises:
+        NotWritableError: the directory cannot be made or the earlier result not moved; one line.
+    """
+    from parl.experiment.checkpoints import NotWritableError
+
+    run_dir = seed_log_dir(log_dir, seed)
+    path = os.path.join(run_dir, RESULT_FILE)
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        if os.path.lexists(path):
+            os.replace(path, os.path.join(run_dir, PREVIOUS_RESULT_FILE))
+    except OSError as exc:
+        raise NotWritableError(f"{run_dir}: cannot prepare the seed's run directory ({exc.strerror or exc})") from None
+    return run_dir
 
 
 def found_seed_dirs(log_dir: str) -> Optional[Dict[int, str]]:

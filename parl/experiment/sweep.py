@@ -22,6 +22,7 @@ Nothing here imports Ray (:mod:`parl.experiment.tune` runs the trials on Ray Tun
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import math
@@ -33,9 +34,10 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.experiment.class_spec import ConfigError
-from parl.experiment.config import RobotConfig, load_config
+from parl.experiment.config import ConfigLoader, RobotConfig, config_loader
+from parl.experiment.metrics import finite_or_none
+from parl.experiment.options import check_count, check_cpus
 from parl.experiment.yaml_loading import parse_value, split_values
-from parl.validation import ParameterError, check_int
 
 #: The folder of a sweep under the log dir.
 SWEEP_FOLDER = "tune"
@@ -45,6 +47,10 @@ RESULTS_FILE = "results.json"
 FIXED_KEYS = ("log_dir",)
 #: The longest error text a table row shows (results.json keeps it whole).
 ERROR_WIDTH = 100
+#: The most trials a sweep may have (the grid's combinations times the samples), checked before any is planned.
+MAX_TRIALS = 10_000
+#: The config keys (and sections) that decide what a trial asks the scheduler for (:func:`resource_bundles`).
+RESOURCE_KEYS = ("placement", "workers", "ray")
 
 
 @dataclass(frozen=True)
@@ -151,10 +157,16 @@ def parse_axis(text: str) -> GridAxis:
     if key in FIXED_KEYS:
         raise ConfigError(f"{key}: a sweep sets each trial's {key}; give --log-dir instead (in --grid {text})")
     values = tuple(split_values(raw, key, f" (in --grid {text})"))
-    repeated = sorted({v for v in values if values.count(v) > 1})
+    repeated = sorted(value for value, count in collections.Counter(values).items() if count > 1)
     if repeated:
         raise ConfigError(f"{key}: value {repeated[0]} given twice (in --grid {text})")
     return GridAxis(key, values)
+
+
+def trial_count(axes: Sequence[GridAxis], samples: int) -> int:
+    """How many trials ``axes`` and ``samples`` make: the product of the axes' lengths, times ``samples``
+    (counted, not enumerated)."""
+    return math.prod(len(axis.values) for axis in axes) * samples
 
 
 def plan_sweep(
@@ -168,18 +180,17 @@ def plan_sweep(
 ) -> SweepPlan:
     """The trials of the grid ``grid`` (``KEY=V1,V2`` each) over the config file ``config`` with
     ``overrides``, each repeated ``samples`` times, under ``<log_dir>/tune`` (None: the config's
-    log dir). Every value is checked by loading the config with it, and every trial's config is
-    loaded for what it asks the scheduler for.
+    log dir). Their number is checked first (at most :data:`MAX_TRIALS`); then every value is
+    checked by loading the config with it, and what each trial asks the scheduler for by loading
+    it with the trial's values of :data:`RESOURCE_KEYS` (once per combination of them).
 
     Raises:
-        ConfigError: a bad axis, value or override, or a sweep folder already used; one line.
-        ParameterError: a bad ``samples`` or ``trial_cpus``.
+        ConfigError: a bad axis, value, override, ``samples`` or ``trial_cpus``, more than
+            :data:`MAX_TRIALS` trials, or a sweep folder already used; one line.
     """
-    samples = check_int("--samples", samples, 1)
-    if trial_cpus is not None and not (
-        isinstance(trial_cpus, (int, float)) and not isinstance(trial_cpus, bool) and 0 <= trial_cpus < math.inf
-    ):
-        raise ParameterError("--trial-cpus", "a number of CPUs >= 0", trial_cpus)
+    samples = check_count("--samples", samples, 1, MAX_TRIALS)
+    if trial_cpus is not None:
+        trial_cpus = check_cpus("--trial-cpus", trial_cpus)
     axes = [parse_axis(text) for text in grid]
     if not axes:
         raise ConfigError("expected at least one --grid key.path=value1,value2,...")
@@ -187,29 +198,50 @@ def plan_sweep(
     for key in keys:
         if keys.count(key) > 1:
             raise ConfigError(f"{key}: given in two --grid options; give its values in one")
-    base = load_config(config, overrides)
+    count = trial_count(axes, samples)
+    if count > MAX_TRIALS:
+        sizes = " x ".join(str(len(axis.values)) for axis in axes) + " values"
+        sizes += f" x {samples} samples" if samples > 1 else ""
+        raise ConfigError(f"--grid: {sizes} make {count:,} trials; a sweep runs at most {MAX_TRIALS:,}")
+    load = config_loader(config)
+    base = load(overrides)
     for axis in axes:
         for value in axis.values:
-            _load_value(config, overrides, axis, value)
+            _load_value(load, overrides, axis, value)
     folder = os.path.abspath(os.path.join(log_dir or base.log_dir, SWEEP_FOLDER))
     if os.path.isdir(folder) and os.listdir(folder):
         raise ConfigError(f"--log-dir: {folder} already holds a sweep; give another --log-dir or remove it")
     plan = SweepPlan(config, os.path.abspath(config), axes, samples, list(overrides), folder)
-    grid_keys = [axis.key for axis in axes]
+    deciding = [i for i, axis in enumerate(axes) if axis.key.split(".")[0] in RESOURCE_KEYS]
+    bundles: Dict[Tuple[str, ...], Tuple[Dict[str, float], ...]] = {}
     for values in itertools.product(*(axis.values for axis in axes)):
+        chosen = tuple(f"{axes[i].key}={values[i]}" for i in deciding)
+        if chosen not in bundles:
+            bundles[chosen] = _bundles(load, [*overrides, *chosen], trial_cpus)
         for sample in range(samples):
-            plan.trials.append(_trial(plan, base, grid_keys, values, sample, trial_cpus))
+            plan.trials.append(_trial(plan, base, keys, values, sample, bundles[chosen]))
     return plan
 
 
-def _load_value(config: str, overrides: Sequence[str], axis: GridAxis, value: str) -> None:
+def _load_value(load: ConfigLoader, overrides: Sequence[str], axis: GridAxis, value: str) -> None:
     """Load the config with one axis value; an error names the ``--grid`` option instead of ``-o``."""
     text = f"{axis.key}={value}"
     try:
-        load_config(config, [*overrides, text])
+        load([*overrides, text])
     except ConfigError as exc:
         message = str(exc).replace(f" (in -o {text})", "")
         raise ConfigError(f"{message} (in --grid {axis.text})") from None
+
+
+def _bundles(load: ConfigLoader, overrides: Sequence[str], trial_cpus: Optional[float]) -> Tuple[Dict[str, float], ...]:
+    """What a trial of the config with ``overrides`` asks the scheduler for (see :func:`resource_bundles`);
+    values that load one by one but not together ask for ``trial_cpus`` (default 1): the trial reports
+    their error when it runs."""
+    try:
+        config = load(overrides)
+    except ConfigError:
+        return ({"CPU": 1.0 if trial_cpus is None else float(trial_cpus)},)
+    return resource_bundles(config, trial_cpus)
 
 
 def _trial(
@@ -218,7 +250,7 @@ def _trial(
     keys: List[str],
     values: Tuple[str, ...],
     sample: int,
-    trial_cpus: Optional[float],
+    bundles: Tuple[Dict[str, float], ...],
 ) -> Trial:
     index = len(plan.trials)
     given = dict(zip(keys, values))
@@ -231,12 +263,6 @@ def _trial(
         f"seed={seed}",
         f"log_dir={log_dir}",
     )
-    try:
-        config = load_config(plan.path, overrides)
-    except ConfigError:  # values that load alone but not together: the trial reports it when it runs
-        bundles: Tuple[Dict[str, float], ...] = ({"CPU": 1.0 if trial_cpus is None else float(trial_cpus)},)
-    else:
-        bundles = resource_bundles(config, trial_cpus)
     return Trial(index, name, values, sample, seed, overrides, log_dir, bundles)
 
 
@@ -344,7 +370,8 @@ def _cut(text: str) -> str:
 
 
 def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
-    """Write the table as JSON to ``<sweep folder>/results.json``; returns its path."""
+    """Write the table as JSON to ``<sweep folder>/results.json``; returns its path. A figure a trial
+    has none of (NaN, infinite) is null."""
     best = best_row(rows)
     data = {
         "config": plan.path,
@@ -359,12 +386,12 @@ def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
                 "seed": row.trial.seed,
                 "log_dir": row.trial.log_dir,
                 "command": plan.command(row.trial),
-                "final_eval": row.figure("final_eval"),
-                "best_eval": row.figure("best_eval"),
-                "last_eval": row.figure("last_eval"),
-                "env_steps": None if row.result is None else row.result.get("env_steps"),
+                "final_eval": finite_or_none(row.figure("final_eval")),
+                "best_eval": finite_or_none(row.figure("best_eval")),
+                "last_eval": finite_or_none(row.figure("last_eval")),
+                "env_steps": None if row.result is None else finite_or_none(row.result.get("env_steps")),
                 "reached": None if row.result is None else row.result.get("reached"),
-                "seconds": row.figure("train_seconds"),
+                "seconds": finite_or_none(row.figure("train_seconds")),
                 "stop_reason": None if row.result is None else row.result.get("stop_reason"),
                 "error": row.error,
             }
@@ -374,5 +401,5 @@ def write_results(plan: SweepPlan, rows: Sequence[TrialRow]) -> str:
     }
     path = Path(plan.folder) / RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    path.write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
     return str(path)

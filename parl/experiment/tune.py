@@ -12,9 +12,12 @@ error, and the others go on. Each trial asks Tune for the bundles of its plan
 has, and ``max_concurrent`` bounds how many run at once.
 
 Ray: the one this process has joined, else the cluster at ``address``, else a local Ray bound to
-127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`).
+127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`);
+a trial that asks for more CPUs than this machine has is refused before a local Ray starts.
 Tune keeps its own state under ``<sweep folder>/ray`` and runs each trial in the working directory
 of the command (not in its trial folder), so relative paths mean what they mean to ``parl train``.
+While the trials run, what Ray and Tune log and print goes to ``<sweep folder>/tune.log``
+(:mod:`parl.experiment.tune_log`): a trial that fails is its row's one line, its traceback there.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
 from parl.experiment.class_spec import one_line
 from parl.experiment.sweep import SweepPlan, Trial, TrialRow
+from parl.experiment.tune_log import tune_log
 from parl.runtime.ray.options import RayOptions
 from parl.runtime.ray.session import INSTALL_HINT, RaySession, import_ray
 
@@ -68,45 +72,57 @@ def run_sweep(
 
     Raises:
         ImportError: Ray Tune is not installed.
-        ClusterTooSmallError: a trial asks for more CPUs than the cluster has.
+        ClusterTooSmallError: a trial asks for more CPUs than the cluster has, or, for a local Ray (no
+            ``address``, no Ray joined), than this machine has: checked before Ray starts.
+        RayJoinError: the cluster at ``address`` cannot be joined; one line.
     """
     import_tune()
-    from ray import tune
-
+    if address is None and not import_ray().is_initialized():  # a local Ray: this machine's CPUs, no more
+        _check_cluster(float(os.cpu_count() or 1), plan, "this machine has", "; or --address of a larger cluster")
     wanted = max(_cpus(trial.bundles) for trial in plan.trials)
     session = RaySession.join(RayOptions(address=address), cpus_wanted=wanted)
     try:
         _check_cluster(session.ray.cluster_resources().get("CPU", 0.0), plan)
-        trainable = tune.with_resources(
-            tune.with_parameters(run_trial, plan=plan),
-            resources=lambda config: tune.PlacementGroupFactory([dict(b) for b in trial_of(plan, config).bundles]),
-        )
-        space = {axis.key: tune.grid_search(list(axis.values)) for axis in plan.axes}
-        space[SAMPLE_AXIS] = tune.grid_search(list(range(plan.samples)))
-        tuner = tune.Tuner(
-            trainable,
-            param_space=space,
-            tune_config=tune.TuneConfig(
-                max_concurrent_trials=max_concurrent,
-                trial_name_creator=lambda t: trial_of(plan, t.config).name,
-                trial_dirname_creator=lambda t: trial_of(plan, t.config).name,
-            ),
-            run_config=tune.RunConfig(
-                name=TUNE_FOLDER,
-                storage_path=plan.folder,
-                verbose=0,
-                failure_config=tune.FailureConfig(max_failures=0),
-            ),
-        )
-        with _environment(RUN_ENVIRONMENT):
-            results = tuner.fit()
-        rows = {}
-        for result in results:
-            trial = trial_of(plan, result.config)
-            rows[trial.index] = _row(trial, result.metrics or {}, result.error)
+        with tune_log(plan.folder):  # Tune's tracebacks and Ray's reports there; a failed trial is a row
+            rows = _fit(plan, max_concurrent)
+            session.leave()  # a local Ray's last reports (a trial's process that died) go there too
     finally:
-        session.leave()
+        session.leave()  # nothing more once left
     return [rows.get(t.index, TrialRow(t, None, "not run")) for t in plan.trials]
+
+
+def _fit(plan: SweepPlan, max_concurrent: Optional[int]) -> Dict[int, TrialRow]:
+    """Run the trials of ``plan`` on Ray Tune, on the Ray joined; trial index -> its row."""
+    from ray import tune
+
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=plan),
+        resources=lambda config: tune.PlacementGroupFactory([dict(b) for b in trial_of(plan, config).bundles]),
+    )
+    space = {axis.key: tune.grid_search(list(axis.values)) for axis in plan.axes}
+    space[SAMPLE_AXIS] = tune.grid_search(list(range(plan.samples)))
+    tuner = tune.Tuner(
+        trainable,
+        param_space=space,
+        tune_config=tune.TuneConfig(
+            max_concurrent_trials=max_concurrent,
+            trial_name_creator=lambda t: trial_of(plan, t.config).name,
+            trial_dirname_creator=lambda t: trial_of(plan, t.config).name,
+        ),
+        run_config=tune.RunConfig(
+            name=TUNE_FOLDER,
+            storage_path=plan.folder,
+            verbose=0,
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+    with _environment(RUN_ENVIRONMENT):
+        results = tuner.fit()
+    rows = {}
+    for result in results:
+        trial = trial_of(plan, result.config)
+        rows[trial.index] = _row(trial, result.metrics or {}, result.error)
+    return rows
 
 
 def run_trial(config: Dict[str, object], plan: SweepPlan) -> None:
@@ -166,16 +182,21 @@ def _cpus(bundles: Tuple[Dict[str, float], ...]) -> float:
     return sum(bundle.get("CPU", 0.0) for bundle in bundles)
 
 
-def _check_cluster(cpus: float, plan: SweepPlan) -> None:
+def _check_cluster(cpus: float, plan: SweepPlan, where: str = "the Ray cluster has", more: str = "") -> None:
+    """Raise :class:`ClusterTooSmallError` for the first trial that asks for more than ``cpus`` CPUs."""
     for trial in plan.trials:
         if _cpus(trial.bundles) > cpus:
             raise ClusterTooSmallError(
-                f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; the Ray cluster has "
-                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus)"
+                f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; {where} "
+                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus{more})"
             )
 
 
 def _last_line(exc: BaseException) -> str:
-    """The error a trial's process raised, as its last line of text (Ray wraps it in pages)."""
+    """The error that ended a trial's process, as the first sentence of its last line of text (Ray wraps
+    it in pages: ``The actor is dead because its worker process has died.``, then a paragraph)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+    if not lines:
+        return type(exc).__name__
+    sentence, stop, _ = lines[-1].partition(". ")
+    return sentence + stop.strip()

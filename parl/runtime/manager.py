@@ -301,13 +301,22 @@ class Manager:
         return self._runner.metrics()
 
     def add_agent(
-        self, agent: Agent, helpers: Mapping[str, AgentHelper], env_factory: Optional[Callable[[], Any]] = None
+        self,
+        agent: Agent,
+        helpers: Mapping[str, AgentHelper],
+        env_factory: Optional[Callable[[], Any]] = None,
+        *,
+        agent_id: Optional[int] = None,
     ) -> int:
-        """Bind one helper per task to ``agent``; returns the agent's id. ``env_factory`` makes a
+        """Bind one helper per task to ``agent``; returns the agent's id: ``agent_id``, by default its
+        index among the agents. A Manager that plays a share of another's agents (a Ray worker's) gives
+        them the other's ids, so each agent's ``id``, its records and its errors carry the same id
+        wherever it runs (placement ``"processes"`` needs the default ids). ``env_factory`` makes a
         fresh environment for the agent when it is restarted (``restart_agents``).
 
         Raises:
-            ValueError: a helper names an unknown task, or is not an AgentHelper.
+            ValueError: a helper names an unknown task, or is not an AgentHelper; ``agent_id`` is not an
+                integer >= 0 or is another agent's.
         """
         if self._started:
             raise RuntimeError("add agents before Manager.start()")
@@ -316,7 +325,10 @@ class Manager:
         unknown = sorted(set(helpers) - set(self.tasks))
         if unknown:
             raise ValueError(f"helpers for unknown tasks {unknown}; tasks are {sorted(self.tasks)}")
-        agent.id = len(self.agents)
+        new_id = len(self.agents) if agent_id is None else check_int("agent_id", agent_id, 0)
+        if any(other.id == new_id for other in self.agents):
+            raise ValueError(f"agent id {new_id} is another agent's; give every agent its own agent_id")
+        agent.id = new_id
         for name, helper in helpers.items():
             if not isinstance(helper, AgentHelper):
                 raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")

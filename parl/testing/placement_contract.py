@@ -126,18 +126,11 @@ def ray_cluster() -> Iterator[object]:
     """A local Ray cluster on 127.0.0.1, joined by this process: a head and two more nodes of one CPU
     each, started once per test session by the first test that needs it and shut down at the end
     (every process of it is this session's; nothing else is stopped)."""
-    from parl.runtime.ray.session import import_ray
+    from parl.runtime.ray.local_cluster import start_local_cluster, stop_local_cluster
 
-    ray = import_ray()  # sets the environment that keeps a local Ray on the loopback address
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, configure_logging=False)
+    cluster = start_local_cluster(nodes=3)
     yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+    stop_local_cluster(cluster)
 
 
 #: The bound every stop must keep.

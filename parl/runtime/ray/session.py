@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Sequence
 
+from parl.runtime.ray.address import check_reachable, join_error
 from parl.runtime.ray.options import RayOptions
 
 logger = logging.getLogger("parl")
@@ -85,12 +86,22 @@ class RaySession:
     @classmethod
     def join(cls, options: RayOptions, cpus_wanted: float) -> "RaySession":
         """Use the Ray this process has joined, else join ``options.address``, else start a local Ray
-        with ``options.local_cpus`` CPUs (default: this machine's, at least ``cpus_wanted``)."""
+        with ``options.local_cpus`` CPUs (default: this machine's, at least ``cpus_wanted``).
+
+        Raises:
+            RayJoinError: nothing answers at ``options.address`` within seconds
+                (:func:`~parl.runtime.ray.address.check_reachable`), or Ray cannot join it (no token,
+                say: :func:`~parl.runtime.ray.address.join_error`); one line naming the address and why.
+        """
         ray = import_ray()
         if ray.is_initialized():
             return cls(ray, started=False)
         if options.address is not None:
-            ray.init(address=options.address, log_to_driver=True)
+            check_reachable(options.address)
+            try:
+                ray.init(address=options.address, log_to_driver=True)
+            except Exception as exc:  # noqa: BLE001 - whatever keeps Ray from joining: one line
+                raise join_error(options.address, exc) from None
             return cls(ray, started=False)
         cpus = options.local_cpus or max(os.cpu_count() or 1, int(-(-cpus_wanted // 1)))
         ray.init(

@@ -9,8 +9,9 @@ task's :class:`ForwardingWrapper` moves them to an :class:`Outbox`, the driver t
 copy's weights lock, so no prediction reads half-updated weights), then wakes the agents. An
 agent's helper sees the same ``learn`` / ``put_batch`` / ``take_costs`` it sees in any placement.
 
-Agent ids: the driver's. Records, errors and counters leave with the driver's ids; the inner
-Manager numbers its agents from 0 and is never asked about them by id from outside.
+Agent ids: the driver's. The inner Manager gives each agent its id in the driver's Manager
+(``Manager.add_agent(..., agent_id=...)``), so an agent's ``self.id``, its requests, records, errors
+and counters carry the same id in a worker as in any other placement.
 """
 
 from __future__ import annotations
@@ -170,12 +171,11 @@ class RolloutWorker:
             task.build_layers()
             task.take_input_changes()  # counting starts: what is sent back is what this copy saw
         self._apply(weights)
-        self._ids: List[int] = list(agent_ids)
         self.agents: List[Agent] = agents
         self._writers: List[ShardWriter] = []
-        for local, agent in enumerate(self.agents):
-            self.manager.add_agent(agent, agent.helpers)
-            episode, steps = counters.get(self._ids[local], (agent.episode, -1))
+        for local, (agent, agent_id) in enumerate(zip(self.agents, agent_ids)):
+            self.manager.add_agent(agent, agent.helpers, agent_id=agent_id)
+            episode, steps = counters.get(agent_id, (agent.episode, -1))
             agent.episode = episode
             if steps >= 0 and hasattr(agent, "total_steps"):
                 agent.total_steps = steps
@@ -194,21 +194,17 @@ class RolloutWorker:
         ``timeout`` seconds for one), finished episodes, agent errors, live counters, the input
         statistics gathered, transitions sent to replay shards, agents in their environment, the
         predictions the copies answered since the last call, and whether any agent is still playing."""
-        ids = self._ids
         batches = [
-            (ticket, task, ids[request.agent_id], request.payload, version)
+            (ticket, task, request.agent_id, request.payload, version)
             for ticket, task, request, version in self._outbox.take(timeout)
         ]
-        episodes = self.manager.new_episodes()
-        for record in episodes:
-            record["agent_id"] = ids[int(record["agent_id"])]
         errors = self.manager.errors[self._errors_sent :]
         self._errors_sent += len(errors)
         return {
             "batches": batches,
-            "episodes": episodes,
-            "errors": [(ids[e.agent_id], e.episode, describe_agent_error(e)) for e in errors],
-            "counters": {ids[i]: (a.episode, int(getattr(a, "total_steps", -1))) for i, a in enumerate(self.agents)},
+            "episodes": self.manager.new_episodes(),
+            "errors": [(e.agent_id, e.episode, describe_agent_error(e)) for e in errors],
+            "counters": {a.id: (a.episode, int(getattr(a, "total_steps", -1))) for a in self.agents},
             "input_changes": {name: task.take_input_changes() for name, task in self.manager.tasks.items()},
             "stored": dict(self._allowance.sent),
             "idle": self._idle(),
@@ -246,8 +242,7 @@ class RolloutWorker:
         """End the agents; returns the driver ids of those stuck in their environment."""
         self._outbox.close()
         self._allowance.close()
-        stuck = self.manager.stop(timeout)
-        return [self._ids[s.agent_id] for s in stuck]
+        return [s.agent_id for s in self.manager.stop(timeout)]
 
     def ping(self) -> str:
         """Answers at once (whether the actor is up) with the id of the node it runs on."""
@@ -260,7 +255,7 @@ class RolloutWorker:
         """Driver id -> (since when, on this worker's clock, and for how many seconds) of each agent
         in its environment now: the same ``since`` for the whole of one stay there."""
         now = time.perf_counter()
-        return {self._ids[i]: (since, now - since) for i, since in self.manager.runner.idle_agents().items()}
+        return {agent_id: (since, now - since) for agent_id, since in self.manager.runner.idle_agents().items()}
 
     def _served_since(self) -> Dict[str, tuple]:
         """Task -> (batches, predictions, largest batch, (timed requests, seconds)) the copy answered
