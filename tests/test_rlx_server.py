@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import parl.rlx
-from parl.rlx.errors import BAD_MESSAGE, BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ServerError
+from parl.rlx.errors import BAD_MESSAGE, BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError, ServerError
 from parl.rlx.framing import encode
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError
 
-from toys import RLX_ACTIONS, RawConnection, rlx_obs, wait_for
+from toys import RLX_ACTIONS, RawConnection, SpacesEnv, rlx_obs, wait_for
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 
@@ -246,6 +246,91 @@ def test_a_request_out_of_order_or_out_of_its_space_ends_that_connection(rlx_ser
     with parl.rlx.Client(address) as client:  # the server goes on
         assert play(client, code=1, steps=2) == 2.0
     assert manager.errors == []
+
+
+OBS64 = {"dtype": "float64", "shape": [2], "data": np.array([1e39, 0.0]).tobytes()}
+
+
+@pytest.mark.parametrize(
+    "messages, text",
+    [
+        (
+            [HELLO, INIT, {"type": "step", "reward": 1e308, "obs": [1.0, 0]}],
+            "step: reward 1e+308 is beyond max_abs_reward=1e+06",
+        ),
+        (
+            [HELLO, INIT, {"type": "step", "reward": -3e38, "obs": [1.0, 0]}],
+            "step: reward -3e+38 is beyond max_abs_reward",
+        ),
+        ([HELLO, INIT, {"type": "reset", "reward": 3.4e38}], "reset: reward 3.4e+38 is beyond max_abs_reward=1e+06"),
+        ([HELLO, INIT, {"type": "reset", "reward": 1000000.5}], "reset: reward 1000000.5 is beyond max_abs_reward"),
+        ([HELLO, {"type": "init", "obs": OBS64}], "init: 'obs' holds inf at index (0,) (not finite)"),
+        (
+            [HELLO, {"type": "init", "obs": [3e38, 0.0]}],
+            "init: 'obs' holds 3e+38 at index (0,), beyond max_abs_observation=1e+06",
+        ),
+        (
+            [HELLO, {"type": "init", "obs": [2e6, 0.0]}],
+            "init: 'obs' holds 2e+06 at index (0,), beyond max_abs_observation",
+        ),
+        (
+            [HELLO, INIT, {"type": "step", "reward": 1, "obs": [0.0, -1e30]}],
+            "step: 'obs' holds -1e+30 at index (1,), beyond",
+        ),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1e308}], "metrics: value 1e+308 is not finite as float32"),
+        (
+            [HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 2**63}],
+            "metrics: step must be an integer in [0, 2**63 - 1]",
+        ),
+        (
+            [HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 2**64 - 1}],
+            "metrics: step must be an integer in",
+        ),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1, "step": -1}], "metrics: step must be an integer in"),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 1.5}], "metrics: step must be an integer in"),
+    ],
+)
+def test_values_beyond_what_the_robot_takes_end_the_connection_that_sent_them(rlx_server, messages, text) -> None:
+    manager, address = rlx_server(slots=1)
+    raw = RawConnection(address)
+    *first, last = messages
+    for message in first:  # each answered (hello, init) before the next
+        raw.send(message)
+        assert raw.read()["type"] in ("welcome", "action")
+    raw.send(last)
+    (error,) = raw.read_all()
+    assert (error["type"], error["code"]) == ("error", BAD_MESSAGE) and error["message"].startswith(text), error
+    with parl.rlx.Client(address) as client:  # the server goes on, and no bad value reached the robot
+        client.metrics("x", 2.0, step=2**63 - 1)  # the largest step is taken (read before the answers)
+        assert play(client, code=1, steps=3) == 3.0
+    assert manager.errors == []
+    assert all(abs(float(t.rewards["reward"][0])) <= 1.0 for t, _ in stored(manager, 0, 3))
+    assert (2**63 - 1, {"client/x": 2.0}) in manager.placement_metrics()
+
+
+def test_the_limits_on_rewards_and_observations_are_settings(rlx_server) -> None:
+    _, address = rlx_server(slots=1, max_abs_reward=10.0, max_abs_observation=3.4e38)
+    with parl.rlx.Client(address) as client:
+        client.init(np.array([3e38, 0.0], np.float32))  # within float32: taken
+        client.send(-10.0, rlx_obs(1, 1))  # at the limit: taken
+        with pytest.raises(ServerError, match=r"bad_message: step: reward 10.5 is beyond max_abs_reward=10"):
+            client.send(10.5, rlx_obs(1, 2))
+    for bad in ({"max_abs_reward": 0.0}, {"max_abs_observation": 1e39}, {"max_abs_reward": float("nan")}):
+        with pytest.raises(ParameterError, match=f"^{next(iter(bad))} must be"):
+            ServerSettings(**bad)
+
+
+def test_the_floats_of_an_action_taken_must_be_finite_as_float32() -> None:
+    import gymnasium
+
+    from parl.runtime.rlx.remote_env import RemoteEnv
+
+    slot = RemoteEnv(0, SpacesEnv().observation_space, gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float64), server=None)
+    assert slot.action_taken([3e38, -1.0], "step").tolist() == [3e38, -1.0]  # float64, within float32's range
+    with pytest.raises(
+        ProtocolError, match=r"^bad_message: step: 'action_taken' holds 1e\+308 at index \(0,\), beyond"
+    ):
+        slot.action_taken([1e308, 0.0], "step")
 
 
 def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> None:

@@ -298,6 +298,8 @@ class RlxConfig(_Section):
     episode_timeout: Optional[PositiveFloat] = _RLX_DEFAULTS["episode_timeout"]
     handshake_timeout: PositiveFloat = _RLX_DEFAULTS["handshake_timeout"]
     min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
+    max_abs_reward: PositiveFloat = _RLX_DEFAULTS["max_abs_reward"]
+    max_abs_observation: PositiveFloat = _RLX_DEFAULTS["max_abs_observation"]
     _settings: Optional[ServerSettings] = PrivateAttr(None)
 
     @model_validator(mode="after")

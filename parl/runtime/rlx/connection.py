@@ -26,6 +26,7 @@ from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
 from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
 from parl.runtime.rlx.settings import ServerSettings
+from parl.runtime.rlx.values import bounded, checked_metric, checked_reward
 
 HANDSHAKE, READY, EPISODE = "handshake", "ready", "episode"
 #: What a connection may owe its client (frames written, not yet taken by its socket), in largest frames,
@@ -165,7 +166,10 @@ class Connection:
             self.state = READY
             self.client = message.client
             return message
-        if kind is Metrics or kind is Bye:
+        if kind is Metrics:
+            checked_metric(message.value, "metrics:")
+            return message
+        if kind is Bye:
             return message
         if kind is Hello:
             raise ProtocolError(BAD_MESSAGE, "hello was already said")
@@ -175,16 +179,17 @@ class Connection:
         if kind is Init:
             if self.state != READY:
                 raise ProtocolError(BAD_MESSAGE, "init while an episode is under way (end it with reset)")
-            message = Init(checked(slot.obs_spec, message.obs, "init:"))
+            message = Init(self._observation(message.obs, "init:"))
             self.state, self.episode_started = EPISODE, now
             self.episode_return, self.episode_length = 0.0, 0
         else:
             if self.state != EPISODE:
                 raise ProtocolError(BAD_MESSAGE, f"{_name(message)} with no episode under way (start one with init)")
             what = _name(message)
-            obs = None if message.obs is None else checked(slot.obs_spec, message.obs, f"{what}:")
+            reward = checked_reward(message.reward, self.settings.max_abs_reward, f"{what}:")
+            obs = None if message.obs is None else self._observation(message.obs, f"{what}:")
             taken = None if message.action_taken is None else slot.action_taken(message.action_taken, what)
-            message = message._replace(obs=obs, action_taken=taken)
+            message = message._replace(reward=reward, obs=obs, action_taken=taken)
             self.episode_return += message.reward
             self.episode_length += 1
             if kind is Reset or message.terminated or message.truncated:
@@ -192,6 +197,11 @@ class Connection:
         self.awaiting_reply = True
         self.received_at = now
         return message
+
+    def _observation(self, value: object, where: str) -> np.ndarray:
+        """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
+        spec, limit = self.slot.obs_spec, self.settings.max_abs_observation
+        return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
 
     def answered(self, now: float) -> None:
         """The server answered the request under way: the idle clock starts."""

@@ -29,6 +29,7 @@ from parl.rlx import spaces
 from parl.rlx.errors import SHUTDOWN
 from parl.rlx.messages import Action, ActionValue, Done, Init, Step
 from parl.runtime.rlx.connection import Connection, checked
+from parl.runtime.rlx.values import FLOAT32_MAX, bounded
 
 #: What a slot waiting for a new episode waits for (else it waits for the reply of one connection).
 _INIT = "init"
@@ -181,12 +182,14 @@ class RemoteEnv:
             self._agent.switch((conn, _CUT))
 
     def action_taken(self, value: ActionValue, where: str) -> ActionValue:
-        """A client's ``action_taken`` checked against the action space: an int, or an array of its dtype.
+        """A client's ``action_taken`` checked against the action space: an int, or an array of its dtype
+        (whose floats are finite as float32).
 
         Raises:
             ProtocolError: ``bad_message`` naming ``where``.
         """
-        array = checked(self._taken_spec, value, f"{where}:")
+        spec = self._taken_spec
+        array = bounded(spec, checked(spec, value, f"{where}:"), FLOAT32_MAX, "float32's largest", f"{where}:")
         return int(array) if self._discrete else array
 
 

@@ -15,7 +15,8 @@ from typing import Optional
 from parl.rlx.address import DEFAULT_ADDRESS, is_loopback, split_address
 from parl.rlx.framing import MAX_FRAME_BYTES
 from parl.rlx.messages import MAX_TOKEN_BYTES
-from parl.validation import ParameterError, check_int, check_positive
+from parl.runtime.rlx.values import FLOAT32_MAX
+from parl.validation import ParameterError, check_int, check_positive, check_range
 
 #: The shortest token: 32 bytes (256 bits when random; ``openssl rand -hex 32`` gives 64 characters).
 MIN_TOKEN_BYTES = 32
@@ -40,6 +41,10 @@ class ServerSettings:
         handshake_timeout: seconds from connecting to the hello.
         min_free_memory: bytes of available memory (``MemAvailable``) below which a new client is
             refused as busy (0: no floor).
+        max_abs_reward: the largest reward magnitude a client may send (default 1e6, at most float32's
+            largest); a larger one ends its connection with ``bad_message``, so that no client's data
+            can make the robot's updates non-finite.
+        max_abs_observation: the same for each value of an observation of a float space (default 1e6).
 
     Raises:
         ParameterError: a setting out of its range, naming it; ``token`` when ``bind`` is not a
@@ -53,6 +58,8 @@ class ServerSettings:
     episode_timeout: Optional[float] = 3600.0
     handshake_timeout: float = 10.0
     min_free_memory: int = 256 << 20
+    max_abs_reward: float = 1e6
+    max_abs_observation: float = 1e6
 
     def __post_init__(self) -> None:
         try:
@@ -76,6 +83,9 @@ class ServerSettings:
         if self.episode_timeout is not None:
             check_positive("episode_timeout", self.episode_timeout)
         check_int("min_free_memory", self.min_free_memory, 0)
+        for name in ("max_abs_reward", "max_abs_observation"):
+            check_positive(name, getattr(self, name))
+            check_range(name, getattr(self, name), 0.0, FLOAT32_MAX)
 
     def limits(self) -> dict:
         """The limits a ``welcome`` tells each client."""
