@@ -5,6 +5,7 @@ stream of hostile frames does is tests/test_rlx_fuzz.py's; ``parl serve`` is tes
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import List, Tuple
@@ -331,6 +332,22 @@ def test_the_floats_of_an_action_taken_must_be_finite_as_float32() -> None:
         ProtocolError, match=r"^bad_message: step: 'action_taken' holds 1e\+308 at index \(0,\), beyond"
     ):
         slot.action_taken([1e308, 0.0], "step")
+
+
+def test_log_lines_show_what_a_client_controls_escaped(rlx_server, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="parl.rlx")
+    _, address = rlx_server(slots=1)
+    raw = RawConnection(address)
+    raw.send({"type": "hello", "version": 1, "client": "x\nparl: ERROR: forged\r\x1b[2K\u2028"})
+    assert raw.read()["type"] == "welcome"
+    raw.send({"type": "bye", "no\nparl: ERROR: forged": 1})
+    assert raw.read_all()[0]["code"] == BAD_MESSAGE
+    assert wait_for(
+        lambda: any(record.name == "parl.rlx" for record in caplog.records)
+    )  # logged once the error is sent
+    lines = [record.getMessage() for record in caplog.records if record.name == "parl.rlx"]
+    assert len(lines) == 1 and lines[0].isprintable(), lines
+    assert "(x\\nparl: ERROR: forged\\r\\x1b[2K\\u2028), slot 0 ended (bad_message)" in lines[0]
 
 
 def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> None:

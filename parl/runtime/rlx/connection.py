@@ -25,6 +25,7 @@ from parl.core.specs import Spec, check_sample
 from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
 from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
+from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.settings import ServerSettings
 from parl.runtime.rlx.values import bounded, checked_metric, checked_reward
 
@@ -53,7 +54,7 @@ class Connection:
     """A client's socket (non-blocking) and its protocol state; used by the server's scheduler thread only.
 
     Attributes:
-        peer: ``host:port`` of the client, for logs.
+        peer: ``host:port`` of the client, for logs (its ``repr`` shows the client's name escaped).
         slot: the server slot that plays this connection's episodes.
         state: ``handshake``, ``ready`` or ``episode``.
         open: False once closed.
@@ -84,7 +85,7 @@ class Connection:
         self._outbox = bytearray()
 
     def __repr__(self) -> str:
-        name = f" ({self.client})" if self.client else ""
+        name = f" ({escaped(self.client)})" if self.client else ""
         return f"client {self.peer}{name}, slot {self.slot.index}"
 
     # -- bytes ------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
 from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
+from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.remote_env import RemoteEnv
 from parl.runtime.rlx.settings import ServerSettings
 from parl.runtime.rlx.stats import ServerStats
@@ -178,7 +179,7 @@ class RlxServer:
         if counter is not None:
             setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         level = _LOG_LEVELS.get(counter, logging.DEBUG)
-        logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", reason)
+        logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", escaped(reason))
         conn.slot.connection_closed(conn)
 
     def close(self) -> None:
