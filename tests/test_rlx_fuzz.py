@@ -192,7 +192,7 @@ def test_a_client_that_does_not_read_its_answers_is_closed_once_four_frames_wait
 
     server_end, client_end = socket.socketpair()
     server_end.setblocking(False)
-    conn = Connection(server_end, "peer", slot=None, settings=ServerSettings(max_frame_bytes=1024), now=0.0)
+    conn = Connection(server_end, "peer", settings=ServerSettings(max_frame_bytes=1024), now=0.0)
     answer = parl.rlx.messages.Error("busy", "x" * 900)
     with pytest.raises(OSError, match=r"the client does not read: \d+ bytes wait for it"):
         for _ in range(100_000):

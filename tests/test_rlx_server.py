@@ -167,6 +167,72 @@ def test_the_client_beyond_max_clients_is_refused_at_once_and_the_others_go_on(r
     assert rows[0][1]["rlx/refused"] == 1.0 and rows[0][1]["rlx/accepted"] == 3.0
 
 
+def test_connections_without_a_hello_hold_no_slot(rlx_server) -> None:
+    manager, address = rlx_server(slots=2, token=TOKEN)
+    silent = [RawConnection(address) for _ in range(4)]
+    wrong = RawConnection(address)
+    assert wrong.hello(b"x" * 32)["code"] == UNAUTHORIZED
+    with parl.rlx.Client(address, TOKEN) as first, parl.rlx.Client(address, TOKEN) as second:
+        assert sorted([first.slot, second.slot]) == [0, 1]
+        assert play(first, code=1, steps=2) == 2.0 and play(second, code=2, steps=2) == 2.0
+        assert wait_for(lambda: manager.runner.stats.clients == 6)  # the silent ones are still open
+        late = RawConnection(address)  # every slot taken: busy at once, without a hello
+        assert late.read_all() == [{"type": "error", "code": BUSY, "message": "all 2 slots are taken"}]
+    assert silent[0].hello(TOKEN)["type"] == "welcome"  # a slot is free again: taken at the hello
+    assert silent[1].hello(TOKEN)["type"] == "welcome"
+    assert silent[2].hello(TOKEN) == {"type": "error", "code": BUSY, "message": "all 2 slots are taken"}
+    for raw in silent:
+        raw.close()
+
+
+def test_beyond_max_handshakes_a_new_connection_ends_the_oldest_silent_one(rlx_server) -> None:
+    manager, address = rlx_server(slots=1, max_handshakes=2)
+    oldest, older = RawConnection(address), RawConnection(address)
+    assert wait_for(lambda: manager.runner.stats.accepted == 2)
+    newest = RawConnection(address)
+    assert oldest.read_all() == [
+        {"type": "error", "code": TIMEOUT, "message": "no hello before newer connections came"}
+    ]
+    assert older.hello()["type"] == "welcome"
+    assert newest.hello()["code"] == BUSY  # its place among the waiting was kept; the one slot is older's
+    assert manager.runner.stats.timeouts == 1
+    older.close()
+
+
+def test_an_address_opens_at_most_max_connections_per_address(rlx_server) -> None:
+    manager, address = rlx_server(slots=4, max_connections_per_address=2)
+    first, second = RawConnection(address), parl.rlx.Client(address)
+    third = RawConnection(address)
+    assert third.read_all() == [
+        {
+            "type": "error",
+            "code": BUSY,
+            "message": "2 connections from 127.0.0.1 are open, the most one address may have",
+        }
+    ]
+    first.close()
+    assert wait_for(lambda: manager.runner.stats.clients == 1)
+    with parl.rlx.Client(address) as again:  # room again
+        assert play(again, code=1, steps=2) == 2.0
+    second.disconnect()
+
+
+def test_admission_makes_room_at_the_address_with_the_most_connections_waiting() -> None:
+    from parl.runtime.rlx.admission import Admission
+
+    admission = Admission(max_handshakes=3, max_per_address=2)
+    for conn, host in (("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.2")):
+        assert not admission.full() and admission.refusal(host) is None
+        admission.opened(conn, host)
+    assert admission.full() and admission.oldest_waiting() == "b"  # 10.0.0.2's oldest, though "a" is older
+    assert admission.refusal("10.0.0.2") == "2 connections from 10.0.0.2 are open, the most one address may have"
+    admission.admitted("b")  # plays a slot: no longer waiting, still open
+    assert not admission.full() and admission.waiting == 2 and admission.refusal("10.0.0.2") is not None
+    admission.closed("b")
+    admission.closed("b")  # once only
+    assert admission.refusal("10.0.0.2") is None and admission.oldest_waiting() == "a"
+
+
 def test_a_client_is_refused_while_memory_is_below_the_floor(rlx_server) -> None:
     _, address = rlx_server(slots=2, min_free_memory=1 << 60)
     with pytest.raises(ServerError, match=r"busy: \d+ MiB of memory available, below the floor of 1099511627776 MiB"):

@@ -1,17 +1,18 @@
 """One client's connection to an RLX server: frames in and out, and where it stands in the protocol.
 
-    conn = Connection(sock, "10.0.0.7:51234", slot, settings, now)
+    conn = Connection(sock, "10.0.0.7:51234", settings, now)
     for body in conn.receive():              # the frames completed by what the socket had
         message = conn.accept(parse_client(body), now)   # checked against the protocol and the spaces
+    conn.admit(slot)                         # its hello passed the server's checks: it plays this slot
     conn.send(Action(1, weights_version=12))
 
-A connection goes through three states: ``handshake`` until its hello, then ``ready`` (no
-episode) and ``episode`` in turns: ``init`` starts an episode, a ``step`` that terminates or
-truncates it or a ``reset`` ends it. One request at a time: a client sends ``init``, ``step`` or
-``reset`` only once the server has answered the one before (``metrics`` need no answer).
-Everything a message carries is checked here, against the slot's spaces, before any agent sees
-it: a message out of order or with a bad value is a :class:`~parl.rlx.errors.ProtocolError`
-that ends this connection only.
+A connection goes through three states: ``handshake`` until its hello passes the server's checks
+(it holds no slot until then), then ``ready`` (no episode) and ``episode`` in turns: ``init``
+starts an episode, a ``step`` that terminates or truncates it or a ``reset`` ends it. One request
+at a time: a client sends ``init``, ``step`` or ``reset`` only once the server has answered the one
+before (``metrics`` need no answer). Everything a message carries is checked here, against the
+slot's spaces and the server's limits, before any agent sees it: a message out of order or with a
+bad value is a :class:`~parl.rlx.errors.ProtocolError` that ends this connection only.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Connection:
 
     Attributes:
         peer: ``host:port`` of the client, for logs (its ``repr`` shows the client's name escaped).
-        slot: the server slot that plays this connection's episodes.
+        slot: the server slot that plays this connection's episodes (None until :meth:`admit`).
         state: ``handshake``, ``ready`` or ``episode``.
         open: False once closed.
         awaiting_reply: the client waits for the server's answer (no idle clock runs then).
@@ -66,10 +67,10 @@ class Connection:
         pending: a checked init, step or reset its slot has not taken yet.
     """
 
-    def __init__(self, sock: socket.socket, peer: str, slot: Slot, settings: ServerSettings, now: float) -> None:
+    def __init__(self, sock: socket.socket, peer: str, settings: ServerSettings, now: float) -> None:
         self.sock = sock
         self.peer = peer
-        self.slot = slot
+        self.slot: Optional[Slot] = None
         self.settings = settings
         self.state = HANDSHAKE
         self.open = True
@@ -86,7 +87,8 @@ class Connection:
 
     def __repr__(self) -> str:
         name = f" ({escaped(self.client)})" if self.client else ""
-        return f"client {self.peer}{name}, slot {self.slot.index}"
+        slot = "" if self.slot is None else f", slot {self.slot.index}"
+        return f"client {self.peer}{name}{slot}"
 
     # -- bytes ------------------------------------------------------------------------------------
     def receive(self) -> List[bytes]:
@@ -164,7 +166,6 @@ class Connection:
         if self.state == HANDSHAKE:
             if kind is not Hello:
                 raise ProtocolError(BAD_MESSAGE, f"expected hello first, got {_name(message)}")
-            self.state = READY
             self.client = message.client
             return message
         if kind is Metrics:
@@ -203,6 +204,11 @@ class Connection:
         """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
         spec, limit = self.slot.obs_spec, self.settings.max_abs_observation
         return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
+
+    def admit(self, slot: Slot) -> None:
+        """The hello passed the server's checks: this connection plays ``slot`` from now on."""
+        self.slot = slot
+        self.state = READY
 
     def answered(self, now: float) -> None:
         """The server answered the request under way: the idle clock starts."""

@@ -32,6 +32,7 @@ from parl.runtime.cooperative.runner import CooperativeRunner
 from parl.runtime.rlx.remote_env import RemoteEnv
 from parl.runtime.rlx.server import RlxServer
 from parl.runtime.rlx.settings import ServerSettings
+from parl.runtime.rlx.stats import ServerStats
 from parl.runtime.runner import RunnerContext
 from parl.serving.request_queue import POLL_INTERVAL
 
@@ -58,6 +59,11 @@ class RlxRunner(CooperativeRunner):
     def address(self) -> Optional[Tuple[str, int]]:
         """``(host, port)`` the server listens on (None before start)."""
         return self._server.address
+
+    @property
+    def stats(self) -> ServerStats:
+        """The server's counters (connections open now, accepted, refused, ended...), as they stand."""
+        return self._server.stats
 
     def environment(self, make: Callable[[], Any]) -> RemoteEnv:
         """A new slot, with the spaces of an environment ``make()`` gives (made once, closed at once)."""

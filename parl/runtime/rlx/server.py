@@ -7,11 +7,15 @@ thread of placement ``"rlx"`` polls them between prediction batches.
     server.wake()                         # any thread: ends a poll that waits
     server.close()                        # every client gets error shutdown
 
-Admission: a new connection takes a free slot at once, or, when every slot is taken or the
-machine's available memory is below ``min_free_memory``, gets ``error busy`` and is closed at
-once; nothing else changes. A connection that breaks the protocol (a bad frame or message, a
-wrong token or version) or passes a timeout gets its ``error`` and is closed, with one line on the
-``parl.rlx`` logger; the other connections and the robot go on.
+Admission (:mod:`parl.runtime.rlx.admission`): a new connection gets ``error busy`` and is closed at
+once when its address has ``max_connections_per_address`` connections open, every slot is taken,
+or the machine's available memory is below ``min_free_memory``; nothing else changes. Otherwise it
+waits for its hello holding no slot, one of at most ``max_handshakes`` such connections (a new one
+beyond them ends the oldest, of the address with the most waiting, with ``error timeout``), for
+``handshake_timeout`` at most. A hello that passes the version and token check takes a free slot,
+or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad frame or
+message, a wrong token or version) or passes a timeout gets its ``error`` and is closed, with one
+line on the ``parl.rlx`` logger; the other connections and the robot go on.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED,
 from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
 from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
+from parl.runtime.rlx.admission import Admission
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
 from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.remote_env import RemoteEnv
@@ -42,7 +47,7 @@ SWEEP_SECONDS = 0.1
 ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
 #: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
-_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO}
+_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": logging.INFO}
 _READ, _READ_WRITE = selectors.EVENT_READ, selectors.EVENT_READ | selectors.EVENT_WRITE
 
 
@@ -79,6 +84,7 @@ class RlxServer:
         self._wake_reader: Optional[socket.socket] = None
         self._wake_writer: Optional[socket.socket] = None
         self._connections: Set[Connection] = set()
+        self._admission = Admission(settings.max_handshakes, settings.max_connections_per_address)
         self._next_sweep = 0.0
 
     def open(self) -> Tuple[str, int]:
@@ -175,12 +181,14 @@ class RlxServer:
         self._selector.unregister(conn.sock)
         conn.close()
         self._connections.discard(conn)
+        self._admission.closed(conn)
         self.stats.clients -= 1
         if counter is not None:
             setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         level = _LOG_LEVELS.get(counter, logging.DEBUG)
         logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", escaped(reason))
-        conn.slot.connection_closed(conn)
+        if conn.slot is not None:
+            conn.slot.connection_closed(conn)
 
     def close(self) -> None:
         """Tell every client the server stops (``error shutdown``) and close every socket."""
@@ -191,6 +199,7 @@ class RlxServer:
                 pass
             conn.close()
         self._connections.clear()
+        self._admission = Admission(self.settings.max_handshakes, self.settings.max_connections_per_address)
         self.stats.clients = 0
         for sock in (self._listener, self._wake_reader, self._wake_writer):
             if sock is not None:
@@ -209,29 +218,49 @@ class RlxServer:
             except OSError as exc:  # out of file descriptors, say: the client waits in the backlog
                 logger.warning("rlx: cannot accept a connection: %s", exc)
                 return
-            peer = _peer(address)
+            host, peer = _host(address), _peer(address)
+            reason = self._admission.refusal(host) or self._refusal(self._free_slot()) or self._make_room(now)
+            if reason is not None:
+                self._refuse(sock, peer, reason)
+                continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            slot = next((s for s in self.slots if s.connection is None and not s.retired), None)
-            reason = self._refusal(slot)
-            if reason is not None:
-                self.stats.refused += 1
-                logger.info("rlx: client %s refused (busy): %s", peer, reason)
-                try:
-                    sock.send(encode(Error(BUSY, reason).to_data()))
-                except OSError:
-                    pass
-                sock.close()
-                continue
-            conn = Connection(sock, peer, slot, self.settings, now)
+            conn = Connection(sock, peer, self.settings, now)
             self._selector.register(sock, _READ, conn)
             self._connections.add(conn)
+            self._admission.opened(conn, host)
             self.stats.accepted += 1
             self.stats.clients += 1
-            slot.attach(conn)
+
+    def _make_room(self, now: float) -> Optional[str]:
+        """Room for one more connection waiting for its hello: when ``max_handshakes`` wait, the oldest
+        (of the address with the most waiting) is ended; why there is no room (None: there is)."""
+        admission = self._admission
+        if not admission.full():
+            return None
+        oldest = admission.oldest_waiting()
+        if oldest.accepted_at >= now:  # every one came in this poll: none has had a chance to say hello
+            return f"{admission.waiting} connections wait for their hello, the most the server takes at once"
+        self.end(oldest, TIMEOUT, "no hello before newer connections came", counter="timeouts")
+        return None
+
+    def _refuse(self, sock: socket.socket, peer: str, reason: str) -> None:
+        """Close a new connection after ``error busy`` saying ``reason`` (counted and logged)."""
+        self.stats.refused += 1
+        logger.info("rlx: client %s refused (busy): %s", peer, reason)
+        try:
+            sock.setblocking(False)
+            sock.send(encode(Error(BUSY, reason).to_data()))
+        except OSError:
+            pass
+        sock.close()
+
+    def _free_slot(self) -> Optional[RemoteEnv]:
+        """A slot no connection plays and whose agent plays on (None: none)."""
+        return next((s for s in self.slots if s.connection is None and not s.retired), None)
 
     def _refusal(self, slot: Optional[RemoteEnv]) -> Optional[str]:
-        """Why a new connection is refused now (None: it is not)."""
+        """Why a client is refused now, with ``slot`` the free slot it would play (None: it is not)."""
         if slot is None:
             if not self.slots:
                 return "this robot plays no remote environment"
@@ -278,7 +307,14 @@ class RlxServer:
         if token is not None and (hello.token is None or not hmac.compare_digest(hello.token, token)):
             self.end(conn, UNAUTHORIZED, "the token is missing or wrong", counter="errors")
             return
-        slot = conn.slot
+        slot = self._free_slot()
+        reason = self._refusal(slot)
+        if reason is not None:
+            self.end(conn, BUSY, reason, counter="refused")
+            return
+        conn.admit(slot)
+        slot.attach(conn)
+        self._admission.admitted(conn)
         limits = self.settings.limits()
         welcome = Welcome(
             PROTOCOL_VERSION, slot.described_observation, slot.described_action, limits, self._env_steps(), slot.index
@@ -313,6 +349,11 @@ def _drain(sock: socket.socket) -> None:
             pass
     except OSError:
         pass
+
+
+def _host(address: object) -> str:
+    """The host part of a socket address (what the per-address limit counts by)."""
+    return str(address[0]) if isinstance(address, tuple) and address else str(address)
 
 
 def _peer(address: object) -> str:
