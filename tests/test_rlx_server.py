@@ -429,6 +429,31 @@ def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> N
     assert rows[0][1]["rlx/act_latency_ms"] > 0 and rows[0][1]["rlx/clients"] in (0.0, 1.0)
 
 
+def test_metrics_beyond_the_rate_of_their_connection_are_dropped_and_counted(rlx_server) -> None:
+    manager, address = rlx_server(slots=1, max_metrics_per_second=10)
+    manager.placement_metrics()
+    raw = RawConnection(address)
+    assert raw.hello()["type"] == "welcome"
+    flood = [{"type": "metrics", "name": "x", "value": 1.0, "step": step} for step in range(200)]
+    raw.send_bytes(b"".join(encode(message) for message in [*flood, INIT]))
+    assert raw.read()["type"] == "action"  # its request is still answered, once the metrics before it are read
+    (_, server), *clients = manager.placement_metrics()
+    taken = [step for step, row in clients if "client/x" in row]
+    assert 10 <= len(taken) <= 12 and taken == sorted(taken)  # the burst, then a token a 0.1 s
+    assert server["rlx/throttled_metrics"] == 200 - len(taken)
+    raw.close()
+
+
+def test_a_token_bucket_allows_its_rate_and_a_burst_of_as_many() -> None:
+    from parl.runtime.rlx.rate import TokenBucket
+
+    bucket = TokenBucket(rate=2.0, now=100.0)
+    assert [bucket.take(100.0) for _ in range(3)] == [True, True, False]
+    assert bucket.wait() == 0.5
+    assert not bucket.take(100.25) and bucket.take(100.5)  # a token a half second
+    assert bucket.take(110.0) and bucket.take(110.0) and not bucket.take(110.0)  # never more than the rate
+
+
 def test_a_slot_whose_agent_has_played_its_games_takes_no_more_clients(rlx_server) -> None:
     manager, address = rlx_server(slots=2, games=1)
     first = parl.rlx.Client(address)

@@ -302,6 +302,7 @@ class RlxConfig(_Section):
     min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
     max_abs_reward: PositiveFloat = _RLX_DEFAULTS["max_abs_reward"]
     max_abs_observation: PositiveFloat = _RLX_DEFAULTS["max_abs_observation"]
+    max_metrics_per_second: Annotated[float, Field(ge=1)] = _RLX_DEFAULTS["max_metrics_per_second"]
     _settings: Optional[ServerSettings] = PrivateAttr(None)
 
     @model_validator(mode="after")

@@ -27,6 +27,7 @@ from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
 from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
 from parl.runtime.rlx.log_text import escaped
+from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
 from parl.runtime.rlx.values import bounded, checked_metric, checked_reward
 
@@ -35,6 +36,9 @@ HANDSHAKE, READY, EPISODE = "handshake", "ready", "episode"
 #: before it is ended.
 MAX_OUTBOX_FRAMES = 4
 _READ_BYTES = 1 << 16
+#: What one read takes of a connection whose last ``metrics`` came beyond its rate: a flood of metrics
+#: is parsed a few dozen at a time, so it costs the other connections little (and TCP slows its sender).
+_THROTTLED_READ_BYTES = 1 << 11
 
 
 class ClosedByPeer(Exception):
@@ -82,6 +86,8 @@ class Connection:
         self.received_at = 0.0
         self.pending: Optional[Union[Init, Step, Reset]] = None
         self.client = ""
+        self._metrics = TokenBucket(settings.max_metrics_per_second, now)
+        self._throttled = False  # its last metrics came beyond its rate: it is read little by little
         self._reader = FrameReader(settings.max_frame_bytes)
         self._outbox = bytearray()
 
@@ -100,7 +106,7 @@ class Connection:
             OSError: the socket failed.
         """
         try:
-            data = self.sock.recv(_READ_BYTES)
+            data = self.sock.recv(_THROTTLED_READ_BYTES if self._throttled else _READ_BYTES)
         except (BlockingIOError, InterruptedError):
             return []
         if not data:
@@ -204,6 +210,16 @@ class Connection:
         """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
         spec, limit = self.slot.obs_spec, self.settings.max_abs_observation
         return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
+
+    def metric_allowed(self, now: float) -> bool:
+        """Whether a ``metrics`` message read at ``now`` is within ``max_metrics_per_second`` (the server
+        drops it otherwise); while they come beyond it, each read takes little of this connection."""
+        self._throttled = not self._metrics.take(now)
+        return not self._throttled
+
+    def quiet_for(self) -> float:
+        """Seconds until a ``metrics`` message would be within the rate again (0.0: it would be now)."""
+        return self._metrics.wait()
 
     def admit(self, slot: Slot) -> None:
         """The hello passed the server's checks: this connection plays ``slot`` from now on."""

@@ -16,6 +16,10 @@ beyond them ends the oldest, of the address with the most waiting, with ``error 
 or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad frame or
 message, a wrong token or version) or passes a timeout gets its ``error`` and is closed, with one
 line on the ``parl.rlx`` logger; the other connections and the robot go on.
+
+Metrics: a connection's ``metrics`` beyond ``max_metrics_per_second`` are dropped (and counted), and
+the connection is not read until one would be within the rate again, then a little at a time, so a
+client flooding metrics costs the others little; TCP's flow control makes its sender wait.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import logging
 import selectors
 import socket
 from time import perf_counter
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from parl.rlx.address import split_address
 from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
@@ -48,7 +52,7 @@ ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
 #: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
 _LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": logging.INFO}
-_READ, _READ_WRITE = selectors.EVENT_READ, selectors.EVENT_READ | selectors.EVENT_WRITE
+_READ = selectors.EVENT_READ
 
 
 class ListenError(OSError):
@@ -84,6 +88,7 @@ class RlxServer:
         self._wake_reader: Optional[socket.socket] = None
         self._wake_writer: Optional[socket.socket] = None
         self._connections: Set[Connection] = set()
+        self._muted: Dict[Connection, float] = {}  # connection -> when it is read again (metrics beyond its rate)
         self._admission = Admission(settings.max_handshakes, settings.max_connections_per_address)
         self._next_sweep = 0.0
 
@@ -122,6 +127,8 @@ class RlxServer:
     def poll(self, timeout: float) -> bool:
         """Handle what the sockets have, waiting up to ``timeout`` seconds for something; whether
         anything came (a request handed to a slot runs its agent until it parks again)."""
+        if self._muted:
+            timeout = max(0.0, min(timeout, min(self._muted.values()) - perf_counter()))
         events = self._selector.select(timeout)
         now = perf_counter()
         for key, mask in events:
@@ -135,6 +142,8 @@ class RlxServer:
                     self._flush(target)
                 if mask & selectors.EVENT_READ and target.open:
                     self._read(target, now)
+        if self._muted:
+            self._unmute(now)
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             for conn, reason in [(c, c.timed_out(now)) for c in self._connections]:
@@ -162,7 +171,7 @@ class RlxServer:
             self.end(conn, None, f"cannot write to it: {exc}")
             return
         if conn.wants_to_write:
-            self._selector.modify(conn.sock, _READ_WRITE, conn)
+            self._watch(conn)
         if act:
             self.stats.act_seconds += now - conn.received_at
             self.stats.acts += 1
@@ -178,7 +187,9 @@ class RlxServer:
                 conn.send(Error(code, reason))
             except OSError:
                 pass
-        self._selector.unregister(conn.sock)
+        self._muted.pop(conn, None)
+        if conn.sock in self._selector.get_map():  # a muted connection with nothing to write is not
+            self._selector.unregister(conn.sock)
         conn.close()
         self._connections.discard(conn)
         self._admission.closed(conn)
@@ -199,6 +210,7 @@ class RlxServer:
                 pass
             conn.close()
         self._connections.clear()
+        self._muted.clear()
         self._admission = Admission(self.settings.max_handshakes, self.settings.max_connections_per_address)
         self.stats.clients = 0
         for sock in (self._listener, self._wake_reader, self._wake_writer):
@@ -274,7 +286,7 @@ class RlxServer:
     def _read(self, conn: Connection, now: float) -> None:
         try:
             for body in conn.receive():
-                self._handle(conn, conn.accept(parse_client(body), now))
+                self._handle(conn, conn.accept(parse_client(body), now), now)
                 if not conn.open:
                     return
         except ProtocolError as exc:
@@ -287,12 +299,17 @@ class RlxServer:
             logger.exception("rlx: %r: the server failed on its request", conn)
             self.end(conn, SERVER_ERROR, "the server failed on this request", counter="errors")
 
-    def _handle(self, conn: Connection, message: ClientMessage) -> None:
+    def _handle(self, conn: Connection, message: ClientMessage, now: float) -> None:
         kind = type(message)
         if kind is Hello:
             self._hello(conn, message)
         elif kind is Metrics:
-            self.stats.client_metric(message.step, message.name, message.value)
+            if conn.metric_allowed(now):
+                self.stats.client_metric(message.step, message.name, message.value)
+            else:
+                self.stats.throttled_metrics += 1
+                self._muted[conn] = now + conn.quiet_for()
+                self._watch(conn)
         elif kind is Bye:
             self.end(conn, None, "said bye")
         else:
@@ -328,7 +345,26 @@ class RlxServer:
             self.end(conn, None, f"cannot write to it: {exc}")
             return
         if not conn.wants_to_write:
-            self._selector.modify(conn.sock, _READ, conn)
+            self._watch(conn)
+
+    def _watch(self, conn: Connection) -> None:
+        """Have the selector watch ``conn`` for what it needs now: reading unless muted, writing while its
+        outbox holds frames (a connection that needs neither is not registered)."""
+        events = (0 if conn in self._muted else _READ) | (selectors.EVENT_WRITE if conn.wants_to_write else 0)
+        key = self._selector.get_map().get(conn.sock)
+        if key is None:
+            if events:
+                self._selector.register(conn.sock, events, conn)
+        elif not events:
+            self._selector.unregister(conn.sock)
+        elif key.events != events:
+            self._selector.modify(conn.sock, events, conn)
+
+    def _unmute(self, now: float) -> None:
+        """Read again the muted connections whose time has come."""
+        for conn in [c for c, until in self._muted.items() if until <= now]:
+            del self._muted[conn]
+            self._watch(conn)
 
 
 def available_memory() -> Optional[int]:

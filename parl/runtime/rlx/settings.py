@@ -51,6 +51,8 @@ class ServerSettings:
             largest); a larger one ends its connection with ``bad_message``, so that no client's data
             can make the robot's updates non-finite.
         max_abs_observation: the same for each value of an observation of a float space (default 1e6).
+        max_metrics_per_second: ``metrics`` messages a connection may send a second on average (and
+            at once after a quiet second; default 50); the server drops the rest and counts them.
 
     Raises:
         ParameterError: a setting out of its range, naming it; ``token`` when ``bind`` is not a
@@ -68,6 +70,7 @@ class ServerSettings:
     min_free_memory: int = 256 << 20
     max_abs_reward: float = 1e6
     max_abs_observation: float = 1e6
+    max_metrics_per_second: float = 50.0
 
     def __post_init__(self) -> None:
         try:
@@ -93,6 +96,7 @@ class ServerSettings:
         check_int("min_free_memory", self.min_free_memory, 0)
         check_int("max_handshakes", self.max_handshakes, 1)
         check_int("max_connections_per_address", self.max_connections_per_address, 1)
+        check_range("max_metrics_per_second", self.max_metrics_per_second, 1.0, 1e9)
         for name in ("max_abs_reward", "max_abs_observation"):
             check_positive(name, getattr(self, name))
             check_range(name, getattr(self, name), 0.0, FLOAT32_MAX)
