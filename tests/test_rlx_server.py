@@ -19,7 +19,7 @@ from parl.rlx.framing import encode
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError
 
-from toys import RLX_ACTIONS, RawConnection, SpacesEnv, rlx_obs, wait_for
+from toys import RLX_ACTIONS, WAIT, RawConnection, SpacesEnv, rlx_obs, wait_for
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 
@@ -452,6 +452,23 @@ def test_a_token_bucket_allows_its_rate_and_a_burst_of_as_many() -> None:
     assert bucket.wait() == 0.5
     assert not bucket.take(100.25) and bucket.take(100.5)  # a token a half second
     assert bucket.take(110.0) and bucket.take(110.0) and not bucket.take(110.0)  # never more than the rate
+
+
+def test_an_update_waits_only_for_the_segments_of_connected_clients(rlx_server) -> None:
+    # A PPO-like robot: every update joins one segment of each of its 8 slots, waiting up to a minute.
+    task = {"min_batchsize": 8, "max_training_batchsize": 8, "training_timeout": 60.0}
+    manager, address = rlx_server(slots=8, task=task)
+    wrapper = manager.wrappers["T"]
+    assert wrapper.wanted_batches() == 1  # no client: at least one segment
+    with parl.rlx.Client(address, timeout=WAIT) as client:  # a reply that waited a minute would time out
+        assert wrapper.wanted_batches() == 1
+        assert play(client, code=1, steps=9) == 9.0  # segments of 4: each update learns this client's alone
+        assert manager.tasks["T"].update_steps >= 2
+        with parl.rlx.Client(address, timeout=WAIT) as other:
+            assert wrapper.wanted_batches() == 2
+            assert play(other, code=2, steps=2) == 2.0  # its segment and the first client's go together
+    assert wait_for(lambda: manager.runner.stats.clients == 0) and wrapper.wanted_batches() == 1
+    assert manager.errors == []
 
 
 def test_a_slot_whose_agent_has_played_its_games_takes_no_more_clients(rlx_server) -> None:

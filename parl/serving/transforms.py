@@ -68,9 +68,7 @@ class RunningMeanStd:
         count = np.asarray(state["count"], dtype=np.float64).reshape(-1)
         for name, value in (("mean", mean), ("variance", var)):
             if value.shape != self.mean.shape:
-                raise ValueError(
-                    f"normalizer {name} has shape {list(value.shape)}, expected {list(self.mean.shape)}"
-                )
+                raise ValueError(f"normalizer {name} has shape {list(value.shape)}, expected {list(self.mean.shape)}")
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"normalizer {name} holds NaN or infinite values")
         if var.size and float(var.min()) < 0:

@@ -14,7 +14,9 @@ connection takes a free slot, and its requests reach the agent as the results of
 and ``env.step``, so the requests of every connected client are batched into one prediction as
 the cooperative placement batches its agents'. Agents with environments of their own run as in
 placement ``"cooperative"``. The slots are the agents made with :meth:`RlxRunner.environment`, so
-``max_clients`` is the number of such agents.
+``max_clients`` is the number of such agents. A task's updates wait for the batches of the agents
+that can send now (:meth:`RlxRunner.senders`: the slots a client plays, and agents with
+environments of their own), never for those of slots no client plays.
 
 Options: ``rlx``, a :class:`~parl.runtime.rlx.settings.ServerSettings` (default: listen on
 127.0.0.1:7070, no token, 1 MiB frames). The server listens from ``Manager.start`` until the
@@ -28,12 +30,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import greenlet
 
 from parl.core.agent import Agent
+from parl.core.communicator import Communicator
 from parl.runtime.cooperative.runner import CooperativeRunner
 from parl.runtime.rlx.remote_env import RemoteEnv
 from parl.runtime.rlx.server import RlxServer
 from parl.runtime.rlx.settings import ServerSettings
 from parl.runtime.rlx.stats import ServerStats
 from parl.runtime.runner import RunnerContext
+from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.request_queue import POLL_INTERVAL
 
 
@@ -52,6 +56,7 @@ class RlxRunner(CooperativeRunner):
         if not isinstance(self.settings, ServerSettings):
             raise ValueError(f"rlx must be a ServerSettings, got {type(self.settings).__name__}")
         self.slots: List[RemoteEnv] = []
+        self._senders: Dict[int, List[int]] = {}  # id(wrapper) -> the ids of the agents that use it
         self._spaces: Optional[Tuple[Any, Any]] = None
         self._server = RlxServer(self.settings, self.slots, self._weights_version, self._env_steps)
 
@@ -87,6 +92,26 @@ class RlxRunner(CooperativeRunner):
     def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
         """``rlx/*`` and the clients' ``client/*`` metrics since the last call (docs/metrics.md)."""
         return self._server.stats.rows()
+
+    def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
+        """The agent's end of ``wrapper``; the wrapper's updates wait for the batches of the agents that
+        can send now (:meth:`senders`), not for those of slots no client plays."""
+        users = self._senders.get(id(wrapper))
+        if users is None:
+            users = self._senders[id(wrapper)] = []
+            wrapper.limit_batch_wait(lambda: self.senders(users))
+        users.append(agent_id)
+        return super().communicator(wrapper, agent_id)
+
+    def senders(self, agent_ids: List[int]) -> int:
+        """How many of the agents ``agent_ids`` can send training batches now: those with environments
+        of their own, and the slots' agents whose slot a client plays (any thread)."""
+        agents = self.context.agents
+        count = 0
+        for agent_id in agent_ids:
+            env = agents[agent_id].env if agent_id < len(agents) else None
+            count += not isinstance(env, RemoteEnv) or env.connection is not None
+        return count
 
     # -- the scheduler's hooks -----------------------------------------------------------------
     def _bind_agent(self, agent: Agent, agent_greenlet: greenlet.greenlet, hub: greenlet.greenlet) -> None:
