@@ -19,7 +19,18 @@ from parl.rlx.framing import encode
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError
 
-from toys import RLX_ACTIONS, WAIT, RawConnection, SpacesEnv, rlx_obs, wait_for
+from toys import (
+    RLX_ACTIONS,
+    WAIT,
+    FailingGymAgent,
+    RawConnection,
+    RecordingHelper,
+    SpacesEnv,
+    echo_algorithm_func,
+    rlx_address,
+    rlx_obs,
+    wait_for,
+)
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 
@@ -471,22 +482,54 @@ def test_an_update_waits_only_for_the_segments_of_connected_clients(rlx_server) 
     assert manager.errors == []
 
 
-def test_a_slot_whose_agent_has_played_its_games_takes_no_more_clients(rlx_server) -> None:
+def test_a_client_whose_slot_has_played_its_games_goes_on_in_a_free_slot(rlx_server, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
     manager, address = rlx_server(slots=2, games=1)
-    first = parl.rlx.Client(address)
-    assert first.slot == 0 and play(first, code=1, steps=3) == 3.0
-    with pytest.raises(ServerError, match="shutdown: this slot's agent has ended"):
-        first.init(rlx_obs(1, 0))
-    with parl.rlx.Client(address) as second:
-        assert second.slot == 1 and play(second, code=2, steps=2) == 2.0
+    client = parl.rlx.Client(address)
+    assert client.slot == 0 and play(client, code=1, steps=3) == 3.0
+    assert play(client, code=2, steps=2) == 2.0  # slot 0's agent has played its game: slot 1's plays this one
+    with pytest.raises(ServerError, match=r"shutdown: slot 1 ended: its agent has played its games \(1\); no other"):
+        client.init(rlx_obs(3, 0))
     # Every agent has played its games: the robot is done, and its server with it.
     assert wait_for(lambda: not manager.running())
     with pytest.raises(ConnectionRefusedError):
         parl.rlx.Client(address)
-    assert sorted(e["steps"] for e in manager.episodes()) == [2, 3] and manager.errors == []
+    assert sorted((e["agent_id"], e["steps"]) for e in manager.episodes()) == [(0, 3), (1, 2)]
+    assert manager.errors == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "parl.rlx" and "slot" in r.getMessage()]
+    assert "rlx: slot 0 ended: its agent has played its games (1)" in lines
+    assert any(line.endswith(", slot 0 goes on in slot 1") for line in lines)
+    assert "rlx: slot 1 ended: its agent has played its games (1)" in lines
 
 
-def test_stopping_the_robot_tells_every_client(rlx_server) -> None:
+def test_a_slot_whose_agent_fails_ends_its_client_saying_why(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
+    manager = parl.Manager(
+        {"RL": parl.TaskSettings(echo_algorithm_func())},
+        placement="rlx",
+        rlx=ServerSettings(bind="127.0.0.1:0"),
+        thread_placement="os",
+    )
+    failing = FailingGymAgent(manager.environment(SpacesEnv), how="a list", fail_at=1)
+    manager.add_agent(failing, {"RL": RecordingHelper()})
+    manager.start()
+    try:
+        with parl.rlx.Client(rlx_address(manager)) as client:
+            assert play(client, code=1, steps=2) == 2.0
+            with pytest.raises(ServerError, match=r"^server error shutdown: slot 0 ended: its agent failed"):
+                client.init(rlx_obs(1, 0))  # its episode 1 ends before it plays
+    finally:
+        manager.stop()
+    assert len(manager.errors) == 1
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("rlx: slot 0 ended")]
+    assert (
+        record.levelno == logging.WARNING
+        and "its agent failed (the robot's log holds its error)" in record.getMessage()
+    )
+
+
+def test_stopping_the_robot_tells_every_client(rlx_server, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
     manager, address = rlx_server(slots=2)
     client = parl.rlx.Client(address)
     client.init(rlx_obs(1, 0))
@@ -494,6 +537,7 @@ def test_stopping_the_robot_tells_every_client(rlx_server) -> None:
     with pytest.raises(ServerError) as info:
         client.send(1.0, rlx_obs(1, 1))
     assert info.value.code == SHUTDOWN
+    assert "rlx: 2 slots end: the robot is stopping" in [r.getMessage() for r in caplog.records]
     assert parl.rlx.drive(_OneStepEnv(), _Closed(), episodes=3) == []  # drive returns on shutdown
 
 

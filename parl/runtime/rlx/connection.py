@@ -221,6 +221,12 @@ class Connection:
         """Seconds until a ``metrics`` message would be within the rate again (0.0: it would be now)."""
         return self._metrics.wait()
 
+    @property
+    def between_episodes(self) -> bool:
+        """Whether no agent plays an episode of this connection now: none is under way, or its ``init``
+        waits for an agent to take it."""
+        return self.state == READY or type(self.pending) is Init
+
     def admit(self, slot: Slot) -> None:
         """The hello passed the server's checks: this connection plays ``slot`` from now on."""
         self.slot = slot

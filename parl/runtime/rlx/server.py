@@ -188,7 +188,7 @@ class RlxServer:
             except OSError:
                 pass
         self._muted.pop(conn, None)
-        if conn.sock in self._selector.get_map():  # a muted connection with nothing to write is not
+        if conn.sock in self._selector.get_map():  # a muted connection with nothing to write is not in it
             self._selector.unregister(conn.sock)
         conn.close()
         self._connections.discard(conn)
@@ -231,7 +231,7 @@ class RlxServer:
                 logger.warning("rlx: cannot accept a connection: %s", exc)
                 return
             host, peer = _host(address), _peer(address)
-            reason = self._admission.refusal(host) or self._refusal(self._free_slot()) or self._make_room(now)
+            reason = self._admission.refusal(host) or self._refusal(self.free_slot()) or self._make_room(now)
             if reason is not None:
                 self._refuse(sock, peer, reason)
                 continue
@@ -267,7 +267,7 @@ class RlxServer:
             pass
         sock.close()
 
-    def _free_slot(self) -> Optional[RemoteEnv]:
+    def free_slot(self) -> Optional[RemoteEnv]:
         """A slot no connection plays and whose agent plays on (None: none)."""
         return next((s for s in self.slots if s.connection is None and not s.retired), None)
 
@@ -324,7 +324,7 @@ class RlxServer:
         if token is not None and (hello.token is None or not hmac.compare_digest(hello.token, token)):
             self.end(conn, UNAUTHORIZED, "the token is missing or wrong", counter="errors")
             return
-        slot = self._free_slot()
+        slot = self.free_slot()
         reason = self._refusal(slot)
         if reason is not None:
             self.end(conn, BUSY, reason, counter="refused")
