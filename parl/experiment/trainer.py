@@ -40,9 +40,7 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
-from types import FrameType
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 import numpy as np
@@ -66,6 +64,7 @@ from parl.experiment.metrics import MetricsWriter, RobotMetrics
 from parl.experiment.progress import ProgressBar
 from parl.experiment.remote_evaluation import RayEvaluation
 from parl.experiment.snapshot import write_snapshot
+from parl.experiment.stop_signals import CatchSignals
 from parl.runtime.manager import Manager
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
@@ -172,6 +171,10 @@ class Trainer:
             yaml.safe_dump(config.to_dict(), sort_keys=False),
             NotWritableError,
         )
+        with CatchSignals(self.interrupt):  # from here on a signal stops the run, which is then saved
+            return self._run(config)
+
+    def _run(self, config: RobotConfig) -> Dict[str, object]:
         seed_everything(config.seed)
         self.callbacks = Callbacks([spec.build() for spec in config.callbacks] + self.extra_callbacks)
         manager = build_manager(config)
@@ -183,20 +186,24 @@ class Trainer:
         resumed_from = self._restore(manager, evaluators, state) if self.resume else None
         self._snapshot(state.steps if self.resume else None)
         bar = ProgressBar(config.train.max_env_steps, stream=self.stream) if self.progress else None
-        with MetricsWriter(config.log_dir, report=self._report) as writer, _CatchSignals(self._on_signal):
+        with MetricsWriter(config.log_dir, report=self._report) as writer:
             metrics = RobotMetrics(manager, start_env_steps=state.steps)
             start = time.perf_counter() - state.elapsed_before
             failure: Optional[Exception] = None  # what ended the loop, if it failed
             try:
-                manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
-                if self.on_start is not None:
-                    self.on_start(manager)
-                self._remote = RayEvaluation(config) if config.placement == "ray" else None
-                try:
-                    stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
-                except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
-                    failure, stop_reason = exc, f"error: {brief(exc)}"
-                    logger.error("the training loop failed", exc_info=exc)
+                if self._signal is not None:  # came before the run began, or while the robot was built
+                    stop_reason = f"signal {signal.Signals(self._signal).name}"
+                else:
+                    manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
+                    if self.on_start is not None:
+                        self.on_start(manager)
+                    self._remote = RayEvaluation(config) if config.placement == "ray" else None
+                    try:
+                        stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
+                    except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
+                        failure, stop_reason = exc, f"error: {brief(exc)}"
+                        logger.error("the training loop failed", exc_info=exc)
+                logger.info("training stops: %s", stop_reason)
                 if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
@@ -227,7 +234,7 @@ class Trainer:
         final_eval = float("nan")
         if trained and self.evaluate and not failed:
             try:
-                with _CatchSignals(self._interrupt_evaluation):
+                with CatchSignals(self._interrupt_evaluation):
                     final_eval = self._final_evaluation(manager, evaluators, state)
             except _EvaluationInterrupted as exc:
                 self._report(f"parl train: final evaluation interrupted by {exc}; the run is saved without it")
@@ -552,8 +559,12 @@ class Trainer:
     def _report(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
 
-    def _on_signal(self, signum: int) -> None:
-        self._signal = signum
+    def interrupt(self, signum: int) -> None:
+        """Stop the run as SIGINT or SIGTERM (``signum``) does, at any point before or during :meth:`run`:
+        the training loop ends at its next look (at once when it starts after this), with stop reason
+        ``signal SIGTERM``, and the run is saved as at any stop. Only the first call counts."""
+        if self._signal is None:
+            self._signal = signum
 
     def _interrupt_evaluation(self, signum: int) -> None:
         if self._signal is None:
@@ -610,31 +621,6 @@ class _RunState:
 
     def recent_mean(self) -> float:
         return float(np.mean(self.recent)) if self.recent else float("nan")
-
-
-class _CatchSignals:
-    """Within the block, SIGINT and SIGTERM call ``handler`` once; a second one stops at once."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, handler: Callable[[int], None]) -> None:
-        self.handler = handler
-        self._previous: Dict[int, object] = {}
-
-    def __enter__(self) -> "_CatchSignals":
-        if threading.current_thread() is threading.main_thread():
-            for signum in self.SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Optional[FrameType]) -> None:
-        for other in self.SIGNALS:
-            signal.signal(other, signal.SIG_DFL)
-        self.handler(signum)
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
 
 
 def env_steps(manager: Manager, finished_steps: int) -> int:
