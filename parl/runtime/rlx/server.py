@@ -12,7 +12,9 @@ once when its address has ``max_connections_per_address`` connections open, ever
 or the machine's available memory is below ``min_free_memory``; nothing else changes. Otherwise it
 waits for its hello holding no slot, one of at most ``max_handshakes`` such connections (a new one
 beyond them ends the oldest, of the address with the most waiting, with ``error timeout``), for
-``handshake_timeout`` at most. A hello that passes the version and token check takes a free slot,
+``handshake_timeout`` at most. Each poll reads first and then takes at most ``max_handshakes`` new
+connections, so a connection is never ended for room in the poll that took it, and a hello it sent
+at once is read before room is made again. A hello that passes the version and token check takes a free slot,
 or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad frame or
 message, a wrong token or version) or passes a timeout gets its ``error`` and is closed, with one
 line on the ``parl.rlx`` logger; the other connections and the robot go on.
@@ -131,10 +133,11 @@ class RlxServer:
             timeout = max(0.0, min(timeout, min(self._muted.values()) - perf_counter()))
         events = self._selector.select(timeout)
         now = perf_counter()
+        listening = False
         for key, mask in events:
             target = key.data
             if target is _LISTENER:
-                self._accept(now)
+                listening = True  # accepted after the reads: a hello already in counts before room is made
             elif target is _WAKE:
                 _drain(self._wake_reader)
             else:
@@ -142,6 +145,8 @@ class RlxServer:
                     self._flush(target)
                 if mask & selectors.EVENT_READ and target.open:
                     self._read(target, now)
+        if listening:
+            self._accept(now)
         if self._muted:
             self._unmute(now)
         if now >= self._next_sweep:
@@ -222,7 +227,9 @@ class RlxServer:
 
     # -- what polling does ---------------------------------------------------------------------------
     def _accept(self, now: float) -> None:
-        for _ in range(ACCEPTS_PER_POLL):
+        # At most max_handshakes a poll: none taken in this poll is ended to make room in the same poll,
+        # and the reads of the next come first (a hello already sent is read before room is made again).
+        for _ in range(min(ACCEPTS_PER_POLL, self.settings.max_handshakes)):
             try:
                 sock, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -231,10 +238,17 @@ class RlxServer:
                 logger.warning("rlx: cannot accept a connection: %s", exc)
                 return
             host, peer = _host(address), _peer(address)
-            reason = self._admission.refusal(host) or self._refusal(self.free_slot()) or self._make_room(now)
+            reason = self._admission.refusal(host) or self._refusal(self.free_slot())
             if reason is not None:
                 self._refuse(sock, peer, reason)
                 continue
+            if self._admission.full():  # the oldest waiting, of the address with the most waiting, makes room
+                self.end(
+                    self._admission.oldest_waiting(),
+                    TIMEOUT,
+                    "no hello before newer connections came",
+                    counter="timeouts",
+                )
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(sock, peer, self.settings, now)
@@ -243,18 +257,6 @@ class RlxServer:
             self._admission.opened(conn, host)
             self.stats.accepted += 1
             self.stats.clients += 1
-
-    def _make_room(self, now: float) -> Optional[str]:
-        """Room for one more connection waiting for its hello: when ``max_handshakes`` wait, the oldest
-        (of the address with the most waiting) is ended; why there is no room (None: there is)."""
-        admission = self._admission
-        if not admission.full():
-            return None
-        oldest = admission.oldest_waiting()
-        if oldest.accepted_at >= now:  # every one came in this poll: none has had a chance to say hello
-            return f"{admission.waiting} connections wait for their hello, the most the server takes at once"
-        self.end(oldest, TIMEOUT, "no hello before newer connections came", counter="timeouts")
-        return None
 
     def _refuse(self, sock: socket.socket, peer: str, reason: str) -> None:
         """Close a new connection after ``error busy`` saying ``reason`` (counted and logged)."""
