@@ -14,10 +14,10 @@ waits for its hello holding no slot, one of at most ``max_handshakes`` such conn
 beyond them ends the oldest, of the address with the most waiting, with ``error timeout``), for
 ``handshake_timeout`` at most. Each poll reads first and then takes at most ``max_handshakes`` new
 connections, so a connection is never ended for room in the poll that took it, and a hello it sent
-at once is read before room is made again. A hello that passes the version and token check takes a free slot,
-or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad frame or
-message, a wrong token or version) or passes a timeout gets its ``error`` and is closed, with one
-line on the ``parl.rlx`` logger; the other connections and the robot go on.
+at once is read before room is made again. A hello that passes the version and token check takes
+a free slot, or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad
+frame or message, a wrong token or version) or passes a timeout gets its ``error`` and is closed,
+with one line on the ``parl.rlx`` logger; the other connections and the robot go on.
 
 Metrics: a connection's ``metrics`` beyond ``max_metrics_per_second`` are dropped (and counted), and
 the connection is not read until one would be within the rate again, then a little at a time, so a
@@ -49,7 +49,8 @@ logger = logging.getLogger("parl.rlx")
 
 #: Seconds between two looks at the connections' timeouts.
 SWEEP_SECONDS = 0.1
-#: New connections taken per poll at most (the rest wait for the next poll).
+#: New connections taken per poll at most, and never more than ``max_handshakes`` (the rest wait for the
+#: next poll).
 ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
 #: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
