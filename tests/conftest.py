@@ -91,13 +91,14 @@ def make_manager():
 
 @pytest.fixture
 def rlx_server():
-    """``rlx_server(slots=2, games=None, **settings) -> (manager, "host:port")``: a started RLX echo
-    robot (tests/toys.py: rlx_manager) on a free loopback port with ServerSettings ``settings``;
-    stopped after the test."""
+    """``rlx_server(slots=2, games=None, task=None, **settings) -> (manager, "host:port")``: a started RLX
+    echo robot (tests/toys.py: rlx_manager; ``task``: its TaskSettings' keywords) on a free loopback
+    port with ServerSettings ``settings``; stopped after the test."""
     managers: List[parl.Manager] = []
 
-    def make(slots: int = 2, games=None, **settings) -> tuple:
-        manager = rlx_manager(slots, ServerSettings(**{"bind": "127.0.0.1:0", **settings}), games)
+    def make(slots: int = 2, games=None, task=None, **settings) -> tuple:
+        server = ServerSettings(**{"bind": "127.0.0.1:0", **settings})
+        manager = rlx_manager(slots, server, games, **(task or {}))
         managers.append(manager)
         manager.start()
         return manager, rlx_address(manager)

@@ -1,8 +1,10 @@
 """Hostile frames against a live RLX server: random bytes, truncated frames, oversize lengths, bodies that
-are not maps, wrong dtypes and shapes, unknown types and fields, mutations of valid frames. Each ends its
-own connection (with an error frame and a log line where the server could read enough to say why) and
-nothing else: a well-behaved client plays on throughout with every answer right, no agent fails, and
-the server takes new clients afterwards."""
+are not maps, wrong dtypes and shapes, unknown types and fields, mutations of valid frames, every field of
+every message at the edges of its type (1e308, 3.4e38, NaN, infinities, 2**63, 2**64 - 1, -1, wrong
+types, strings as long as a frame), a flood of metrics and more silent connections than the server
+waits for. Each ends its own connection (with an error frame and a log line where the server could
+read enough to say why) and nothing else: a well-behaved client plays on throughout with every answer
+right, no agent fails, no update is skipped, and the server takes new clients afterwards."""
 
 from __future__ import annotations
 
@@ -10,17 +12,17 @@ import logging
 import random
 import struct
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import msgpack
 import numpy as np
 import pytest
 
 import parl.rlx
-from parl.rlx.errors import BAD_FRAME, BAD_MESSAGE, TIMEOUT
+from parl.rlx.errors import BAD_FRAME, BAD_MESSAGE, BUSY, TIMEOUT, VERSION
 from parl.rlx.framing import encode
 
-from toys import RawConnection, rlx_obs
+from toys import RawConnection, rlx_obs, wait_for
 
 HELLO = encode({"type": "hello", "version": 1})
 INIT = encode({"type": "init", "obs": np.array([1.0, 2.0], np.float32)})
@@ -192,7 +194,7 @@ def test_a_client_that_does_not_read_its_answers_is_closed_once_four_frames_wait
 
     server_end, client_end = socket.socketpair()
     server_end.setblocking(False)
-    conn = Connection(server_end, "peer", slot=None, settings=ServerSettings(max_frame_bytes=1024), now=0.0)
+    conn = Connection(server_end, "peer", settings=ServerSettings(max_frame_bytes=1024), now=0.0)
     answer = parl.rlx.messages.Error("busy", "x" * 900)
     with pytest.raises(OSError, match=r"the client does not read: \d+ bytes wait for it"):
         for _ in range(100_000):
@@ -200,3 +202,127 @@ def test_a_client_that_does_not_read_its_answers_is_closed_once_four_frames_wait
     assert conn.wants_to_write
     conn.close()
     client_end.close()
+
+
+# -- every field at the edges of its type, floods and silent connections, beside an honest client ------------
+
+#: Numbers at the edges of their types: finite as float64 but not as float32 (1e308), float32's largest
+#: (3.4e38), the non-finite floats, int64's and uint64's ends and -1.
+EDGES = [1e308, -1e308, 3.4e38, -3.4e38, float("nan"), float("inf"), float("-inf"), 2**63, 2**64 - 1, -1]
+#: Values of the wrong type for every field.
+WRONG_TYPES = ["x", None, [], {}, b"\x00"]
+#: A string as long as a frame takes (the largest frame is 1 MiB).
+HUGE = "x" * ((1 << 20) - 200)
+
+
+#: Each field a client sends: the setup its message needs, the message with the field set to a value, and
+#: the values of EDGES and WRONG_TYPES it takes (every other one is refused with ``bad_message``).
+A_STEP = {"type": "step", "reward": 1.0, "obs": [1.0, 2.0]}
+FIELDS: Dict[str, Tuple[str, Callable[[object], dict], tuple]] = {
+    "init obs": ("hello", lambda v: {"type": "init", "obs": [v, 0.0]}, (-1,)),
+    "step obs": ("episode", lambda v: {**A_STEP, "obs": [v, 0.0]}, (-1,)),
+    "step reward": ("episode", lambda v: {**A_STEP, "reward": v}, (-1,)),
+    "step terminated": ("episode", lambda v: {**A_STEP, "terminated": v}, ()),
+    "step truncated": ("episode", lambda v: {**A_STEP, "truncated": v}, ()),
+    "step action_taken": ("episode", lambda v: {**A_STEP, "action_taken": v}, ()),
+    "reset reward": ("episode", lambda v: {"type": "reset", "reward": v}, (-1,)),
+    "reset truncated": ("episode", lambda v: {"type": "reset", "reward": 1.0, "truncated": v}, ()),
+    "reset obs": ("episode", lambda v: {"type": "reset", "reward": 1.0, "obs": [v, 0.0]}, (-1,)),
+    "reset action_taken": ("episode", lambda v: {"type": "reset", "reward": 1.0, "action_taken": v}, ()),
+    "metrics name": ("hello", lambda v: {"type": "metrics", "name": v, "value": 1.0}, ("x",)),
+    "metrics value": (
+        "hello",
+        lambda v: {"type": "metrics", "name": "x", "value": v},
+        (3.4e38, -3.4e38, 2**63, 2**64 - 1, -1),
+    ),
+    "metrics step": ("hello", lambda v: {"type": "metrics", "name": "x", "value": 1.0, "step": v}, ()),
+    "hello version": ("raw", lambda v: {"type": "hello", "version": v}, ()),
+    "hello token": ("raw", lambda v: {"type": "hello", "version": 1, "token": v}, ("x", b"\x00")),  # no token asked
+    "hello client": ("raw", lambda v: {"type": "hello", "version": 1, "client": v}, ("x",)),
+}
+
+
+def edge_cases() -> List[Tuple[str, str, dict, str]]:
+    """``(name, setup, message, code)``: a message with one field at an edge, sent on a new connection
+    once ``setup`` (``"raw"``: nothing, ``"hello"``: a welcome, ``"episode"``: an init's action) is done,
+    and the error code it must get."""
+    cases = []
+    for name, (setup, message, taken) in FIELDS.items():
+        for value in EDGES + WRONG_TYPES:
+            if not any(value is t or (type(value) is type(t) and value == t) for t in taken):
+                # a whole number >= 0 is a version, another one than the server's
+                code = VERSION if name == "hello version" and value in (2**63, 2**64 - 1) else BAD_MESSAGE
+                cases.append((name, setup, message(value), code))
+        if name in ("hello client", "hello token", "metrics name"):  # as long as a frame takes
+            cases.append((f"{name} of a frame's length", setup, message(HUGE), BAD_MESSAGE))
+    cases.append(("a frame beyond the limit", "hello", FIELDS["metrics name"][1](HUGE + "x" * 300), BAD_FRAME))
+    return cases
+
+
+def hostile(address: str, setup: str, message: dict) -> List[dict]:
+    """Send ``message`` on a new connection once ``setup`` is done; what the server sent after the setup."""
+    raw = RawConnection(address, timeout=5.0)
+    try:
+        if setup != "raw":
+            assert raw.hello()["type"] == "welcome"
+        if setup == "episode":
+            raw.send({"type": "init", "obs": [1.0, 2.0]})
+            assert raw.read()["type"] == "action"
+        try:
+            raw.send(message)
+        except OSError:  # closed while the frame was sent (one beyond the limit)
+            pass
+        return raw.read_all()
+    finally:
+        raw.close()
+
+
+class MetricsFlood(threading.Thread):
+    """A client that says hello, then sends metrics as fast as the server takes them until told to stop."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(name="metrics-flood", daemon=True)
+        self.raw = RawConnection(address, timeout=0.2)
+        assert self.raw.hello()["type"] == "welcome"
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def run(self) -> None:
+        chunk = b"".join(encode({"type": "metrics", "name": "flood", "value": 1.0, "step": i}) for i in range(500))
+        while not self.stop.is_set():
+            try:
+                self.raw.send_bytes(chunk)
+                self.sent += 500
+            except TimeoutError:  # the server reads it no faster than its rate: TCP holds the sender back
+                pass
+
+
+def test_values_at_the_edges_of_their_types_floods_and_silent_connections_end_their_own_only(rlx_server) -> None:
+    manager, address = rlx_server(slots=3, handshake_timeout=0.5, max_handshakes=8)
+    good = GoodClient(address)
+    good.start()
+    assert wait_for(lambda: good.steps > 0)
+    for name, setup, message, code in edge_cases():  # every hostile connection gets its error
+        replies = hostile(address, setup, message)
+        assert [r.get("code") for r in replies] == [code], f"{name} = {str(message)[:80]}: {replies}"
+        assert good.error is None, f"{name}: the good client failed: {good.error!r}"
+    flood = MetricsFlood(address)  # a flood of metrics beside the good client: dropped, counted, no one slowed
+    flood.start()
+    steps = good.steps
+    assert wait_for(lambda: good.steps >= steps + 200), "the good client was held up by the flood"
+    flood.stop.set()
+    flood.join(5.0)
+    flood.raw.close()
+    assert flood.sent > 1000 and manager.runner.stats.throttled_metrics > 0
+    silent = [RawConnection(address, timeout=5.0) for _ in range(30)]  # more than max_handshakes
+    with parl.rlx.Client(address) as newcomer:  # says hello at once: never the one ended to make room
+        assert newcomer.init(rlx_obs(2, 0)) == 2000
+    for raw in silent:
+        assert [r["code"] for r in raw.read_all()] in ([TIMEOUT], [BUSY])
+        raw.close()
+    good.stop.set()
+    good.join(5.0)
+    assert good.error is None and good.wrong == 0
+    assert manager.errors == [] and manager.tasks["T"].skipped_updates == 0
+    stored = [t for agent in manager.agents for t, _ in agent.helpers["T"].stored]
+    assert all(np.isfinite(t.rewards["reward"]).all() and np.abs(t.inputs["obs"]).max() <= 1e6 for t in stored)

@@ -210,7 +210,14 @@ def test_a_body_that_is_not_one_msgpack_map_is_a_bad_frame(body: bytes, message:
         ({"type": "reset", "reward": 1, "truncated": "yes"}, "reset: truncated must be true or false"),
         ({"type": "metrics", "name": "a b", "value": 1}, "metrics: name must be a string matching"),
         ({"type": "metrics", "name": "x" * 129, "value": 1}, "metrics: name must be a string matching"),
-        ({"type": "metrics", "name": "loss", "value": 1, "step": -2}, "metrics: step must be an integer >= 0"),
+        (
+            {"type": "metrics", "name": "loss", "value": 1, "step": -2},
+            "metrics: step must be an integer in [0, 2**63 - 1]",
+        ),
+        (
+            {"type": "metrics", "name": "loss", "value": 1, "step": 2**64 - 1},
+            "metrics: step must be an integer in [0, 2**63 - 1]",
+        ),
         ({"type": "bye", "now": True}, "bye: unknown field ['now']"),
     ],
 )

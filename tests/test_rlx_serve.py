@@ -1,6 +1,7 @@
-"""``parl serve``: the config's robot listens for RLX clients; Ctrl-C writes the final checkpoint, and a
-restart resumes the robot's env step counter and weights; it refuses to listen beyond loopback without a
-token. Each server is a child process of the test, stopped by its pid."""
+"""``parl serve``: the config's robot listens for RLX clients; Ctrl-C or SIGTERM, whenever it comes, writes
+the final checkpoint and exits with status 0, and a restart resumes the robot's env step counter and
+weights; it refuses to listen beyond loopback without a token. Each server is a child process of the
+test, stopped by its pid."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import parl.rlx
 from parl.experiment.checkpoints import CheckpointManager
 from parl.experiment.cli import main
 
-from toys import serve_process
+from toys import serve_process, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "0123456789abcdef0123456789abcdef"
@@ -43,9 +44,9 @@ CONFIG: Dict[str, object] = {
 }
 
 
-def write_config(tmp_path: Path) -> Path:
+def write_config(tmp_path: Path, **changes: object) -> Path:
     path = tmp_path / "served.yaml"
-    path.write_text(yaml.safe_dump({**CONFIG, "log_dir": str(tmp_path / "run")}), encoding="utf-8")
+    path.write_text(yaml.safe_dump({**CONFIG, "log_dir": str(tmp_path / "run"), **changes}), encoding="utf-8")
     return path
 
 
@@ -91,6 +92,81 @@ def test_ctrl_c_writes_a_checkpoint_and_a_restart_resumes_its_step_counter_and_w
     again_name, again = checkpoint(tmp_path / "run")
     assert again_name == name and again["files"] == first["files"]  # the same weights, optimizer and counters
     assert again["counters"]["env_steps"] == steps
+
+
+def stopped_cleanly(proc: subprocess.Popen, out: str, err: str, log_dir: Path, signame: str) -> Dict[str, object]:
+    """Check that ``parl serve`` stopped by ``signame`` as any run stops: exit status 0, no traceback, the
+    signal's name in its summary, its result.json and its log; the result."""
+    assert proc.returncode == 0, err
+    assert f"stopped (signal {signame})" in out and "Traceback" not in err and "Error" not in err, err
+    result = json.loads((log_dir / "result.json").read_text())
+    assert result["stop_reason"] == f"signal {signame}" and Path(result["checkpoint"]).is_dir()
+    assert f"training stops: signal {signame}" in (log_dir / "parl.log").read_text()
+    return result
+
+
+def test_sigterm_while_clients_play_writes_the_final_checkpoint_and_exits_with_status_0(tmp_path: Path) -> None:
+    proc, address = serve_process(str(write_config(tmp_path)), "--bind", "127.0.0.1:0", "--no-eval", "--quiet")
+    played: List[parl.rlx.EpisodeResult] = []
+    try:
+        with parl.rlx.Client(address) as client:
+            played += parl.rlx.drive(gym.make("CartPole-v1"), client, episodes=3, seed=0)
+            client.init([0.0, 0.0, 0.0, 0.0])  # an episode under way when the signal comes
+            proc.send_signal(signal.SIGTERM)
+            with pytest.raises(parl.rlx.ServerError, match="shutdown"):
+                for _ in range(10_000):
+                    client.send(1.0, [0.0, 0.0, 0.0, 0.0])
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    result = stopped_cleanly(proc, out, err, tmp_path / "run", "SIGTERM")
+    assert result["env_steps"] >= sum(e.length for e in played)
+
+
+#: An environment factory whose module takes seconds to import: ``parl serve`` is still reading its config.
+SLOW_IMPORT = """import pathlib, time
+pathlib.Path(__file__).with_name("importing").touch()
+time.sleep(3.0)
+
+
+def cartpole():
+    import gymnasium
+
+    return gymnasium.make("CartPole-v1")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_config_is_read_stops_the_run_as_soon_as_it_begins(tmp_path: Path, signum: int) -> None:
+    (tmp_path / "slow_env.py").write_text(SLOW_IMPORT, encoding="utf-8")
+    config = write_config(tmp_path, env={"factory": "slow_env.cartpole"}, python_path=[str(tmp_path)])
+    command = [sys.executable, "-m", "parl", "serve", str(config), "--bind", "127.0.0.1:0", "--no-eval", "--quiet"]
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert wait_for(lambda: (tmp_path / "importing").exists() or proc.poll() is not None, timeout=120)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    result = stopped_cleanly(proc, out, err, tmp_path / "run", signal.Signals(signum).name)
+    assert "listening" not in out and result["env_steps"] == 0  # the robot was built and saved, never started
+
+
+def test_a_run_interrupted_before_it_begins_is_saved_without_listening(tmp_path: Path) -> None:
+    from parl.experiment.config import load_config
+    from parl.experiment.trainer import Trainer
+
+    config = load_config(str(write_config(tmp_path)), ["placement=rlx", "rlx.bind=127.0.0.1:0"])
+    started = []
+    trainer = Trainer(config, progress=False, evaluate=False, on_start=started.append)
+    trainer.interrupt(signal.SIGTERM)
+    trainer.interrupt(signal.SIGINT)  # the first counts
+    result = trainer.run()
+    assert result["stop_reason"] == "signal SIGTERM" and started == []
+    assert Path(result["checkpoint"]).is_dir() and not trainer.manager.running()
 
 
 def refusal(tmp_path: Path, capsys: pytest.CaptureFixture, *args: str) -> str:

@@ -5,6 +5,7 @@ stream of hostile frames does is tests/test_rlx_fuzz.py's; ``parl serve`` is tes
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import List, Tuple
@@ -13,12 +14,23 @@ import numpy as np
 import pytest
 
 import parl.rlx
-from parl.rlx.errors import BAD_MESSAGE, BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ServerError
+from parl.rlx.errors import BAD_MESSAGE, BUSY, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError, ServerError
 from parl.rlx.framing import encode
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError
 
-from toys import RLX_ACTIONS, RawConnection, rlx_obs, wait_for
+from toys import (
+    RLX_ACTIONS,
+    WAIT,
+    FailingGymAgent,
+    RawConnection,
+    RecordingHelper,
+    SpacesEnv,
+    echo_algorithm_func,
+    rlx_address,
+    rlx_obs,
+    wait_for,
+)
 
 TOKEN = b"0123456789abcdef0123456789abcdef"
 
@@ -166,6 +178,72 @@ def test_the_client_beyond_max_clients_is_refused_at_once_and_the_others_go_on(r
     assert rows[0][1]["rlx/refused"] == 1.0 and rows[0][1]["rlx/accepted"] == 3.0
 
 
+def test_connections_without_a_hello_hold_no_slot(rlx_server) -> None:
+    manager, address = rlx_server(slots=2, token=TOKEN)
+    silent = [RawConnection(address) for _ in range(4)]
+    wrong = RawConnection(address)
+    assert wrong.hello(b"x" * 32)["code"] == UNAUTHORIZED
+    with parl.rlx.Client(address, TOKEN) as first, parl.rlx.Client(address, TOKEN) as second:
+        assert sorted([first.slot, second.slot]) == [0, 1]
+        assert play(first, code=1, steps=2) == 2.0 and play(second, code=2, steps=2) == 2.0
+        assert wait_for(lambda: manager.runner.stats.clients == 6)  # the silent ones are still open
+        late = RawConnection(address)  # every slot taken: busy at once, without a hello
+        assert late.read_all() == [{"type": "error", "code": BUSY, "message": "all 2 slots are taken"}]
+    assert silent[0].hello(TOKEN)["type"] == "welcome"  # a slot is free again: taken at the hello
+    assert silent[1].hello(TOKEN)["type"] == "welcome"
+    assert silent[2].hello(TOKEN) == {"type": "error", "code": BUSY, "message": "all 2 slots are taken"}
+    for raw in silent:
+        raw.close()
+
+
+def test_beyond_max_handshakes_a_new_connection_ends_the_oldest_silent_one(rlx_server) -> None:
+    manager, address = rlx_server(slots=1, max_handshakes=2)
+    oldest, older = RawConnection(address), RawConnection(address)
+    assert wait_for(lambda: manager.runner.stats.accepted == 2)
+    newest = RawConnection(address)
+    assert oldest.read_all() == [
+        {"type": "error", "code": TIMEOUT, "message": "no hello before newer connections came"}
+    ]
+    assert older.hello()["type"] == "welcome"
+    assert newest.hello()["code"] == BUSY  # its place among the waiting was kept; the one slot is older's
+    assert manager.runner.stats.timeouts == 1
+    older.close()
+
+
+def test_an_address_opens_at_most_max_connections_per_address(rlx_server) -> None:
+    manager, address = rlx_server(slots=4, max_connections_per_address=2)
+    first, second = RawConnection(address), parl.rlx.Client(address)
+    third = RawConnection(address)
+    assert third.read_all() == [
+        {
+            "type": "error",
+            "code": BUSY,
+            "message": "2 connections from 127.0.0.1 are open, the most one address may have",
+        }
+    ]
+    first.close()
+    assert wait_for(lambda: manager.runner.stats.clients == 1)
+    with parl.rlx.Client(address) as again:  # room again
+        assert play(again, code=1, steps=2) == 2.0
+    second.disconnect()
+
+
+def test_admission_makes_room_at_the_address_with_the_most_connections_waiting() -> None:
+    from parl.runtime.rlx.admission import Admission
+
+    admission = Admission(max_handshakes=3, max_per_address=2)
+    for conn, host in (("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.2")):
+        assert not admission.full() and admission.refusal(host) is None
+        admission.opened(conn, host)
+    assert admission.full() and admission.oldest_waiting() == "b"  # 10.0.0.2's oldest, though "a" is older
+    assert admission.refusal("10.0.0.2") == "2 connections from 10.0.0.2 are open, the most one address may have"
+    admission.admitted("b")  # plays a slot: no longer waiting, still open
+    assert not admission.full() and admission.waiting == 2 and admission.refusal("10.0.0.2") is not None
+    admission.closed("b")
+    admission.closed("b")  # once only
+    assert admission.refusal("10.0.0.2") is None and admission.oldest_waiting() == "a"
+
+
 def test_a_client_is_refused_while_memory_is_below_the_floor(rlx_server) -> None:
     _, address = rlx_server(slots=2, min_free_memory=1 << 60)
     with pytest.raises(ServerError, match=r"busy: \d+ MiB of memory available, below the floor of 1099511627776 MiB"):
@@ -248,6 +326,107 @@ def test_a_request_out_of_order_or_out_of_its_space_ends_that_connection(rlx_ser
     assert manager.errors == []
 
 
+OBS64 = {"dtype": "float64", "shape": [2], "data": np.array([1e39, 0.0]).tobytes()}
+
+
+@pytest.mark.parametrize(
+    "messages, text",
+    [
+        (
+            [HELLO, INIT, {"type": "step", "reward": 1e308, "obs": [1.0, 0]}],
+            "step: reward 1e+308 is beyond max_abs_reward=1e+06",
+        ),
+        (
+            [HELLO, INIT, {"type": "step", "reward": -3e38, "obs": [1.0, 0]}],
+            "step: reward -3e+38 is beyond max_abs_reward",
+        ),
+        ([HELLO, INIT, {"type": "reset", "reward": 3.4e38}], "reset: reward 3.4e+38 is beyond max_abs_reward=1e+06"),
+        ([HELLO, INIT, {"type": "reset", "reward": 1000000.5}], "reset: reward 1000000.5 is beyond max_abs_reward"),
+        ([HELLO, {"type": "init", "obs": OBS64}], "init: 'obs' holds inf at index (0,) (not finite)"),
+        (
+            [HELLO, {"type": "init", "obs": [3e38, 0.0]}],
+            "init: 'obs' holds 3e+38 at index (0,), beyond max_abs_observation=1e+06",
+        ),
+        (
+            [HELLO, {"type": "init", "obs": [2e6, 0.0]}],
+            "init: 'obs' holds 2e+06 at index (0,), beyond max_abs_observation",
+        ),
+        (
+            [HELLO, INIT, {"type": "step", "reward": 1, "obs": [0.0, -1e30]}],
+            "step: 'obs' holds -1e+30 at index (1,), beyond",
+        ),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1e308}], "metrics: value 1e+308 is not finite as float32"),
+        (
+            [HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 2**63}],
+            "metrics: step must be an integer in [0, 2**63 - 1]",
+        ),
+        (
+            [HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 2**64 - 1}],
+            "metrics: step must be an integer in",
+        ),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1, "step": -1}], "metrics: step must be an integer in"),
+        ([HELLO, {"type": "metrics", "name": "x", "value": 1, "step": 1.5}], "metrics: step must be an integer in"),
+    ],
+)
+def test_values_beyond_what_the_robot_takes_end_the_connection_that_sent_them(rlx_server, messages, text) -> None:
+    manager, address = rlx_server(slots=1)
+    raw = RawConnection(address)
+    *first, last = messages
+    for message in first:  # each answered (hello, init) before the next
+        raw.send(message)
+        assert raw.read()["type"] in ("welcome", "action")
+    raw.send(last)
+    (error,) = raw.read_all()
+    assert (error["type"], error["code"]) == ("error", BAD_MESSAGE) and error["message"].startswith(text), error
+    with parl.rlx.Client(address) as client:  # the server goes on, and no bad value reached the robot
+        client.metrics("x", 2.0, step=2**63 - 1)  # the largest step is taken (read before the answers)
+        assert play(client, code=1, steps=3) == 3.0
+    assert manager.errors == []
+    assert all(abs(float(t.rewards["reward"][0])) <= 1.0 for t, _ in stored(manager, 0, 3))
+    assert (2**63 - 1, {"client/x": 2.0}) in manager.placement_metrics()
+
+
+def test_the_limits_on_rewards_and_observations_are_settings(rlx_server) -> None:
+    _, address = rlx_server(slots=1, max_abs_reward=10.0, max_abs_observation=3.4e38)
+    with parl.rlx.Client(address) as client:
+        client.init(np.array([3e38, 0.0], np.float32))  # within float32: taken
+        client.send(-10.0, rlx_obs(1, 1))  # at the limit: taken
+        with pytest.raises(ServerError, match=r"bad_message: step: reward 10.5 is beyond max_abs_reward=10"):
+            client.send(10.5, rlx_obs(1, 2))
+    for bad in ({"max_abs_reward": 0.0}, {"max_abs_observation": 1e39}, {"max_abs_reward": float("nan")}):
+        with pytest.raises(ParameterError, match=f"^{next(iter(bad))} must be"):
+            ServerSettings(**bad)
+
+
+def test_the_floats_of_an_action_taken_must_be_finite_as_float32() -> None:
+    import gymnasium
+
+    from parl.runtime.rlx.remote_env import RemoteEnv
+
+    slot = RemoteEnv(0, SpacesEnv().observation_space, gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float64), server=None)
+    assert slot.action_taken([3e38, -1.0], "step").tolist() == [3e38, -1.0]  # float64, within float32's range
+    with pytest.raises(
+        ProtocolError, match=r"^bad_message: step: 'action_taken' holds 1e\+308 at index \(0,\), beyond"
+    ):
+        slot.action_taken([1e308, 0.0], "step")
+
+
+def test_log_lines_show_what_a_client_controls_escaped(rlx_server, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="parl.rlx")
+    _, address = rlx_server(slots=1)
+    raw = RawConnection(address)
+    raw.send({"type": "hello", "version": 1, "client": "x\nparl: ERROR: forged\r\x1b[2K\u2028"})
+    assert raw.read()["type"] == "welcome"
+    raw.send({"type": "bye", "no\nparl: ERROR: forged": 1})
+    assert raw.read_all()[0]["code"] == BAD_MESSAGE
+    assert wait_for(
+        lambda: any(record.name == "parl.rlx" for record in caplog.records)
+    )  # logged once the error is sent
+    lines = [record.getMessage() for record in caplog.records if record.name == "parl.rlx"]
+    assert len(lines) == 1 and lines[0].isprintable(), lines
+    assert "(x\\nparl: ERROR: forged\\r\\x1b[2K\\u2028), slot 0 ended (bad_message)" in lines[0]
+
+
 def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> None:
     manager, address = rlx_server(slots=1)
     manager.placement_metrics()
@@ -261,22 +440,96 @@ def test_client_metrics_become_rows_at_their_step_or_the_robots(rlx_server) -> N
     assert rows[0][1]["rlx/act_latency_ms"] > 0 and rows[0][1]["rlx/clients"] in (0.0, 1.0)
 
 
-def test_a_slot_whose_agent_has_played_its_games_takes_no_more_clients(rlx_server) -> None:
+def test_metrics_beyond_the_rate_of_their_connection_are_dropped_and_counted(rlx_server) -> None:
+    manager, address = rlx_server(slots=1, max_metrics_per_second=10)
+    manager.placement_metrics()
+    raw = RawConnection(address)
+    assert raw.hello()["type"] == "welcome"
+    flood = [{"type": "metrics", "name": "x", "value": 1.0, "step": step} for step in range(200)]
+    raw.send_bytes(b"".join(encode(message) for message in [*flood, INIT]))
+    assert raw.read()["type"] == "action"  # its request is still answered, once the metrics before it are read
+    (_, server), *clients = manager.placement_metrics()
+    taken = [step for step, row in clients if "client/x" in row]
+    assert 10 <= len(taken) <= 12 and taken == sorted(taken)  # the burst, then a token a 0.1 s
+    assert server["rlx/throttled_metrics"] == 200 - len(taken)
+    raw.close()
+
+
+def test_a_token_bucket_allows_its_rate_and_a_burst_of_as_many() -> None:
+    from parl.runtime.rlx.rate import TokenBucket
+
+    bucket = TokenBucket(rate=2.0, now=100.0)
+    assert [bucket.take(100.0) for _ in range(3)] == [True, True, False]
+    assert bucket.wait() == 0.5
+    assert not bucket.take(100.25) and bucket.take(100.5)  # a token a half second
+    assert bucket.take(110.0) and bucket.take(110.0) and not bucket.take(110.0)  # never more than the rate
+
+
+def test_an_update_waits_only_for_the_segments_of_connected_clients(rlx_server) -> None:
+    # A PPO-like robot: every update joins one segment of each of its 8 slots, waiting up to a minute.
+    task = {"min_batchsize": 8, "max_training_batchsize": 8, "training_timeout": 60.0}
+    manager, address = rlx_server(slots=8, task=task)
+    wrapper = manager.wrappers["T"]
+    assert wrapper.wanted_batches() == 1  # no client: at least one segment
+    with parl.rlx.Client(address, timeout=WAIT) as client:  # a reply that waited a minute would time out
+        assert wrapper.wanted_batches() == 1
+        assert play(client, code=1, steps=9) == 9.0  # segments of 4: each update learns this client's alone
+        assert manager.tasks["T"].update_steps >= 2
+        with parl.rlx.Client(address, timeout=WAIT) as other:
+            assert wrapper.wanted_batches() == 2
+            assert play(other, code=2, steps=2) == 2.0  # its segment and the first client's go together
+    assert wait_for(lambda: manager.runner.stats.clients == 0) and wrapper.wanted_batches() == 1
+    assert manager.errors == []
+
+
+def test_a_client_whose_slot_has_played_its_games_goes_on_in_a_free_slot(rlx_server, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
     manager, address = rlx_server(slots=2, games=1)
-    first = parl.rlx.Client(address)
-    assert first.slot == 0 and play(first, code=1, steps=3) == 3.0
-    with pytest.raises(ServerError, match="shutdown: this slot's agent has ended"):
-        first.init(rlx_obs(1, 0))
-    with parl.rlx.Client(address) as second:
-        assert second.slot == 1 and play(second, code=2, steps=2) == 2.0
+    client = parl.rlx.Client(address)
+    assert client.slot == 0 and play(client, code=1, steps=3) == 3.0
+    assert play(client, code=2, steps=2) == 2.0  # slot 0's agent has played its game: slot 1's plays this one
+    with pytest.raises(ServerError, match=r"shutdown: slot 1 ended: its agent has played its games \(1\); no other"):
+        client.init(rlx_obs(3, 0))
     # Every agent has played its games: the robot is done, and its server with it.
     assert wait_for(lambda: not manager.running())
     with pytest.raises(ConnectionRefusedError):
         parl.rlx.Client(address)
-    assert sorted(e["steps"] for e in manager.episodes()) == [2, 3] and manager.errors == []
+    assert sorted((e["agent_id"], e["steps"]) for e in manager.episodes()) == [(0, 3), (1, 2)]
+    assert manager.errors == []
+    lines = [r.getMessage() for r in caplog.records if r.name == "parl.rlx" and "slot" in r.getMessage()]
+    assert "rlx: slot 0 ended: its agent has played its games (1)" in lines
+    assert any(line.endswith(", slot 0 goes on in slot 1") for line in lines)
+    assert "rlx: slot 1 ended: its agent has played its games (1)" in lines
 
 
-def test_stopping_the_robot_tells_every_client(rlx_server) -> None:
+def test_a_slot_whose_agent_fails_ends_its_client_saying_why(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
+    manager = parl.Manager(
+        {"RL": parl.TaskSettings(echo_algorithm_func())},
+        placement="rlx",
+        rlx=ServerSettings(bind="127.0.0.1:0"),
+        thread_placement="os",
+    )
+    failing = FailingGymAgent(manager.environment(SpacesEnv), how="a list", fail_at=1)
+    manager.add_agent(failing, {"RL": RecordingHelper()})
+    manager.start()
+    try:
+        with parl.rlx.Client(rlx_address(manager)) as client:
+            assert play(client, code=1, steps=2) == 2.0
+            with pytest.raises(ServerError, match=r"^server error shutdown: slot 0 ended: its agent failed"):
+                client.init(rlx_obs(1, 0))  # its episode 1 ends before it plays
+    finally:
+        manager.stop()
+    assert len(manager.errors) == 1
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("rlx: slot 0 ended")]
+    assert (
+        record.levelno == logging.WARNING
+        and "its agent failed (the robot's log holds its error)" in record.getMessage()
+    )
+
+
+def test_stopping_the_robot_tells_every_client(rlx_server, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="parl.rlx")
     manager, address = rlx_server(slots=2)
     client = parl.rlx.Client(address)
     client.init(rlx_obs(1, 0))
@@ -284,6 +537,7 @@ def test_stopping_the_robot_tells_every_client(rlx_server) -> None:
     with pytest.raises(ServerError) as info:
         client.send(1.0, rlx_obs(1, 1))
     assert info.value.code == SHUTDOWN
+    assert "rlx: 2 slots end: the robot is stopping" in [r.getMessage() for r in caplog.records]
     assert parl.rlx.drive(_OneStepEnv(), _Closed(), episodes=3) == []  # drive returns on shutdown
 
 

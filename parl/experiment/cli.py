@@ -17,6 +17,7 @@ a robot built (``parl train: tasks.RL.model: my_models.Model called sys.exit(0)
 while being built``), a checkpoint that is refused (damaged, of the old pickle
 format, of other tasks), and a final checkpoint or ``result.json`` that cannot be
 written print one line and exit with status 1; a run stopped by SIGINT or SIGTERM
+(caught from the moment the command begins reading its config: parl/experiment/stop_signals.py)
 writes its final checkpoint and exits with status 0. A run whose agents did not
 all stop, stuck in their environment (an ``env.step`` that never returns), still
 writes its final checkpoint, then prints one line naming them (``parl train:
@@ -215,34 +216,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     from parl.experiment.config import load_config
+    from parl.experiment.stop_signals import RunSignals
     from parl.experiment.trainer import Trainer
 
     if args.seeds is not None or args.jobs is not None:
         return _train_seeds(args)
-    config = load_config(args.config, args.override)
-    return _run(Trainer(config, resume=args.resume, progress=not args.quiet), "train")
+    with RunSignals() as signals:  # a signal while the config loads stops the run as soon as it starts
+        config = load_config(args.config, args.override)
+        return _run(signals.hand_to(Trainer(config, resume=args.resume, progress=not args.quiet)), "train")
 
 
 def _serve(args: argparse.Namespace) -> int:
     from parl.experiment.checkpoints import CheckpointManager
     from parl.experiment.config import load_config
     from parl.experiment.serve_process import listening_line
+    from parl.experiment.stop_signals import RunSignals
     from parl.experiment.trainer import Trainer
     from parl.runtime.rlx.server import ListenError
 
-    config = load_config(args.config, serve_overrides(args))
-    resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
+    with RunSignals() as signals:  # a signal while the config loads stops the run as soon as it starts
+        config = load_config(args.config, serve_overrides(args))
+        resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
 
-    def announce(manager: "Manager") -> None:
-        host, port = manager.runner.address
-        print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
+        def announce(manager: "Manager") -> None:
+            host, port = manager.runner.address
+            print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
 
-    trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=not args.no_eval, on_start=announce)
-    try:
-        return _run(trainer, "serve")
-    except ListenError as exc:
-        print(f"parl serve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        evaluate = not args.no_eval
+        trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=evaluate, on_start=announce)
+        try:
+            return _run(signals.hand_to(trainer), "serve")
+        except ListenError as exc:
+            print(f"parl serve: {exc}", file=sys.stderr)
+            return EXIT_USAGE
 
 
 def serve_overrides(args: argparse.Namespace) -> List[str]:

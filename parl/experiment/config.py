@@ -304,7 +304,12 @@ class RlxConfig(_Section):
     idle_timeout: PositiveFloat = _RLX_DEFAULTS["idle_timeout"]
     episode_timeout: Optional[PositiveFloat] = _RLX_DEFAULTS["episode_timeout"]
     handshake_timeout: PositiveFloat = _RLX_DEFAULTS["handshake_timeout"]
+    max_handshakes: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_handshakes"]
+    max_connections_per_address: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_connections_per_address"]
     min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
+    max_abs_reward: PositiveFloat = _RLX_DEFAULTS["max_abs_reward"]
+    max_abs_observation: PositiveFloat = _RLX_DEFAULTS["max_abs_observation"]
+    max_metrics_per_second: Annotated[float, Field(ge=1)] = _RLX_DEFAULTS["max_metrics_per_second"]
     _settings: Optional[ServerSettings] = PrivateAttr(None)
 
     @model_validator(mode="after")

@@ -40,9 +40,7 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
-from types import FrameType
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 import numpy as np
@@ -67,6 +65,7 @@ from parl.experiment.progress import ProgressBar
 from parl.experiment.remote_evaluation import RayEvaluation
 from parl.experiment.run_counters import check_best_counters, check_run_counters
 from parl.experiment.snapshot import write_snapshot
+from parl.experiment.stop_signals import CatchSignals
 from parl.runtime.manager import Manager, StopTimeoutError
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
@@ -175,7 +174,7 @@ class Trainer:
             yaml.safe_dump(config.to_dict(), sort_keys=False),
             NotWritableError,
         )
-        with _CatchSignals(self._on_signal):  # from here on a signal stops the run, which is then saved
+        with CatchSignals(self.interrupt):  # from here on a signal stops the run, which is then saved
             return self._run(config)
 
     def _run(self, config: RobotConfig) -> Dict[str, object]:
@@ -195,7 +194,7 @@ class Trainer:
             start = time.perf_counter() - state.elapsed_before
             failure: Optional[Exception] = None  # what ended the loop, if it failed
             try:
-                if self._signal is not None:  # came while the robot was built or restored
+                if self._signal is not None:  # came before the run began, or while the robot was built
                     stop_reason = f"signal {signal.Signals(self._signal).name}"
                 else:
                     manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
@@ -207,6 +206,7 @@ class Trainer:
                     except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised
                         failure, stop_reason = exc, f"error: {brief(exc)}"
                         logger.error("the training loop failed", exc_info=exc)
+                logger.info("training stops: %s", stop_reason)
                 if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
@@ -243,7 +243,7 @@ class Trainer:
         final_eval = float("nan")
         if trained and self.evaluate and not failed:
             try:
-                with _CatchSignals(self._interrupt_evaluation):
+                with CatchSignals(self._interrupt_evaluation):
                     final_eval = self._final_evaluation(manager, evaluators, state)
             except _EvaluationInterrupted as exc:
                 self._report(f"parl train: final evaluation interrupted by {exc}; the run is saved without it")
@@ -602,8 +602,12 @@ class Trainer:
     def _report(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
 
-    def _on_signal(self, signum: int) -> None:
-        self._signal = signum
+    def interrupt(self, signum: int) -> None:
+        """Stop the run as SIGINT or SIGTERM (``signum``) does, at any point before or during :meth:`run`:
+        the training loop ends at its next look (at once when it starts after this), with stop reason
+        ``signal SIGTERM``, and the run is saved as at any stop. Only the first call counts."""
+        if self._signal is None:
+            self._signal = signum
 
     def _interrupt_evaluation(self, signum: int) -> None:
         if self._signal is None:
@@ -660,31 +664,6 @@ class _RunState:
 
     def recent_mean(self) -> float:
         return float(np.mean(self.recent)) if self.recent else float("nan")
-
-
-class _CatchSignals:
-    """Within the block, SIGINT and SIGTERM call ``handler`` once; a second one stops at once."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self, handler: Callable[[int], None]) -> None:
-        self.handler = handler
-        self._previous: Dict[int, object] = {}
-
-    def __enter__(self) -> "_CatchSignals":
-        if threading.current_thread() is threading.main_thread():
-            for signum in self.SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Optional[FrameType]) -> None:
-        for other in self.SIGNALS:
-            signal.signal(other, signal.SIG_DFL)
-        self.handler(signum)
-
-    def __exit__(self, *exc_info: object) -> None:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
 
 
 def env_steps(manager: Manager, finished_steps: int) -> int:

@@ -30,6 +30,8 @@ MAX_TOKEN_BYTES = 4096
 #: Metric names: letters, digits, ``_ . / -``, 1 to 128 of them.
 METRIC_NAME = re.compile(r"^[A-Za-z0-9_./\-]{1,128}$")
 _MAX_CLIENT_NAME = 128
+#: The largest metric step: steps are int64 where metrics are written (2**63 - 1).
+MAX_STEP = (1 << 63) - 1
 
 #: An action as it travels: an int (discrete spaces) or an array (box spaces).
 ActionValue = Union[int, np.ndarray]
@@ -232,6 +234,12 @@ def _count(value: object, where: str) -> int:
     raise ProtocolError(BAD_MESSAGE, f"{where} must be an integer >= 0, got {_shown(value)}")
 
 
+def _step(value: object, where: str) -> int:
+    if type(value) is int and 0 <= value <= MAX_STEP:
+        return value
+    raise ProtocolError(BAD_MESSAGE, f"{where} must be an integer in [0, 2**63 - 1], got {_shown(value)}")
+
+
 def _flag(value: object, where: str) -> bool:
     if type(value) is bool:
         return value
@@ -302,7 +310,7 @@ def _read_reset(f: _Fields) -> Reset:
 
 
 def _read_metrics(f: _Fields) -> Metrics:
-    return Metrics(f.take("name", _text(128, METRIC_NAME)), f.take("value", _number), f.take("step", _count, None))
+    return Metrics(f.take("name", _text(128, METRIC_NAME)), f.take("value", _number), f.take("step", _step, None))
 
 
 def _read_welcome(f: _Fields) -> Welcome:

@@ -5,7 +5,8 @@ Two threads per wrapper:
     prediction loop:  take every pending request (>= 1, <= max_batchsize), stack by spec,
                       task.predict, split rows back to their senders
     training loop:    wait for >= min_batchsize agents' batches (or training_timeout after the
-                      first), take at most max_training_batchsize of them, join the time-ordered
+                      first; fewer when the placement says fewer agents can send now, see
+                      limit_batch_wait), take at most max_training_batchsize of them, join the time-ordered
                       segments among them (on-policy batches) into one update and learn every
                       replay sample as an update of its own, task.learn, return the costs to
                       every sender (a per-row ``td_error`` split back by sender)
@@ -84,7 +85,21 @@ class ComputationWrapper:
         self._updating = False
         self._answered = 0  # training requests answered by the training loop (guarded by _pause)
         self._predictions_held = False  # set by drain: no more predictions, updates go on
+        self._senders: Optional[Callable[[], int]] = None  # agents that can send now (None: every one)
         self._threads: List[threading.Thread] = []
+
+    def limit_batch_wait(self, senders: Callable[[], int]) -> None:
+        """From now on an update waits for the batches of ``min(min_batchsize, senders())`` agents (at
+        least one), ``senders`` being called again each time the training loop looks: for a placement
+        whose agents can send only some of the time (an RLX slot's agent while a client plays it), so
+        that no update waits ``training_timeout`` for batches no agent can send."""
+        self._senders = senders
+
+    def wanted_batches(self) -> int:
+        """The agents' batches an update waits for now: ``min_batchsize``, or fewer as
+        :meth:`limit_batch_wait` says."""
+        senders = self._senders
+        return self.min_batchsize if senders is None else max(1, min(self.min_batchsize, senders()))
 
     def communicator(self, agent_id: int) -> InProcessCommunicator:
         """A new agent-side end for ``agent_id``."""
@@ -242,7 +257,7 @@ class ComputationWrapper:
     def _training_loop(self) -> None:
         queue = self.training_queue
         while not self._stop.is_set():
-            requests = queue.take(self.min_batchsize, self.max_training_batchsize, self.training_timeout)
+            requests = queue.take(self.wanted_batches, self.max_training_batchsize, self.training_timeout)
             groups = _update_groups(requests)
             if not self._training.hold([r for group in groups for r in group]):
                 continue

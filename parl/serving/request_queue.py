@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Union
 
 from parl.core.errors import StoppedError
 
@@ -88,20 +88,22 @@ class RequestQueue:
             self.puts += 1
             self._cond.notify()
 
-    def take(self, min_count: int, max_count: int, timeout: Optional[float]) -> List[Request]:
-        """Up to ``max_count`` requests, waiting for ``min_count``.
+    def take(self, min_count: Union[int, Callable[[], int]], max_count: int, timeout: Optional[float]) -> List[Request]:
+        """Up to ``max_count`` requests, waiting for ``min_count``: a number, or a function giving it,
+        called again each time the wait looks (at every request, and every POLL_INTERVAL seconds).
 
         With a ``timeout``, returns what is there (at least one) once that many
         seconds have passed since the first request was seen; after :meth:`flush`,
         returns what is there at once. Returns an empty list when the queue is closed or held.
         """
+        wanted = min_count if callable(min_count) else lambda: min_count
         with self._cond:
             deadline = None
             while not self._closed:
                 if self._held:
                     return []
                 n = len(self._items)
-                if n >= min_count or (n and self._flushing):
+                if n >= wanted() or (n and self._flushing):
                     break
                 if n and timeout is not None:
                     now = time.monotonic()

@@ -1,17 +1,18 @@
 """One client's connection to an RLX server: frames in and out, and where it stands in the protocol.
 
-    conn = Connection(sock, "10.0.0.7:51234", slot, settings, now)
+    conn = Connection(sock, "10.0.0.7:51234", settings, now)
     for body in conn.receive():              # the frames completed by what the socket had
         message = conn.accept(parse_client(body), now)   # checked against the protocol and the spaces
+    conn.admit(slot)                         # its hello passed the server's checks: it plays this slot
     conn.send(Action(1, weights_version=12))
 
-A connection goes through three states: ``handshake`` until its hello, then ``ready`` (no
-episode) and ``episode`` in turns: ``init`` starts an episode, a ``step`` that terminates or
-truncates it or a ``reset`` ends it. One request at a time: a client sends ``init``, ``step`` or
-``reset`` only once the server has answered the one before (``metrics`` need no answer).
-Everything a message carries is checked here, against the slot's spaces, before any agent sees
-it: a message out of order or with a bad value is a :class:`~parl.rlx.errors.ProtocolError`
-that ends this connection only.
+A connection goes through three states: ``handshake`` until its hello passes the server's checks
+(it holds no slot until then), then ``ready`` (no episode) and ``episode`` in turns: ``init``
+starts an episode, a ``step`` that terminates or truncates it or a ``reset`` ends it. One request
+at a time: a client sends ``init``, ``step`` or ``reset`` only once the server has answered the one
+before (``metrics`` need no answer). Everything a message carries is checked here, against the
+slot's spaces and the server's limits, before any agent sees it: a message out of order or with a
+bad value is a :class:`~parl.rlx.errors.ProtocolError` that ends this connection only.
 """
 
 from __future__ import annotations
@@ -25,13 +26,19 @@ from parl.core.specs import Spec, check_sample
 from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
 from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
+from parl.runtime.rlx.log_text import escaped
+from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
+from parl.runtime.rlx.values import bounded, checked_metric, checked_reward
 
 HANDSHAKE, READY, EPISODE = "handshake", "ready", "episode"
 #: What a connection may owe its client (frames written, not yet taken by its socket), in largest frames,
 #: before it is ended.
 MAX_OUTBOX_FRAMES = 4
 _READ_BYTES = 1 << 16
+#: What one read takes of a connection whose last ``metrics`` came beyond its rate: a flood of metrics
+#: is parsed a few dozen at a time, so it costs the other connections little (and TCP slows its sender).
+_THROTTLED_READ_BYTES = 1 << 11
 
 
 class ClosedByPeer(Exception):
@@ -52,8 +59,8 @@ class Connection:
     """A client's socket (non-blocking) and its protocol state; used by the server's scheduler thread only.
 
     Attributes:
-        peer: ``host:port`` of the client, for logs.
-        slot: the server slot that plays this connection's episodes.
+        peer: ``host:port`` of the client, for logs (its ``repr`` shows the client's name escaped).
+        slot: the server slot that plays this connection's episodes (None until :meth:`admit`).
         state: ``handshake``, ``ready`` or ``episode``.
         open: False once closed.
         awaiting_reply: the client waits for the server's answer (no idle clock runs then).
@@ -64,10 +71,10 @@ class Connection:
         pending: a checked init, step or reset its slot has not taken yet.
     """
 
-    def __init__(self, sock: socket.socket, peer: str, slot: Slot, settings: ServerSettings, now: float) -> None:
+    def __init__(self, sock: socket.socket, peer: str, settings: ServerSettings, now: float) -> None:
         self.sock = sock
         self.peer = peer
-        self.slot = slot
+        self.slot: Optional[Slot] = None
         self.settings = settings
         self.state = HANDSHAKE
         self.open = True
@@ -79,12 +86,15 @@ class Connection:
         self.received_at = 0.0
         self.pending: Optional[Union[Init, Step, Reset]] = None
         self.client = ""
+        self._metrics = TokenBucket(settings.max_metrics_per_second, now)
+        self._throttled = False  # its last metrics came beyond its rate: it is read little by little
         self._reader = FrameReader(settings.max_frame_bytes)
         self._outbox = bytearray()
 
     def __repr__(self) -> str:
-        name = f" ({self.client})" if self.client else ""
-        return f"client {self.peer}{name}, slot {self.slot.index}"
+        name = f" ({escaped(self.client)})" if self.client else ""
+        slot = "" if self.slot is None else f", slot {self.slot.index}"
+        return f"client {self.peer}{name}{slot}"
 
     # -- bytes ------------------------------------------------------------------------------------
     def receive(self) -> List[bytes]:
@@ -96,7 +106,7 @@ class Connection:
             OSError: the socket failed.
         """
         try:
-            data = self.sock.recv(_READ_BYTES)
+            data = self.sock.recv(_THROTTLED_READ_BYTES if self._throttled else _READ_BYTES)
         except (BlockingIOError, InterruptedError):
             return []
         if not data:
@@ -162,10 +172,12 @@ class Connection:
         if self.state == HANDSHAKE:
             if kind is not Hello:
                 raise ProtocolError(BAD_MESSAGE, f"expected hello first, got {_name(message)}")
-            self.state = READY
             self.client = message.client
             return message
-        if kind is Metrics or kind is Bye:
+        if kind is Metrics:
+            checked_metric(message.value, "metrics:")
+            return message
+        if kind is Bye:
             return message
         if kind is Hello:
             raise ProtocolError(BAD_MESSAGE, "hello was already said")
@@ -175,16 +187,17 @@ class Connection:
         if kind is Init:
             if self.state != READY:
                 raise ProtocolError(BAD_MESSAGE, "init while an episode is under way (end it with reset)")
-            message = Init(checked(slot.obs_spec, message.obs, "init:"))
+            message = Init(self._observation(message.obs, "init:"))
             self.state, self.episode_started = EPISODE, now
             self.episode_return, self.episode_length = 0.0, 0
         else:
             if self.state != EPISODE:
                 raise ProtocolError(BAD_MESSAGE, f"{_name(message)} with no episode under way (start one with init)")
             what = _name(message)
-            obs = None if message.obs is None else checked(slot.obs_spec, message.obs, f"{what}:")
+            reward = checked_reward(message.reward, self.settings.max_abs_reward, f"{what}:")
+            obs = None if message.obs is None else self._observation(message.obs, f"{what}:")
             taken = None if message.action_taken is None else slot.action_taken(message.action_taken, what)
-            message = message._replace(obs=obs, action_taken=taken)
+            message = message._replace(reward=reward, obs=obs, action_taken=taken)
             self.episode_return += message.reward
             self.episode_length += 1
             if kind is Reset or message.terminated or message.truncated:
@@ -192,6 +205,32 @@ class Connection:
         self.awaiting_reply = True
         self.received_at = now
         return message
+
+    def _observation(self, value: object, where: str) -> np.ndarray:
+        """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
+        spec, limit = self.slot.obs_spec, self.settings.max_abs_observation
+        return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
+
+    def metric_allowed(self, now: float) -> bool:
+        """Whether a ``metrics`` message read at ``now`` is within ``max_metrics_per_second`` (the server
+        drops it otherwise); while they come beyond it, each read takes little of this connection."""
+        self._throttled = not self._metrics.take(now)
+        return not self._throttled
+
+    def quiet_for(self) -> float:
+        """Seconds until a ``metrics`` message would be within the rate again (0.0: it would be now)."""
+        return self._metrics.wait()
+
+    @property
+    def between_episodes(self) -> bool:
+        """Whether no agent plays an episode of this connection now: none is under way, or its ``init``
+        waits for an agent to take it."""
+        return self.state == READY or type(self.pending) is Init
+
+    def admit(self, slot: Slot) -> None:
+        """The hello passed the server's checks: this connection plays ``slot`` from now on."""
+        self.slot = slot
+        self.state = READY
 
     def answered(self, now: float) -> None:
         """The server answered the request under way: the idle clock starts."""

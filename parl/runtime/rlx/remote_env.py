@@ -26,9 +26,9 @@ import numpy as np
 
 from parl.core.specs import Spec
 from parl.rlx import spaces
-from parl.rlx.errors import SHUTDOWN
 from parl.rlx.messages import Action, ActionValue, Done, Init, Step
 from parl.runtime.rlx.connection import Connection, checked
+from parl.runtime.rlx.values import FLOAT32_MAX, bounded
 
 #: What a slot waiting for a new episode waits for (else it waits for the reply of one connection).
 _INIT = "init"
@@ -61,7 +61,7 @@ class RemoteEnv:
         described_observation, described_action: the same as a ``welcome`` tells them.
         obs_spec: what an observation must be (shape, dtype, finite).
         connection: the connection attached now (None: the slot is free, unless ``retired``).
-        retired: its agent has ended (played its games, or failed); it takes no connection.
+        retired: its agent has ended (played its games, or failed); it takes no new connection.
         waited_at, resumed_at: ``perf_counter()`` when its agent last began and ended a wait on the
             network (the watchdog counts such waits as waits, not time in the environment).
     """
@@ -152,12 +152,17 @@ class RemoteEnv:
         self._agent, self._hub = agent, hub
 
     def retire(self) -> None:
-        """Its agent has ended (played its games, or failed): no connection plays this slot any more,
-        and the one attached now is ended."""
+        """Its agent has ended (played its games, or failed): no new connection plays this slot (the
+        runner hands the one attached now over to another slot, or ends it)."""
         self.retired = True
-        conn = self.connection
-        if conn is not None:
-            self._server.end(conn, SHUTDOWN, "this slot's agent has ended")
+
+    def hand_over(self, target: "RemoteEnv") -> Connection:
+        """This slot's connection (between episodes) plays the free slot ``target`` from now on; a
+        request it sent and no agent took waits for ``target``'s agent. Returns the connection."""
+        conn, self.connection = self.connection, None
+        conn.slot = target
+        target.attach(conn)
+        return conn
 
     def attach(self, conn: Connection) -> None:
         """A new connection plays this (free) slot."""
@@ -181,12 +186,14 @@ class RemoteEnv:
             self._agent.switch((conn, _CUT))
 
     def action_taken(self, value: ActionValue, where: str) -> ActionValue:
-        """A client's ``action_taken`` checked against the action space: an int, or an array of its dtype.
+        """A client's ``action_taken`` checked against the action space: an int, or an array of its dtype
+        (whose floats are finite as float32).
 
         Raises:
             ProtocolError: ``bad_message`` naming ``where``.
         """
-        array = checked(self._taken_spec, value, f"{where}:")
+        spec = self._taken_spec
+        array = bounded(spec, checked(spec, value, f"{where}:"), FLOAT32_MAX, "float32's largest", f"{where}:")
         return int(array) if self._discrete else array
 
 

@@ -14,7 +14,12 @@ connection takes a free slot, and its requests reach the agent as the results of
 and ``env.step``, so the requests of every connected client are batched into one prediction as
 the cooperative placement batches its agents'. Agents with environments of their own run as in
 placement ``"cooperative"``. The slots are the agents made with :meth:`RlxRunner.environment`, so
-``max_clients`` is the number of such agents.
+``max_clients`` is the number of such agents. A task's updates wait for the batches of the agents
+that can send now (:meth:`RlxRunner.senders`: the slots a client plays, and agents with
+environments of their own), never for those of slots no client plays. A slot whose agent ends
+(its games played, an error, the robot stopping) is logged with the reason; its client moves to a
+free slot when the agent played its games between two of the client's episodes, else is ended
+with ``error shutdown`` saying why.
 
 Options: ``rlx``, a :class:`~parl.runtime.rlx.settings.ServerSettings` (default: listen on
 127.0.0.1:7070, no token, 1 MiB frames). The server listens from ``Manager.start`` until the
@@ -23,17 +28,25 @@ robot stops, when every client gets ``error shutdown``.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import greenlet
 
 from parl.core.agent import Agent
+from parl.core.communicator import Communicator
+from parl.rlx.errors import SHUTDOWN
 from parl.runtime.cooperative.runner import CooperativeRunner
+from parl.runtime.rlx.connection import Connection
 from parl.runtime.rlx.remote_env import RemoteEnv
 from parl.runtime.rlx.server import RlxServer
 from parl.runtime.rlx.settings import ServerSettings
+from parl.runtime.rlx.stats import ServerStats
 from parl.runtime.runner import RunnerContext
+from parl.serving.computation_wrapper import ComputationWrapper
 from parl.serving.request_queue import POLL_INTERVAL
+
+logger = logging.getLogger("parl.rlx")
 
 
 class RlxRunner(CooperativeRunner):
@@ -51,6 +64,8 @@ class RlxRunner(CooperativeRunner):
         if not isinstance(self.settings, ServerSettings):
             raise ValueError(f"rlx must be a ServerSettings, got {type(self.settings).__name__}")
         self.slots: List[RemoteEnv] = []
+        self._senders: Dict[int, List[int]] = {}  # id(wrapper) -> the ids of the agents that use it
+        self._handed_over: List[Connection] = []  # connections moved to another slot, not yet polled
         self._spaces: Optional[Tuple[Any, Any]] = None
         self._server = RlxServer(self.settings, self.slots, self._weights_version, self._env_steps)
 
@@ -58,6 +73,11 @@ class RlxRunner(CooperativeRunner):
     def address(self) -> Optional[Tuple[str, int]]:
         """``(host, port)`` the server listens on (None before start)."""
         return self._server.address
+
+    @property
+    def stats(self) -> ServerStats:
+        """The server's counters (connections open now, accepted, refused, ended...), as they stand."""
+        return self._server.stats
 
     def environment(self, make: Callable[[], Any]) -> RemoteEnv:
         """A new slot, with the spaces of an environment ``make()`` gives (made once, closed at once)."""
@@ -82,6 +102,26 @@ class RlxRunner(CooperativeRunner):
         """``rlx/*`` and the clients' ``client/*`` metrics since the last call (docs/metrics.md)."""
         return self._server.stats.rows()
 
+    def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
+        """The agent's end of ``wrapper``; the wrapper's updates wait for the batches of the agents that
+        can send now (:meth:`senders`), not for those of slots no client plays."""
+        users = self._senders.get(id(wrapper))
+        if users is None:
+            users = self._senders[id(wrapper)] = []
+            wrapper.limit_batch_wait(lambda: self.senders(users))
+        users.append(agent_id)
+        return super().communicator(wrapper, agent_id)
+
+    def senders(self, agent_ids: List[int]) -> int:
+        """How many of the agents ``agent_ids`` can send training batches now: those with environments
+        of their own, and the slots' agents whose slot a client plays (any thread)."""
+        agents = self.context.agents
+        count = 0
+        for agent_id in agent_ids:
+            env = agents[agent_id].env if agent_id < len(agents) else None
+            count += not isinstance(env, RemoteEnv) or env.connection is not None
+        return count
+
     # -- the scheduler's hooks -----------------------------------------------------------------
     def _bind_agent(self, agent: Agent, agent_greenlet: greenlet.greenlet, hub: greenlet.greenlet) -> None:
         super()._bind_agent(agent, agent_greenlet, hub)
@@ -92,11 +132,46 @@ class RlxRunner(CooperativeRunner):
         try:
             super()._play(agent)
         finally:
-            if isinstance(agent.env, RemoteEnv):  # done or failed: its slot takes no more clients
-                agent.env.retire()
+            if isinstance(agent.env, RemoteEnv):  # done, failed or stopped: its slot takes no more clients
+                self._slot_ended(agent.env, agent)
+
+    def _slot_ended(self, slot: RemoteEnv, agent: Agent) -> None:
+        """``slot``'s agent has ended: the slot takes no new client, the end is logged with its reason,
+        and a client playing it moves to a free slot when the agent played its games between two of
+        the client's episodes, or else is ended with ``error shutdown`` saying why (when the robot
+        stops, the server's close tells every client)."""
+        slot.retire()
+        stopping = self.context.stopping.is_set()
+        games = agent.num_games
+        played_out = not stopping and games is not None and agent.episode >= games
+        if stopping:
+            reason = "the robot is stopping"
+        elif played_out:
+            reason = f"its agent has played its games ({games})"
+        else:
+            reason = "its agent failed (the robot's log holds its error)"
+        level = logging.DEBUG if stopping else logging.INFO if played_out else logging.WARNING
+        logger.log(level, "rlx: slot %d ended: %s", slot.index, reason)
+        conn = slot.connection
+        if conn is None or stopping:
+            return
+        target = self._server.free_slot() if played_out and conn.between_episodes else None
+        if target is None:
+            free = "; no other slot is free" if played_out else ""
+            self._server.end(conn, SHUTDOWN, f"slot {slot.index} ended: {reason}{free}")
+            return
+        logger.info("rlx: %s goes on in slot %d", repr(conn), target.index)  # the repr before the move
+        self._handed_over.append(slot.hand_over(target))
 
     def _poll(self) -> bool:
-        return self._server.poll(0.0)
+        served = self._server.poll(0.0)
+        while self._handed_over:  # a request a moved connection sent before its move, for its new slot
+            conn = self._handed_over.pop()
+            if conn.open and conn.pending is not None:
+                message, conn.pending = conn.pending, None
+                conn.slot.offer(conn, message)
+                served = True
+        return served
 
     def _wait_for_work(self) -> None:
         self._server.poll(POLL_INTERVAL)
@@ -105,6 +180,9 @@ class RlxRunner(CooperativeRunner):
         self._server.wake()
 
     def _end(self, agent_greenlets) -> None:
+        live = sum(not slot.retired for slot in self.slots)
+        if live:  # each slot's own line is a debug one: the robot's stop ends them all
+            logger.info("rlx: %d slots end: the robot is stopping", live)
         try:
             super()._end(agent_greenlets)
         finally:

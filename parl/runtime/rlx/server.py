@@ -7,11 +7,21 @@ thread of placement ``"rlx"`` polls them between prediction batches.
     server.wake()                         # any thread: ends a poll that waits
     server.close()                        # every client gets error shutdown
 
-Admission: a new connection takes a free slot at once, or, when every slot is taken or the
-machine's available memory is below ``min_free_memory``, gets ``error busy`` and is closed at
-once; nothing else changes. A connection that breaks the protocol (a bad frame or message, a
-wrong token or version) or passes a timeout gets its ``error`` and is closed, with one line on the
-``parl.rlx`` logger; the other connections and the robot go on.
+Admission (:mod:`parl.runtime.rlx.admission`): a new connection gets ``error busy`` and is closed at
+once when its address has ``max_connections_per_address`` connections open, every slot is taken,
+or the machine's available memory is below ``min_free_memory``; nothing else changes. Otherwise it
+waits for its hello holding no slot, one of at most ``max_handshakes`` such connections (a new one
+beyond them ends the oldest, of the address with the most waiting, with ``error timeout``), for
+``handshake_timeout`` at most. Each poll reads first and then takes at most ``max_handshakes`` new
+connections, so a connection is never ended for room in the poll that took it, and a hello it sent
+at once is read before room is made again. A hello that passes the version and token check takes
+a free slot, or gets ``error busy`` when none is free. A connection that breaks the protocol (a bad
+frame or message, a wrong token or version) or passes a timeout gets its ``error`` and is closed,
+with one line on the ``parl.rlx`` logger; the other connections and the robot go on.
+
+Metrics: a connection's ``metrics`` beyond ``max_metrics_per_second`` are dropped (and counted), and
+the connection is not read until one would be within the rate again, then a little at a time, so a
+client flooding metrics costs the others little; TCP's flow control makes its sender wait.
 """
 
 from __future__ import annotations
@@ -21,14 +31,16 @@ import logging
 import selectors
 import socket
 from time import perf_counter
-from typing import Callable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from parl.rlx.address import split_address
 from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
 from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
 from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
+from parl.runtime.rlx.admission import Admission
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
+from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.remote_env import RemoteEnv
 from parl.runtime.rlx.settings import ServerSettings
 from parl.runtime.rlx.stats import ServerStats
@@ -37,12 +49,13 @@ logger = logging.getLogger("parl.rlx")
 
 #: Seconds between two looks at the connections' timeouts.
 SWEEP_SECONDS = 0.1
-#: New connections taken per poll at most (the rest wait for the next poll).
+#: New connections taken per poll at most, and never more than ``max_handshakes`` (the rest wait for the
+#: next poll).
 ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
 #: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
-_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO}
-_READ, _READ_WRITE = selectors.EVENT_READ, selectors.EVENT_READ | selectors.EVENT_WRITE
+_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": logging.INFO}
+_READ = selectors.EVENT_READ
 
 
 class ListenError(OSError):
@@ -78,6 +91,8 @@ class RlxServer:
         self._wake_reader: Optional[socket.socket] = None
         self._wake_writer: Optional[socket.socket] = None
         self._connections: Set[Connection] = set()
+        self._muted: Dict[Connection, float] = {}  # connection -> when it is read again (metrics beyond its rate)
+        self._admission = Admission(settings.max_handshakes, settings.max_connections_per_address)
         self._next_sweep = 0.0
 
     def open(self) -> Tuple[str, int]:
@@ -115,12 +130,15 @@ class RlxServer:
     def poll(self, timeout: float) -> bool:
         """Handle what the sockets have, waiting up to ``timeout`` seconds for something; whether
         anything came (a request handed to a slot runs its agent until it parks again)."""
+        if self._muted:
+            timeout = max(0.0, min(timeout, min(self._muted.values()) - perf_counter()))
         events = self._selector.select(timeout)
         now = perf_counter()
+        listening = False
         for key, mask in events:
             target = key.data
             if target is _LISTENER:
-                self._accept(now)
+                listening = True  # accepted after the reads: a hello already in counts before room is made
             elif target is _WAKE:
                 _drain(self._wake_reader)
             else:
@@ -128,6 +146,10 @@ class RlxServer:
                     self._flush(target)
                 if mask & selectors.EVENT_READ and target.open:
                     self._read(target, now)
+        if listening:
+            self._accept(now)
+        if self._muted:
+            self._unmute(now)
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             for conn, reason in [(c, c.timed_out(now)) for c in self._connections]:
@@ -155,7 +177,7 @@ class RlxServer:
             self.end(conn, None, f"cannot write to it: {exc}")
             return
         if conn.wants_to_write:
-            self._selector.modify(conn.sock, _READ_WRITE, conn)
+            self._watch(conn)
         if act:
             self.stats.act_seconds += now - conn.received_at
             self.stats.acts += 1
@@ -171,15 +193,19 @@ class RlxServer:
                 conn.send(Error(code, reason))
             except OSError:
                 pass
-        self._selector.unregister(conn.sock)
+        self._muted.pop(conn, None)
+        if conn.sock in self._selector.get_map():  # a muted connection with nothing to write is not in it
+            self._selector.unregister(conn.sock)
         conn.close()
         self._connections.discard(conn)
+        self._admission.closed(conn)
         self.stats.clients -= 1
         if counter is not None:
             setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         level = _LOG_LEVELS.get(counter, logging.DEBUG)
-        logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", reason)
-        conn.slot.connection_closed(conn)
+        logger.log(level, "rlx: %r ended%s: %s", conn, f" ({code})" if code else "", escaped(reason))
+        if conn.slot is not None:
+            conn.slot.connection_closed(conn)
 
     def close(self) -> None:
         """Tell every client the server stops (``error shutdown``) and close every socket."""
@@ -190,6 +216,8 @@ class RlxServer:
                 pass
             conn.close()
         self._connections.clear()
+        self._muted.clear()
+        self._admission = Admission(self.settings.max_handshakes, self.settings.max_connections_per_address)
         self.stats.clients = 0
         for sock in (self._listener, self._wake_reader, self._wake_writer):
             if sock is not None:
@@ -200,7 +228,9 @@ class RlxServer:
 
     # -- what polling does ---------------------------------------------------------------------------
     def _accept(self, now: float) -> None:
-        for _ in range(ACCEPTS_PER_POLL):
+        # At most max_handshakes a poll: none taken in this poll is ended to make room in the same poll,
+        # and the reads of the next come first (a hello already sent is read before room is made again).
+        for _ in range(min(ACCEPTS_PER_POLL, self.settings.max_handshakes)):
             try:
                 sock, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -208,29 +238,44 @@ class RlxServer:
             except OSError as exc:  # out of file descriptors, say: the client waits in the backlog
                 logger.warning("rlx: cannot accept a connection: %s", exc)
                 return
-            peer = _peer(address)
+            host, peer = _host(address), _peer(address)
+            reason = self._admission.refusal(host) or self._refusal(self.free_slot())
+            if reason is not None:
+                self._refuse(sock, peer, reason)
+                continue
+            if self._admission.full():  # the oldest waiting, of the address with the most waiting, makes room
+                self.end(
+                    self._admission.oldest_waiting(),
+                    TIMEOUT,
+                    "no hello before newer connections came",
+                    counter="timeouts",
+                )
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            slot = next((s for s in self.slots if s.connection is None and not s.retired), None)
-            reason = self._refusal(slot)
-            if reason is not None:
-                self.stats.refused += 1
-                logger.info("rlx: client %s refused (busy): %s", peer, reason)
-                try:
-                    sock.send(encode(Error(BUSY, reason).to_data()))
-                except OSError:
-                    pass
-                sock.close()
-                continue
-            conn = Connection(sock, peer, slot, self.settings, now)
+            conn = Connection(sock, peer, self.settings, now)
             self._selector.register(sock, _READ, conn)
             self._connections.add(conn)
+            self._admission.opened(conn, host)
             self.stats.accepted += 1
             self.stats.clients += 1
-            slot.attach(conn)
+
+    def _refuse(self, sock: socket.socket, peer: str, reason: str) -> None:
+        """Close a new connection after ``error busy`` saying ``reason`` (counted and logged)."""
+        self.stats.refused += 1
+        logger.info("rlx: client %s refused (busy): %s", peer, reason)
+        try:
+            sock.setblocking(False)
+            sock.send(encode(Error(BUSY, reason).to_data()))
+        except OSError:
+            pass
+        sock.close()
+
+    def free_slot(self) -> Optional[RemoteEnv]:
+        """A slot no connection plays and whose agent plays on (None: none)."""
+        return next((s for s in self.slots if s.connection is None and not s.retired), None)
 
     def _refusal(self, slot: Optional[RemoteEnv]) -> Optional[str]:
-        """Why a new connection is refused now (None: it is not)."""
+        """Why a client is refused now, with ``slot`` the free slot it would play (None: it is not)."""
         if slot is None:
             if not self.slots:
                 return "this robot plays no remote environment"
@@ -244,7 +289,7 @@ class RlxServer:
     def _read(self, conn: Connection, now: float) -> None:
         try:
             for body in conn.receive():
-                self._handle(conn, conn.accept(parse_client(body), now))
+                self._handle(conn, conn.accept(parse_client(body), now), now)
                 if not conn.open:
                     return
         except ProtocolError as exc:
@@ -257,12 +302,17 @@ class RlxServer:
             logger.exception("rlx: %r: the server failed on its request", conn)
             self.end(conn, SERVER_ERROR, "the server failed on this request", counter="errors")
 
-    def _handle(self, conn: Connection, message: ClientMessage) -> None:
+    def _handle(self, conn: Connection, message: ClientMessage, now: float) -> None:
         kind = type(message)
         if kind is Hello:
             self._hello(conn, message)
         elif kind is Metrics:
-            self.stats.client_metric(message.step, message.name, message.value)
+            if conn.metric_allowed(now):
+                self.stats.client_metric(message.step, message.name, message.value)
+            else:
+                self.stats.throttled_metrics += 1
+                self._muted[conn] = now + conn.quiet_for()
+                self._watch(conn)
         elif kind is Bye:
             self.end(conn, None, "said bye")
         else:
@@ -277,7 +327,14 @@ class RlxServer:
         if token is not None and (hello.token is None or not hmac.compare_digest(hello.token, token)):
             self.end(conn, UNAUTHORIZED, "the token is missing or wrong", counter="errors")
             return
-        slot = conn.slot
+        slot = self.free_slot()
+        reason = self._refusal(slot)
+        if reason is not None:
+            self.end(conn, BUSY, reason, counter="refused")
+            return
+        conn.admit(slot)
+        slot.attach(conn)
+        self._admission.admitted(conn)
         limits = self.settings.limits()
         welcome = Welcome(
             PROTOCOL_VERSION, slot.described_observation, slot.described_action, limits, self._env_steps(), slot.index
@@ -291,7 +348,26 @@ class RlxServer:
             self.end(conn, None, f"cannot write to it: {exc}")
             return
         if not conn.wants_to_write:
-            self._selector.modify(conn.sock, _READ, conn)
+            self._watch(conn)
+
+    def _watch(self, conn: Connection) -> None:
+        """Have the selector watch ``conn`` for what it needs now: reading unless muted, writing while its
+        outbox holds frames (a connection that needs neither is not registered)."""
+        events = (0 if conn in self._muted else _READ) | (selectors.EVENT_WRITE if conn.wants_to_write else 0)
+        key = self._selector.get_map().get(conn.sock)
+        if key is None:
+            if events:
+                self._selector.register(conn.sock, events, conn)
+        elif not events:
+            self._selector.unregister(conn.sock)
+        elif key.events != events:
+            self._selector.modify(conn.sock, events, conn)
+
+    def _unmute(self, now: float) -> None:
+        """Read again the muted connections whose time has come."""
+        for conn in [c for c, until in self._muted.items() if until <= now]:
+            del self._muted[conn]
+            self._watch(conn)
 
 
 def available_memory() -> Optional[int]:
@@ -312,6 +388,11 @@ def _drain(sock: socket.socket) -> None:
             pass
     except OSError:
         pass
+
+
+def _host(address: object) -> str:
+    """The host part of a socket address (what the per-address limit counts by)."""
+    return str(address[0]) if isinstance(address, tuple) and address else str(address)
 
 
 def _peer(address: object) -> str:

@@ -15,7 +15,8 @@ from typing import Optional
 from parl.rlx.address import DEFAULT_ADDRESS, is_loopback, split_address
 from parl.rlx.framing import MAX_FRAME_BYTES
 from parl.rlx.messages import MAX_TOKEN_BYTES
-from parl.validation import ParameterError, check_int, check_positive
+from parl.runtime.rlx.values import FLOAT32_MAX
+from parl.validation import ParameterError, check_int, check_positive, check_range
 
 #: The shortest token: 32 bytes (256 bits when random; ``openssl rand -hex 32`` gives 64 characters).
 MIN_TOKEN_BYTES = 32
@@ -37,9 +38,21 @@ class ServerSettings:
         idle_timeout: seconds a client may stay silent while the server waits on it (between the
             server's reply and the next request, or with no episode under way).
         episode_timeout: the longest an episode may last, in seconds (None: no limit).
-        handshake_timeout: seconds from connecting to the hello.
+        handshake_timeout: seconds from connecting to the hello (default 5: a client says hello as soon
+            as it has connected, one round trip; 5 s leaves room for a lost packet resent on a slow
+            link, and bounds how long a silent connection holds one of ``max_handshakes``).
+        max_handshakes: connections waiting for their hello at once (they hold no slot); a new one
+            beyond them ends the oldest, of the address with the most waiting, with ``error timeout``.
+        max_connections_per_address: connections open at once from one host, waiting or playing; a new
+            one beyond them gets ``error busy`` at once.
         min_free_memory: bytes of available memory (``MemAvailable``) below which a new client is
             refused as busy (0: no floor).
+        max_abs_reward: the largest reward magnitude a client may send (default 1e6, at most float32's
+            largest); a larger one ends its connection with ``bad_message``, so that no client's data
+            can make the robot's updates non-finite.
+        max_abs_observation: the same for each value of an observation of a float space (default 1e6).
+        max_metrics_per_second: ``metrics`` messages a connection may send a second on average (and
+            at once after a quiet second; default 50); the server drops the rest and counts them.
 
     Raises:
         ParameterError: a setting out of its range, naming it; ``token`` when ``bind`` is not a
@@ -51,8 +64,13 @@ class ServerSettings:
     max_frame_bytes: int = MAX_FRAME_BYTES
     idle_timeout: float = 60.0
     episode_timeout: Optional[float] = 3600.0
-    handshake_timeout: float = 10.0
+    handshake_timeout: float = 5.0
+    max_handshakes: int = 16
+    max_connections_per_address: int = 64
     min_free_memory: int = 256 << 20
+    max_abs_reward: float = 1e6
+    max_abs_observation: float = 1e6
+    max_metrics_per_second: float = 50.0
 
     def __post_init__(self) -> None:
         try:
@@ -76,6 +94,12 @@ class ServerSettings:
         if self.episode_timeout is not None:
             check_positive("episode_timeout", self.episode_timeout)
         check_int("min_free_memory", self.min_free_memory, 0)
+        check_int("max_handshakes", self.max_handshakes, 1)
+        check_int("max_connections_per_address", self.max_connections_per_address, 1)
+        check_range("max_metrics_per_second", self.max_metrics_per_second, 1.0, 1e9)
+        for name in ("max_abs_reward", "max_abs_observation"):
+            check_positive(name, getattr(self, name))
+            check_range(name, getattr(self, name), 0.0, FLOAT32_MAX)
 
     def limits(self) -> dict:
         """The limits a ``welcome`` tells each client."""

@@ -17,7 +17,7 @@ from typing import Deque, Dict, List, Optional, Tuple
 #: Client metrics kept between two reads; beyond it the oldest go.
 MAX_CLIENT_METRICS = 10_000
 
-_COUNTERS = ("accepted", "refused", "errors", "timeouts", "dropped_metrics")
+_COUNTERS = ("accepted", "refused", "errors", "timeouts", "dropped_metrics", "throttled_metrics")
 
 
 class ServerStats:
@@ -32,6 +32,8 @@ class ServerStats:
         act_seconds, acts: the server's part of each action's latency (from the request read to
             the action written) summed, and the actions counted.
         dropped_metrics: client metrics dropped from a full queue (unread for MAX_CLIENT_METRICS more).
+        throttled_metrics: client metrics dropped for coming faster than their connection's
+            ``max_metrics_per_second``.
     """
 
     def __init__(self) -> None:
@@ -43,6 +45,7 @@ class ServerStats:
         self.act_seconds = 0.0
         self.acts = 0
         self.dropped_metrics = 0
+        self.throttled_metrics = 0
         self._client_metrics: Deque[Tuple[Optional[int], str, float]] = deque(maxlen=MAX_CLIENT_METRICS)
         self._last = {name: 0 for name in _COUNTERS}
         self._last_acts = (0.0, 0)
