@@ -14,8 +14,10 @@ $(STAMP): setup.py pyproject.toml constraints.txt parl/runtime/cooperative/_coop
 demo: $(STAMP)
 	$(PY) examples/dqn_cartpole.py
 
+# Two worker processes (pytest-xdist): the tests that use Ray run one after another in one of them
+# (tests/conftest.py groups them), the others are spread over both. `-n 0` runs them in one process.
 test: $(STAMP)
-	$(PY) -m pytest tests -q
+	$(PY) -m pytest tests -q -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(PY) -m pip install --quiet ruff

@@ -75,6 +75,8 @@ setup(
         "test": [
             "pytest>=7",
             "pytest-timeout>=2.2",
+            # pytest-xdist: `make test` runs the suite in two processes (Ray's tests in one of them).
+            "pytest-xdist>=3.5",
             "ale-py>=0.10",
             "opencv-python-headless>=4.10",
             "mujoco>=3.0",

@@ -131,3 +131,18 @@ def robot(placement_case: PlacementCase) -> Iterator[Robots]:
     """``robot(tasks=("T",), ...)``: a Manager of echo tasks in the placement case's placement; every
     Manager is stopped after the test, which must leave no thread or process behind."""
     yield from robots_of(placement_case)
+
+
+# -- running the suite in two processes (`make test`: pytest -n 2 --dist loadgroup) ------------------------
+
+#: Test files whose every test starts or joins a Ray cluster (or Ray Tune) or runs `parl` with one.
+RAY_FILES = {"test_ray.py", "test_tune.py", "test_testing_package.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """With pytest-xdist, every test that uses Ray runs in the same worker process, one after another:
+    the session's local cluster is started once, and no two clusters of this machine start at once.
+    The other tests are spread over the workers."""
+    for item in items:
+        if item.path.name in RAY_FILES or "ray" in item.name.lower().replace("array", ""):
+            item.add_marker(pytest.mark.xdist_group("ray"))
