@@ -97,18 +97,18 @@ def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
 def test_an_update_waits_for_no_more_agents_than_can_send_as_the_placement_says(make_wrapper) -> None:
     wrapper = make_wrapper(min_batchsize=3, training_timeout=60.0)
     algorithm = wrapper.task.algorithm
-    can_send = [3]
-    wrapper.limit_batch_wait(lambda: can_send[0])
+    absent = [0]
+    wrapper.limit_batch_wait(lambda: absent[0])
     puts = count_puts(wrapper.training_queue)
     first = Sender(lambda: wrapper.communicator(0).learn(echo_batch(0)), "0")
     first.start()
     assert acquire_n(puts, 1)
-    assert not first.done.wait(0.2) and algorithm.learn_batches == []  # three can send: it waits for them
-    can_send[0] = 1  # two have gone: the waiting update is read again and learns the one batch at once
+    assert not first.done.wait(0.2) and algorithm.learn_batches == []  # none absent: it waits for three
+    absent[0] = 2  # two cannot send: the waiting update is read again and learns the one batch at once
     assert first.done.wait(WAIT) and first.error is None and first.result["rows"] == 2.0
-    can_send[0] = 0  # none: an update still waits for at least one batch
+    absent[0] = 5  # more than min_batchsize: an update still waits for at least one batch
     assert wrapper.wanted_batches() == 1
-    can_send[0] = 5  # never more than min_batchsize
+    absent[0] = 0
     assert wrapper.wanted_batches() == 3
     assert [senders(b) for b in algorithm.learn_batches] == [[0]]
 

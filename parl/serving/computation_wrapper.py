@@ -85,21 +85,22 @@ class ComputationWrapper:
         self._updating = False
         self._answered = 0  # training requests answered by the training loop (guarded by _pause)
         self._predictions_held = False  # set by drain: no more predictions, updates go on
-        self._senders: Optional[Callable[[], int]] = None  # agents that can send now (None: every one)
+        self._absent: Optional[Callable[[], int]] = None  # agents that cannot send now (None: none)
         self._threads: List[threading.Thread] = []
 
-    def limit_batch_wait(self, senders: Callable[[], int]) -> None:
-        """From now on an update waits for the batches of ``min(min_batchsize, senders())`` agents (at
-        least one), ``senders`` being called again each time the training loop looks: for a placement
-        whose agents can send only some of the time (an RLX slot's agent while a client plays it), so
-        that no update waits ``training_timeout`` for batches no agent can send."""
-        self._senders = senders
+    def limit_batch_wait(self, absent: Callable[[], int]) -> None:
+        """From now on an update waits for the batches of ``min_batchsize - absent()`` agents (at least
+        one), ``absent`` being called again each time the training loop looks: the agents that cannot
+        send now, for a placement whose agents can send only some of the time (an RLX slot's agent
+        while no client plays it), so that no update waits ``training_timeout`` for batches no agent
+        can send. With none absent, an update waits as in every other placement."""
+        self._absent = absent
 
     def wanted_batches(self) -> int:
-        """The agents' batches an update waits for now: ``min_batchsize``, or fewer as
-        :meth:`limit_batch_wait` says."""
-        senders = self._senders
-        return self.min_batchsize if senders is None else max(1, min(self.min_batchsize, senders()))
+        """The agents' batches an update waits for now: ``min_batchsize``, less the agents that
+        :meth:`limit_batch_wait` says cannot send (at least one)."""
+        absent = self._absent
+        return self.min_batchsize if absent is None else max(1, self.min_batchsize - absent())
 
     def communicator(self, agent_id: int) -> InProcessCommunicator:
         """A new agent-side end for ``agent_id``."""

@@ -14,9 +14,9 @@ connection takes a free slot, and its requests reach the agent as the results of
 and ``env.step``, so the requests of every connected client are batched into one prediction as
 the cooperative placement batches its agents'. Agents with environments of their own run as in
 placement ``"cooperative"``. The slots are the agents made with :meth:`RlxRunner.environment`, so
-``max_clients`` is the number of such agents. A task's updates wait for the batches of the agents
-that can send now (:meth:`RlxRunner.senders`: the slots a client plays, and agents with
-environments of their own), never for those of slots no client plays. A slot whose agent ends
+``max_clients`` is the number of such agents. A task's updates wait for ``min_batchsize`` less the
+agents that cannot send now (:meth:`RlxRunner.absent`: the slots no client plays), never for the
+batches of slots no client plays. A slot whose agent ends
 (its games played, an error, the robot stopping) is logged with the reason; its client moves to a
 free slot when the agent played its games between two of the client's episodes, else is ended
 with ``error shutdown`` saying why.
@@ -104,22 +104,22 @@ class RlxRunner(CooperativeRunner):
 
     def communicator(self, wrapper: ComputationWrapper, agent_id: int) -> Communicator:
         """The agent's end of ``wrapper``; the wrapper's updates wait for the batches of the agents that
-        can send now (:meth:`senders`), not for those of slots no client plays."""
+        can send now, not for those of slots no client plays (:meth:`absent`)."""
         users = self._senders.get(id(wrapper))
         if users is None:
             users = self._senders[id(wrapper)] = []
-            wrapper.limit_batch_wait(lambda: self.senders(users))
+            wrapper.limit_batch_wait(lambda: self.absent(users))
         users.append(agent_id)
         return super().communicator(wrapper, agent_id)
 
-    def senders(self, agent_ids: List[int]) -> int:
-        """How many of the agents ``agent_ids`` can send training batches now: those with environments
-        of their own, and the slots' agents whose slot a client plays (any thread)."""
+    def absent(self, agent_ids: List[int]) -> int:
+        """How many of the agents ``agent_ids`` cannot send training batches now: the slots' agents
+        whose slot no client plays (agents with environments of their own always can; any thread)."""
         agents = self.context.agents
         count = 0
         for agent_id in agent_ids:
             env = agents[agent_id].env if agent_id < len(agents) else None
-            count += not isinstance(env, RemoteEnv) or env.connection is not None
+            count += isinstance(env, RemoteEnv) and env.connection is None
         return count
 
     # -- the scheduler's hooks -----------------------------------------------------------------
