@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -352,3 +355,27 @@ def test_results_json_holds_null_for_a_figure_that_is_nan(tmp_path: Path) -> Non
         (None, None, None, None),
     ]
     assert table_lines(plan, rows)[1].split() == ["0", "1", "1", "nan", "nan", "2,000", "no", "1.5"]
+
+
+def test_a_signal_to_the_sweep_stops_every_trial_which_is_saved(ray_cluster, tmp_path: Path, capsys) -> None:
+    # Trials with budgets they never reach: a SIGINT to the sweep once both have begun stops them at
+    # their next episode's end, each with its final checkpoint and result.json, and the table follows.
+    def interrupt_once_both_train() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(tmp_path.glob("tune/trial-*/metrics.jsonl"))) < 2:
+            time.sleep(0.2)
+        time.sleep(2.0)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    overrides = ["train.max_env_steps=100000000", "train.target_return=null", "evaluation.every_steps=null"]
+    args = ["tune", PPO, "--grid", f"{LR}=0.0015,0.0005", "--log-dir", str(tmp_path), "--max-concurrent", "2"]
+    sender = threading.Thread(target=interrupt_once_both_train, daemon=True)
+    sender.start()
+    status = main(args + [part for o in overrides for part in ("-o", o)])
+    sender.join()
+    assert status == 0
+    for run in sorted(tmp_path.glob("tune/trial-*")):
+        result = json.loads((run / "result.json").read_text())
+        assert result["stop_reason"] == "callback: the sweep got SIGINT"
+        assert result["checkpoint"] is not None and Path(result["checkpoint"]).is_dir()
+    assert len(list(tmp_path.glob("tune/trial-*/result.json"))) == 2

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
+from parl.experiment.callbacks import Callback
 from parl.experiment.class_spec import one_line
+from parl.experiment.stop_signals import CatchSignals
 from parl.experiment.sweep import SweepPlan, Trial, TrialRow
 from parl.experiment.tune_log import tune_log
 from parl.runtime.ray.options import RayOptions
@@ -42,7 +45,12 @@ SAMPLE_AXIS = "sample"
 IMPORT_ENVIRONMENT = {"RAY_LOG_TO_DRIVER": "0"}
 #: Environment while the sweep runs, unless the user set it: Tune prints no status of its own at
 #: verbosity 0 (its older reporter), and hands each trial the setting to stay in the working directory.
-RUN_ENVIRONMENT = {"RAY_AIR_NEW_OUTPUT": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0"}
+# TUNE_DISABLE_SIGINT_HANDLER: a signal to the sweep asks its trials to stop and save (STOP_FILE),
+# where Tune's own handler would end their processes with whatever they had not saved.
+RUN_ENVIRONMENT = {"RAY_AIR_NEW_OUTPUT": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0", "TUNE_DISABLE_SIGINT_HANDLER": "1"}
+#: The file in the sweep's folder whose presence tells every trial to stop (written on SIGINT or
+#: SIGTERM); each trial stops at its next episode's end and is saved as any stopped run.
+STOP_FILE = "STOP"
 
 
 class ClusterTooSmallError(ValueError):
@@ -116,7 +124,16 @@ def _fit(plan: SweepPlan, max_concurrent: Optional[int]) -> Dict[int, TrialRow]:
             failure_config=tune.FailureConfig(max_failures=0),
         ),
     )
-    with _environment(RUN_ENVIRONMENT):
+    stop_file = os.path.join(plan.folder, STOP_FILE)
+    if os.path.exists(stop_file):
+        os.remove(stop_file)  # an earlier sweep's
+
+    def stop_trials(signum: int) -> None:
+        with open(stop_file, "w", encoding="utf-8") as f:
+            f.write(signal.Signals(signum).name)
+        print(f"parl tune: {signal.Signals(signum).name}: the trials stop and are saved", file=sys.stderr, flush=True)
+
+    with _environment(RUN_ENVIRONMENT), CatchSignals(stop_trials):  # a second signal ends the sweep at once
         results = tuner.fit()
     rows = {}
     for result in results:
@@ -136,6 +153,24 @@ def run_trial(config: Dict[str, object], plan: SweepPlan) -> None:
     tune.report(trial_report(plan, trial_of(plan, config)))
 
 
+class StopWhenFileAppears(Callback):
+    """Stops a trial's run at the first episode's end after ``path`` exists (the sweep got a signal);
+    the stop reason names the signal the file holds."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def on_episode_end(self, step: int, values: Mapping[str, float]) -> Optional[str]:
+        if not os.path.exists(self.path):
+            return None
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                name = f.read(16).strip() or "a signal"
+        except OSError:
+            name = "a signal"
+        return f"the sweep got {name}"
+
+
 def trial_of(plan: SweepPlan, config: Mapping[str, object]) -> Trial:
     """The trial of ``plan`` whose values a Tune trial's ``config`` holds."""
     return plan.find([config[axis.key] for axis in plan.axes], int(config[SAMPLE_AXIS]))
@@ -147,11 +182,14 @@ def trial_report(plan: SweepPlan, trial: Trial) -> Dict[str, object]:
     (numbers, flags, texts) and ``error``: the one line that ended it, empty when nothing did."""
     from parl.experiment.config import load_config
     from parl.experiment.core_claims import claim_cores
-    from parl.experiment.run import train_config
+    from parl.experiment.run import run_trainer
+    from parl.experiment.trainer import Trainer
 
     try:
         with claim_cores(int(trial.bundles[0].get("CPU", 0.0))):
-            outcome = train_config(load_config(plan.path, trial.overrides), progress=False)
+            config = load_config(plan.path, trial.overrides)
+            stop = StopWhenFileAppears(os.path.join(plan.folder, STOP_FILE))
+            outcome = run_trainer(Trainer(config, progress=False, callbacks=[stop]))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a trial's failure is its row, not the sweep's
         return {"error": one_line(exc)}
     figures = {k: v for k, v in (outcome.result or {}).items() if isinstance(v, (bool, int, float, str))}
