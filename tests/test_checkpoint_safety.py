@@ -444,7 +444,7 @@ def test_a_full_disk_is_one_line_and_the_older_checkpoints_stay_intact(tmp_path,
     def full(path: str, data: bytes) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
-    monkeypatch.setattr(checkpoint_format, "_write_atomic", full)
+    monkeypatch.setattr(checkpoint_format, "replace_file", full)
     with pytest.raises(CheckpointWriteError) as info:
         manager.save({"RL": trained_task(updates=3)}, {"step": 300}, step=300)
     assert "No space left on device" in one_line(info.value) and "ckpt-0000000300" in str(info.value)

@@ -21,13 +21,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import safetensors.numpy
 
-from parl.serving.safe_files import FileCheckError, read_regular_file
+from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
 from parl.validation import short_repr
 
 #: ``format`` of the metadata file.
@@ -121,21 +120,6 @@ def _metadata_checksum(metadata: Mapping[str, object]) -> str:
     return _sha256(json.dumps(body, sort_keys=True, allow_nan=True).encode())
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def write_task_checkpoint(
     path: str, metadata: Mapping[str, object], sections: Mapping[str, Mapping[str, object]]
 ) -> None:
@@ -178,8 +162,8 @@ def write_task_checkpoint(
     text = json.dumps(full, indent=1, sort_keys=True, allow_nan=True).encode()
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    _write_atomic(arrays_path(path), data)
-    _write_atomic(path, text)
+    replace_file(arrays_path(path), data)
+    replace_file(path, text)
 
 
 def array_problem(key: str, array: np.ndarray, weight: bool) -> Optional[str]:
