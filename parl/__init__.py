@@ -6,6 +6,7 @@ A robot is a set of :class:`Agent` objects (one per environment copy) whose
 threads. :class:`Manager` builds and runs the whole thing.
 """
 
+import sys as _sys
 import warnings as _warnings
 from typing import Sequence as _Sequence
 
@@ -49,7 +50,32 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  
 from parl.serving.computation_task import ComputationTask  # noqa: E402
 from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+class _MovedModules:
+    """Imports the deprecated module paths of docs/api.md (``parl.framework.*``, ...) as aliases of
+    their new modules (:mod:`parl.compat.moved`). Last on ``sys.meta_path``, so it is asked only about
+    a ``parl.`` module that no file holds, and nothing of parl.compat is imported before then."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: object = None, target: object = None) -> object:
+        if not fullname.startswith("parl."):
+            return None
+        from parl.compat.moved import find_moved_module
+
+        return find_moved_module(fullname)
+
+
+_sys.meta_path.append(_MovedModules)
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated names of ``parl`` (``parl.framework``; docs/api.md), each with a DeprecationWarning."""
+    from parl.compat.moved import moved_attribute
+
+    return moved_attribute(__name__, name)
+
 
 __all__ = [
     "Agent",

@@ -4,6 +4,7 @@ each other, directly or around a circle.
 Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
 
     experiment, utils, testing,        the user-facing top
+    compat                             the deprecated names of earlier versions
     parl/__init__
     algorithms                         math per algorithm
     models                             ready-made models
@@ -13,8 +14,8 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     core                               the vocabulary
     layers                             LayerFunc, distributions, optimizers
     rlx                                the RLX protocol and its Python client (beside layers): leaves only
-    leaf modules                       validation, affinity, core_claims, threads, seeding, wire: import
-                                       only the process settings below them
+    leaf modules                       validation, affinity, core_claims, threads, seeding, wire,
+                                       deprecation: import only the process settings below them
     process settings                   allocator, cpu_kernels: import no parl module
 """
 
@@ -33,6 +34,7 @@ RANKS = {
     "experiment": 8,
     "utils": 8,
     "testing": 8,
+    "compat": 8,
     "__main__": 8,
     "": 8,  # parl/__init__.py
     "algorithms": 6,
@@ -49,6 +51,7 @@ RANKS = {
     "threads": -1,
     "seeding": -1,
     "wire": -1,
+    "deprecation": -1,
     "allocator": -2,
     "cpu_kernels": -2,
 }
