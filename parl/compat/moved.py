@@ -142,7 +142,8 @@ def moved_attribute(module: str, name: str) -> object:
     moved = MOVED_NAMES.get(old)
     if moved is not None:
         value = resolve(moved, is_module=False)
-        warn_from_user_code(old, moved.new)
+        if not _probed_by_from_import():
+            warn_from_user_code(old, moved.new)
         return value
     if old in MOVED_MODULES:
         return importlib.import_module(old)  # the alias warns as it loads
@@ -205,6 +206,14 @@ def warn_from_user_code(old: str, new: str) -> None:
         module=module_globals.get("__name__", "<unknown>"),
         registry=module_globals.setdefault("__warningregistry__", {}),
     )
+
+
+def _probed_by_from_import() -> bool:
+    """Whether :func:`moved_attribute`'s caller was called by ``from <package> import <name>``'s
+    first look (importlib's ``_handle_fromlist``), which the statement follows by a second read of
+    the attribute: that one warns, so the statement warns once."""
+    frame = sys._getframe(3)  # this function, moved_attribute, a module __getattr__, its caller
+    return frame.f_code.co_name == "_handle_fromlist"
 
 
 _IMPORTLIB = os.path.dirname(importlib.__file__)

@@ -20,3 +20,11 @@ __all__ = [
     "evaluate",
     "obs_inputs",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated names of ``parl.utils`` (``train_agents``, ``train_until``, ``greedy_check``;
+    docs/api.md), each with a DeprecationWarning."""
+    from parl.compat.moved import moved_attribute
+
+    return moved_attribute(__name__, name)
