@@ -269,3 +269,11 @@ def test_an_algorithm_written_with_the_old_learn_learns_through_today_s_task() -
     np.testing.assert_array_equal(info.weights.numpy(), numpy_batch.weights)
     np.testing.assert_array_equal(info.bootstrap_steps.numpy(), numpy_batch.bootstrap_steps)
     assert costs["loss"] == pytest.approx(expected["loss"], rel=1e-6)
+
+
+def test_a_learn_with_options_of_its_own_is_left_as_it_is() -> None:
+    def learn(self: parl.Algorithm, batch: parl.Transition, scale: float = 1.0) -> dict:
+        return {"loss": scale}
+
+    with_options = type("WithOptions", (parl.Algorithm,), {"learn": learn})
+    assert with_options.learn is learn  # no wrapper: its option still reaches it

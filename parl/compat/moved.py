@@ -212,8 +212,10 @@ def _probed_by_from_import() -> bool:
     """Whether :func:`moved_attribute`'s caller was called by ``from <package> import <name>``'s
     first look (importlib's ``_handle_fromlist``), which the statement follows by a second read of
     the attribute: that one warns, so the statement warns once."""
-    frame = sys._getframe(3)  # this function, moved_attribute, a module __getattr__, its caller
-    return frame.f_code.co_name == "_handle_fromlist"
+    frame: Optional[types.FrameType] = sys._getframe(1)  # moved_attribute
+    for _ in range(2):  # a module __getattr__, then its caller
+        frame = frame.f_back if frame is not None else None
+    return frame is not None and frame.f_code.co_name == "_handle_fromlist"
 
 
 _IMPORTLIB = os.path.dirname(importlib.__file__)

@@ -148,15 +148,18 @@ def transition_of(
 def accept_both_forms(cls: type) -> None:
     """Make the ``learn`` that ``cls`` defines take a Transition and the eight old arguments alike.
 
-    A ``learn`` of the old signature (``self`` and eight positional parameters) is deprecated: the
-    warning points at the class statement.
+    Only a ``learn(self, batch)`` and a ``learn`` of the old signature (``self`` and eight
+    parameters) are changed; the old one is deprecated, with a warning at the class statement. A
+    ``learn`` with other parameters (options of its own) is left as it is.
     """
     learn = cls.__dict__.get("learn")
     if not inspect.isfunction(learn) or getattr(learn, "_takes_both_forms", False):
         return
     parameters = list(inspect.signature(learn).parameters.values())
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    old = len(positional) == 1 + len(OLD_ARGUMENTS) and len(parameters) == len(positional)
+    plain = all(p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in parameters)
+    if not plain or len(parameters) not in (2, 1 + len(OLD_ARGUMENTS)):
+        return  # a learn of its own signature (extra options): left as it is
+    old = len(parameters) == 1 + len(OLD_ARGUMENTS)
     if old:
         # Frames: warn_deprecated, here, Algorithm.__init_subclass__, the class statement.
         warn_deprecated(
