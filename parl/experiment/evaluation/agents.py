@@ -26,6 +26,7 @@ import numpy as np
 from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper, Rewards
 from parl.core.communicator import Communicator
+from parl.experiment.config.robot_config import EVALUATION_CONCURRENCY as CONCURRENCY
 from parl.runtime.cooperative.episodes import play_episodes
 from parl.serving.computation_task import ComputationTask
 from parl.serving.direct import DirectCommunicator
@@ -35,7 +36,6 @@ ArrayDict = Dict[str, np.ndarray]
 
 #: Evaluation episodes played at once by default: one prediction batch of up to this many rows per
 #: round, and as many environments open.
-CONCURRENCY = 32
 
 
 class EvalHelper(AgentHelper):
