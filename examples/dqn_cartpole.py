@@ -14,14 +14,14 @@ progress, then prints a greedy 50-episode evaluation on fresh seeds. The robot
 is examples/configs/dqn_cartpole.yaml.
 """
 
-from parl.experiment.launch import example_config, launch
+from parl.experiment.train.launch import example_config, launch
 
 
 def __getattr__(name: str) -> object:
     """``EpsilonGreedyAgent``, which this example defined before parl 0.2.0: now
     ``parl.utils.EpsilonGreedyAgent``, given with a DeprecationWarning (configs that name
     ``dqn_cartpole.EpsilonGreedyAgent`` and scripts that import it keep working)."""
-    from parl.compat.moved import moved_attribute
+    from parl.moved_names import moved_attribute
 
     return moved_attribute("dqn_cartpole", name)
 

@@ -6,7 +6,6 @@ A robot is a set of :class:`Agent` objects (one per environment copy) whose
 threads. :class:`Manager` builds and runs the whole thing.
 """
 
-import sys as _sys
 import warnings as _warnings
 from typing import Sequence as _Sequence
 
@@ -22,6 +21,7 @@ from parl.threads import set_num_threads  # noqa: E402
 set_num_threads(_default_num_threads())
 
 from parl import layers  # noqa: E402
+from parl import moved_names as _moved_names  # noqa: E402  (old names still import)
 from parl.core.agent import Agent  # noqa: E402
 from parl.core.agent_helper import AgentHelper  # noqa: E402
 from parl.core.algorithm import Algorithm, create_algorithm_func  # noqa: E402
@@ -41,8 +41,8 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  
     """A policy ``parl export`` wrote: ``policy.predict({"obs": obs_batch})`` gives its deterministic
     actions with no Manager, threads or environment. Its files are checked as checkpoints are, and
     its classes are imported from installed packages or ``python_path`` only, never from the working
-    or the policy directory (see :func:`parl.experiment.export.load_policy`)."""
-    from parl.experiment.export import load_policy as _load_policy  # keeps import parl free of safetensors
+    or the policy directory (see :func:`parl.experiment.policy.export.load_policy`)."""
+    from parl.experiment.policy.export import load_policy as _load_policy  # keeps import parl free of safetensors
 
     return _load_policy(directory, python_path=python_path)
 
@@ -53,28 +53,9 @@ from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
 __version__ = "0.2.0"
 
 
-class _MovedModules:
-    """Imports the deprecated module paths of docs/api.md (``parl.framework.*``, ...) as aliases of
-    their new modules (:mod:`parl.compat.moved`). Last on ``sys.meta_path``, so it is asked only about
-    a ``parl.`` module that no file holds, and nothing of parl.compat is imported before then."""
-
-    @staticmethod
-    def find_spec(fullname: str, path: object = None, target: object = None) -> object:
-        if not fullname.startswith("parl."):
-            return None
-        from parl.compat.moved import find_moved_module
-
-        return find_moved_module(fullname)
-
-
-_sys.meta_path.append(_MovedModules)
-
-
 def __getattr__(name: str) -> object:
     """The deprecated names of ``parl`` (``parl.framework``; docs/api.md), each with a DeprecationWarning."""
-    from parl.compat.moved import moved_attribute
-
-    return moved_attribute(__name__, name)
+    return _moved_names.moved_attribute(__name__, name)
 
 
 __all__ = [

@@ -27,11 +27,11 @@ import pytest
 import parl
 from parl.algorithms import A2C
 from parl.algorithms.td3 import TD3
-from parl.compat.moved import MOVED_MODULES
 from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.train.trainer import Trainer
 from parl.models import MLPActorCritic
 from parl.models.continuous import DeterministicActorCritic
+from parl.moved_names import PROXIED_MODULES
 
 LEGACY = Path(__file__).resolve().parent / "legacy"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -74,7 +74,7 @@ def load(name: str, module_name: str = "") -> types.ModuleType:
 def fresh_old_modules() -> Iterator[None]:
     """The deprecated module aliases and ``dqn_cartpole`` imported anew by each test (so each test
     sees the warnings of every old name it uses), and the legacy modules gone after it."""
-    names = [*MOVED_MODULES, "dqn_cartpole"]
+    names = [*PROXIED_MODULES, "dqn_cartpole"]
     saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     yield
     for name in [*names, *(n for n in sys.modules if n.startswith("legacy_"))]:

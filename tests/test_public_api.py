@@ -17,9 +17,17 @@ import numpy as np
 import pytest
 
 import parl
-from parl.compat.moved import MOVED_MODULES, MOVED_NAMES, REMOVED_NAMES, resolve
-from parl.deprecation import REMOVED_IN, SINCE
-from parl.experiment.cli import build_parser
+from parl.experiment.cli.commands import build_parser
+from parl.moved_names import (
+    DEPRECATED_IN,
+    MOVED_IN_0_2,
+    MOVED_NAMES,
+    PROXIED_MODULES,
+    REMOVED_NAMES,
+    deprecation_message,
+    removed_in,
+    resolve,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 API = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
@@ -93,8 +101,8 @@ def test_the_parl_command_has_exactly_the_listed_subcommands() -> None:
 def test_import_parl_imports_nothing_of_the_deprecated_names() -> None:
     code = (
         "import sys, parl; "
-        "print(sorted(m for m in sys.modules if m.startswith(('parl.compat', 'parl.deprecation', "
-        "'parl.core.legacy_learn', 'parl.experience.sample_interval', 'parl.framework'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('parl.compat', 'parl.core.legacy_learn', "
+        "'parl.experience.sample_interval', 'parl.framework', 'parl.experiment'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip().splitlines()[-1] == "[]"
@@ -105,9 +113,9 @@ def test_import_parl_imports_nothing_of_the_deprecated_names() -> None:
 
 def test_the_deprecated_table_matches_the_code() -> None:
     documented = {old: new for old, new, _, _ in DEPRECATED if not old.startswith(CALL_FORMS)}
-    in_code = {old: moved.new for old, moved in {**MOVED_MODULES, **MOVED_NAMES}.items()}
+    in_code = {**MOVED_IN_0_2, **{old: new for old, (new, _) in {**PROXIED_MODULES, **MOVED_NAMES}.items()}}
     assert documented == in_code
-    assert {(since, removed) for _, _, since, removed in DEPRECATED} == {(SINCE, REMOVED_IN)}
+    assert {(since, removed) for _, _, since, removed in DEPRECATED} == {(DEPRECATED_IN, removed_in(DEPRECATED_IN))}
     assert len(DEPRECATED) == len(documented) + len(CALL_FORMS)
 
 
@@ -123,7 +131,7 @@ def deprecations(use: Callable[[], object]) -> Tuple[object, List[warnings.Warni
 
 def assert_warned(caught: List[warnings.WarningMessage], old: str, new: str) -> None:
     messages = [str(w.message) for w in caught]
-    expected = f"{old} is deprecated since parl {SINCE} and will be removed in parl {REMOVED_IN}; use {new}"
+    expected = deprecation_message(old, new, DEPRECATED_IN)
     assert expected in messages
     (warning,) = [w for w in caught if str(w.message) == expected]
     assert warning.filename == __file__, "the warning points at the code that used the old name"
@@ -135,11 +143,18 @@ def import_fresh(module: str) -> object:
     return importlib.import_module(module)
 
 
-@pytest.mark.parametrize("old,new", [(old, new) for old, new, _, _ in DEPRECATED if old in MOVED_MODULES])
-def test_a_moved_module_imports_as_its_new_module_and_warns(old: str, new: str) -> None:
+@pytest.mark.parametrize("old,new", [(old, new) for old, new, _, _ in DEPRECATED if old in MOVED_IN_0_2])
+def test_a_moved_module_is_its_new_module_and_warns(old: str, new: str) -> None:
     module, caught = deprecations(lambda: import_fresh(old))
     assert_warned(caught, old, new)
-    target = resolve(MOVED_MODULES[old], is_module=True)
+    assert module is importlib.import_module(new)
+
+
+@pytest.mark.parametrize("old,new", [(old, new) for old, new, _, _ in DEPRECATED if old in PROXIED_MODULES])
+def test_a_stood_in_module_serves_its_new_module_s_names_and_warns(old: str, new: str) -> None:
+    module, caught = deprecations(lambda: import_fresh(old))
+    assert_warned(caught, old, new)
+    target = resolve(PROXIED_MODULES[old], is_module=True)
     assert module.__all__, f"{old} serves no names"
     for name in module.__all__:
         value, _ = deprecations(functools.partial(getattr, module, name))
@@ -155,7 +170,7 @@ def test_a_moved_name_is_served_and_warns(old: str, new: str, monkeypatch: pytes
     value, caught = deprecations(lambda: getattr(module, name))
     assert_warned(caught, old, new)
     assert value is resolve(MOVED_NAMES[old], is_module=False)
-    if not MOVED_NAMES[old].serve:  # a pure move: the very object of its new home
+    if not MOVED_NAMES[old][1]:  # a pure move (it serves its new name): the very object of its new home
         new_module, _, new_name = new.rpartition(".")
         assert value is getattr(importlib.import_module(new_module), new_name)
 
@@ -169,7 +184,7 @@ def test_from_import_of_a_moved_name_warns_once_at_the_import() -> None:
     value, caught = deprecations(use)
     assert value is resolve(MOVED_NAMES["parl.utils.train_agents"], is_module=False)
     assert len(caught) == 1
-    assert_warned(caught, "parl.utils.train_agents", "parl.experiment.trainer.Trainer")
+    assert_warned(caught, "parl.utils.train_agents", "parl.experiment.train.trainer.Trainer")
 
 
 @pytest.mark.parametrize("old,hint", sorted(REMOVED_NAMES.items()))

@@ -1,6 +1,6 @@
 """``parl.utils.cli`` as it was before 0.2.0: the command line of the example scripts that called
 their own ``train()``. Deprecated: an example is now its robot config launched by
-:func:`parl.experiment.launch.launch` (the same options, as config overrides).
+:func:`parl.experiment.train.launch.launch` (the same options, as config overrides).
 
     parser = example_parser(__doc__, max_steps=100_000, target=475.0, agents=4)
     run_example(train, parser.parse_args(), Settings())

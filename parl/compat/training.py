@@ -1,6 +1,6 @@
 """``parl.utils.train_agents``, ``train_until`` and ``greedy_check`` as they were before 0.2.0: a
 Python-built robot trained until a greedy check reaches its target. Deprecated: a robot config run
-by :class:`parl.experiment.trainer.Trainer` (``parl train``) does this with metrics, checkpoints and
+by :class:`parl.experiment.train.trainer.Trainer` (``parl train``) does this with metrics, checkpoints and
 resume.
 
     result = train_agents(settings, make_env, make_agent, make_helper, agents=4, seed=0,
@@ -8,8 +8,8 @@ resume.
     result["greedy_mean_return"]
 
 The loop runs on today's pieces, the Trainer's own: the Manager runs the agents, the env step
-count is the Trainer's (:func:`parl.experiment.trainer.env_steps`), and the checks are
-:func:`parl.utils.evaluation.confirmed_check` over :func:`parl.utils.evaluation.evaluate`, seeded
+count is the Trainer's (:func:`parl.experiment.train.trainer.env_steps`), and the checks are
+:func:`parl.experiment.evaluation.confirmed_check` over :func:`parl.experiment.evaluation.evaluate`, seeded
 by ``check_seed`` and ``final_seed``. Training stops at the first check that reaches ``target``
 and is confirmed on fresh seeds; the policy of that check (else of the best one) is then evaluated
 on ``final_episodes`` fresh episodes.
@@ -24,11 +24,11 @@ import numpy as np
 
 from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper
-from parl.experiment.trainer import RECENT_EPISODES, env_steps
+from parl.experiment.evaluation.greedy import CONFIRM_FACTOR, Check, check_seed, confirmed_check, evaluate, final_seed
+from parl.experiment.train.trainer import RECENT_EPISODES, env_steps
 from parl.runtime.manager import Manager, TaskSettings
 from parl.seeding import seed_everything
 from parl.serving.computation_task import ComputationTask
-from parl.utils.evaluation import CONFIRM_FACTOR, Check, check_seed, confirmed_check, evaluate, final_seed
 from parl.validation import check_int
 
 Result = Dict[str, Union[int, float, bool]]
@@ -43,7 +43,7 @@ def greedy_check(
     seed: int,
     confirm_episodes: Optional[int] = None,
 ) -> Check:
-    """:func:`~parl.utils.evaluation.confirmed_check` of ``evaluator``'s deterministic policy on
+    """:func:`~parl.experiment.evaluation.greedy.confirmed_check` of ``evaluator``'s deterministic policy on
     environments from ``make_env``."""
     return confirmed_check(
         lambda n, first_seed: evaluate(evaluator, make_env, n, seed=first_seed),

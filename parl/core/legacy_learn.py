@@ -27,7 +27,7 @@ import numpy as np
 import paddle
 
 from parl.core.batch import Transition
-from parl.deprecation import warn_deprecated
+from parl.moved_names import DEPRECATED_IN, deprecated
 
 #: The arguments of ``learn`` before 0.2.0, after ``self``.
 OLD_ARGUMENTS = ("inputs", "next_inputs", "states", "next_states", "next_episode_end", "actions", "rewards", "info")
@@ -161,10 +161,9 @@ def accept_both_forms(cls: type) -> None:
         return  # a learn of its own signature (extra options): left as it is
     old = len(parameters) == 1 + len(OLD_ARGUMENTS)
     if old:
-        # Frames: warn_deprecated, here, Algorithm.__init_subclass__, the class statement.
-        warn_deprecated(
-            f"{cls.__module__}.{cls.__qualname__}.learn({', '.join(OLD_ARGUMENTS)})", NEW_CALL, stacklevel=3
-        )
+        # Frames: deprecated, here, Algorithm.__init_subclass__, the class statement.
+        old_learn = f"{cls.__module__}.{cls.__qualname__}.learn({', '.join(OLD_ARGUMENTS)})"
+        deprecated(old_learn, NEW_CALL, DEPRECATED_IN, stacklevel=4)
     cls.learn = _both_forms(learn, old)
 
 
@@ -195,8 +194,8 @@ def _both_forms(learn: Callable[..., object], old: bool) -> Callable[..., object
         if any(argument is _ABSENT for argument in arguments):
             given = sum(argument is not _ABSENT for argument in arguments)
             raise TypeError(f"learn takes one batch or the eight arguments {OLD_ARGUMENTS}, got {given} arguments")
-        # Frames: warn_deprecated, here, the caller.
-        warn_deprecated(OLD_CALL, NEW_CALL, stacklevel=2)
+        # Frames: deprecated, here, the caller.
+        deprecated(OLD_CALL, NEW_CALL, DEPRECATED_IN, stacklevel=3)
         return learn(self, *arguments) if old else learn(self, transition_of(*arguments))
 
     learn_either._takes_both_forms = True  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ which is ``updates_per_step=1/k`` now (exactly: ``ceil(n / k)`` batches after ``
 
 from __future__ import annotations
 
-from parl.deprecation import warn_deprecated
+from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.validation import ParameterError, check_int
 
 
@@ -18,8 +18,9 @@ def updates_per_step_of(sample_interval: int, updates_per_step: float) -> float:
         ValueError: ``sample_interval`` is not an int >= 1, or ``updates_per_step`` was given too
             (it is not its default, 1).
     """
-    # Frames: warn_deprecated, here, ExpReplayHelper.__init__, the code that made the helper.
-    warn_deprecated("ExpReplayHelper(sample_interval=k)", "ExpReplayHelper(updates_per_step=1/k)", stacklevel=3)
+    # Frames: deprecated, here, ExpReplayHelper.__init__, the code that made the helper.
+    old, new = "ExpReplayHelper(sample_interval=k)", "ExpReplayHelper(updates_per_step=1/k)"
+    deprecated(old, new, DEPRECATED_IN, stacklevel=4)
     interval = check_int("sample_interval", sample_interval, 1)
     if updates_per_step != 1.0:
         expected = f"left out when updates_per_step is given (updates_per_step={updates_per_step!r} replaces it)"

@@ -1,7 +1,10 @@
-"""parl.utils: schedules, evaluation, the gymnasium agent and its exploring subclasses, action repeat."""
+"""parl.utils: schedules, the gymnasium agent and its exploring subclasses, action repeat.
 
+``parl.utils.evaluate`` moved to :func:`parl.experiment.evaluation.evaluate` (deprecated here).
+"""
+
+from parl.moved_names import moved_attribute as _moved_attribute
 from parl.utils.action_repeat import ActionRepeat
-from parl.utils.evaluation import evaluate
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
 from parl.utils.schedules import LinearSchedule
@@ -17,14 +20,11 @@ __all__ = [
     "RandomStartAgent",
     "env_action_converter",
     "model_action_converter",
-    "evaluate",
     "obs_inputs",
 ]
 
 
 def __getattr__(name: str) -> object:
-    """The deprecated names of ``parl.utils`` (``train_agents``, ``train_until``, ``greedy_check``;
-    docs/api.md), each with a DeprecationWarning."""
-    from parl.compat.moved import moved_attribute
-
-    return moved_attribute(__name__, name)
+    """The deprecated names of ``parl.utils`` (``evaluate``, ``train_agents``, ``train_until``,
+    ``greedy_check``; docs/api.md), each with a DeprecationWarning."""
+    return _moved_attribute(__name__, name)

@@ -1,0 +1,98 @@
+"""From a checked :class:`~parl.experiment.config.robot_config.RobotConfig` to a robot.
+
+    config = load_config("configs/ppo_cartpole.yaml")
+    manager = build_manager(config)        # tasks, agents and helpers; not started
+    manager.start()
+
+Agent ``index`` plays in its own environment with seed ``seed * 1000 + index``;
+its helpers get that seed too when they take ``seed`` and the config gives
+none. Nested class specs among the options are built afresh for each object,
+so no two agents share an exploration schedule or a buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import parl
+from parl.experiment.config.class_spec import build_checked
+from parl.experiment.config.robot_config import RobotConfig
+from parl.runtime import registry
+from parl.validation import check_int
+
+
+def agent_seed(config: RobotConfig, index: int) -> int:
+    """The seed of agent ``index``: ``seed * 1000 + index``."""
+    return config.seed * 1000 + check_int("index", index, 0)
+
+
+def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
+    """The TaskSettings of task ``name`` (the Manager's, or a separate evaluator's).
+
+    Raises:
+        ValueError: no task is called ``name``.
+    """
+    if name not in config.tasks:
+        raise ValueError(f"no task {name!r}; tasks are {sorted(config.tasks)}")
+    task = config.tasks[name]
+    batching, transforms = task.batching, task.transforms
+    return parl.TaskSettings(
+        task.algorithm_func(),
+        max_batchsize=batching.max_batchsize,
+        min_batchsize=batching.min_batchsize,
+        max_training_batchsize=batching.max_training_batchsize,
+        training_timeout=batching.training_timeout,
+        normalize_inputs=transforms.normalize_inputs,
+        input_clip=transforms.input_clip,
+        reward_scale=transforms.reward_scale,
+        reward_clip=transforms.reward_clip,
+        max_skipped_updates=task.max_skipped_updates,
+    )
+
+
+def make_env(config: RobotConfig) -> Any:
+    """A new environment, as ``env`` says."""
+    return config.env.make()
+
+
+def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None, env: Any = None) -> parl.Agent:
+    """Agent ``index``, in a new environment (or ``env``): ``cls(env, seed=seed * 1000 + index, **kwargs)``;
+    ``seed`` replaces that seed (evaluation agents), ``env`` the environment (one that records, say).
+
+    Raises:
+        ConfigError: the agent class fails in its constructor (one line at ``agent``).
+    """
+    seed = agent_seed(config, index) if seed is None else seed
+    return build_checked(config.agent, args=(make_env(config) if env is None else env,), extra={"seed": seed})
+
+
+def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]:
+    """Agent ``index``'s helpers, by task name; each gets ``seed=<agent seed>`` if it takes ``seed``
+    and the config gives none."""
+    seed = {"seed": agent_seed(config, index)}
+    return {name: task.helper.build(extra=task.helper.defaults_for(seed)) for name, task in config.tasks.items()}
+
+
+def build_manager(config: RobotConfig) -> parl.Manager:
+    """A Manager with every task (sharing the parts ``shared`` names), and ``agents`` agents with
+    their helpers; not started. Each agent's environment is the placement's
+    (:meth:`parl.Manager.environment`): a new one, or with placement ``rlx`` a slot that remote
+    clients play, ``agents`` of them."""
+    manager = parl.Manager(
+        {name: task_settings(config, name) for name in config.tasks},
+        placement=config.placement,
+        workers=config.workers,
+        shared=config.shared,
+        thread_placement=config.thread_placement,
+        stall_seconds=config.stall_seconds,
+        heartbeat_timeout=config.heartbeat_timeout,
+        restart_agents=config.faults.restart_agents,
+        restart_workers=config.faults.restart_workers,
+        ray=None if config.ray is None else config.ray.options(),
+        rlx=config.rlx.settings() if "rlx" in registry.entry(config.placement).options else None,
+    )
+    for index in range(config.agents):
+        env = manager.environment(lambda: make_env(config))
+        fresh = (lambda: make_env(config)) if config.placement != "rlx" else None  # a slot stays its own
+        manager.add_agent(make_agent(config, index, env=env), make_helpers(config, index), env_factory=fresh)
+    return manager

@@ -1,0 +1,633 @@
+"""Robot configs: one YAML file describes a whole robot; loading checks all of it before anything runs.
+
+    config = load_config("configs/ppo_cartpole.yaml", ["seed=3", "tasks.RL.algorithm.learning_rate=1e-3"])
+    manager = build_manager(config)      # parl.experiment.config.build: tasks, agents and helpers, not started
+
+The schema is the pydantic models below (docs/configs.md describes every key):
+unknown keys are errors, values strict, ranges field constraints, class specs
+resolved by :mod:`parl.experiment.config.class_spec`. Then loading builds, once, what
+the classes check themselves: each task's algorithm (and so its model) and
+ComputationTask, one helper per task, the nested specs among the agent's
+options, and one environment (closed at once); agents are checked by their
+signature only. Every problem is a one-line :class:`ConfigError` that starts
+with the key path: ``tasks.RL.algorithm.gamma: expected a number in [0.0, 1.0], got 1.5``.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+import re
+import sys
+import typing
+from dataclasses import fields
+from pathlib import Path
+from typing import Annotated, Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+import parl
+from parl import affinity
+from parl.experiment.config import class_spec
+from parl.experiment.config.callbacks import Callback
+from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
+from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.config.evaluation_start import EvaluationStart
+from parl.experiment.config.yaml_loading import parse_value, read_config_file
+from parl.rlx.messages import MAX_TOKEN_BYTES
+from parl.runtime import registry
+from parl.runtime.manager import DEFAULT_STALL_SECONDS
+from parl.runtime.ray.options import WORKER_PLACEMENTS
+from parl.runtime.ray.session import require_ray
+from parl.runtime.rlx.settings import FRAME_BYTES_RANGE, ServerSettings
+from parl.serving.shared_parts import share_parts
+from parl.validation import ParameterError, check_choice
+
+#: The keyword an environment factory takes to repeat actions itself (``env.action_repeat`` is passed as it).
+ACTION_REPEAT = "action_repeat"
+#: The keyword by which an environment is asked for a render mode.
+RENDER_MODE = "render_mode"
+#: The agent class of a config without an ``agent`` key.
+DEFAULT_AGENT = "parl.utils.GymAgent"
+_AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-level seed"
+_TASK_DEFAULTS = {f.name: f.default for f in fields(parl.TaskSettings)}
+_TASK_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")  # task names: file names and metric tags
+_RUN_NAME = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
+
+_CPUS = os.cpu_count() or 1
+#: The most agents: 64 per CPU, and under 1000 so that two robot seeds' agent seeds (seed * 1000 + i) never meet.
+MAX_AGENTS = min(999, 64 * _CPUS)
+#: The most worker processes: 4 per CPU.
+MAX_WORKERS = 4 * _CPUS
+#: The largest batch size (requests or training batches).
+MAX_BATCH = 1 << 16
+#: The largest seed: numpy's global generator takes seeds below 2**32.
+MAX_SEED = 2**32 - 1
+
+PositiveInt = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+#: A batch size: an integer, or ``agents`` for the robot's agent count (put in at load).
+BatchSize = Union[Annotated[int, Field(ge=1, le=MAX_BATCH)], Literal["agents"]]
+#: A mapping that YAML's empty value (null) leaves empty.
+OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
+
+
+#: Evaluation episodes played at once, their predictions batched into one call per round.
+EVALUATION_CONCURRENCY = 32
+
+
+class _Section(BaseModel):
+    """A mapping of the config: unknown keys are errors, values strict, null all defaults."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_empty(cls, data: Any) -> Any:
+        return {} if data is None else data
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The section as plain YAML data, every default filled in (a RobotConfig's loads back to an equal one)."""
+        return class_spec.plain_value(self.model_dump())
+
+
+class EnvConfig(_Section):
+    """``env``: ``gymnasium.make(id, **kwargs)`` or ``factory(**kwargs)`` (nested specs built afresh each time),
+    repeating each action ``action_repeat`` times: passed to a factory that takes ``action_repeat`` (it places
+    the repeat among its own wrappers), else an :class:`~parl.utils.action_repeat.ActionRepeat` around it."""
+
+    id: Optional[NonEmptyStr] = None
+    factory: Optional[str] = None
+    kwargs: Annotated[Dict[str, Any], OrEmpty] = {}
+    action_repeat: PositiveInt = 1
+    _factory_repeats: bool = PrivateAttr(False)
+    _factory_renders: bool = PrivateAttr(False)
+
+    @model_serializer(mode="wrap")
+    def _given_source(self, dump: Callable[["EnvConfig"], Dict[str, Any]]) -> Dict[str, Any]:
+        return {key: value for key, value in dump(self).items() if value is not None}
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "EnvConfig":
+        if (self.id is None) == (self.factory is None):
+            raise ValueError(f"give exactly one of id and factory, got {'neither' if self.id is None else 'both'}")
+        if self.id is not None:
+            self.kwargs = class_spec.check_value(self.kwargs, Dict[str, Any], "env.kwargs")
+            return self
+        function = class_spec.import_object(self.factory, "env.factory")
+        if not callable(function):
+            raise ConfigError(f"env.factory: expected a callable, got {self.factory!r}")
+        where = {"class_path": "env.factory"}
+        self.kwargs, accepted = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)
+        self._factory_repeats = accepted is not None and ACTION_REPEAT in accepted
+        self._factory_renders = accepted is None or RENDER_MODE in accepted
+        if self._factory_repeats and ACTION_REPEAT in self.kwargs:
+            raise ConfigError(
+                f"env.kwargs.{ACTION_REPEAT}: set env.{ACTION_REPEAT} instead (it is passed to the factory)"
+            )
+        return self
+
+    def make(self, checked: bool = False, render_mode: Optional[str] = None) -> Any:
+        """A new environment, repeating actions ``action_repeat`` times; ``checked``: a nested spec's failure is a
+        ConfigError; ``render_mode`` (``"rgb_array"`` to record videos) is given to ``gymnasium.make`` or to the
+        factory.
+
+        Raises:
+            ConfigError: a ``render_mode`` for a factory that takes no ``render_mode`` keyword.
+        """
+        kwargs = class_spec.build_value(self.kwargs, checked)
+        if render_mode is not None:
+            if self.id is None and not self._factory_renders:
+                raise ConfigError(f"env.factory: {self.factory} takes no {RENDER_MODE}, which is needed to render")
+            kwargs[RENDER_MODE] = render_mode
+        if self._factory_repeats:
+            kwargs[ACTION_REPEAT] = self.action_repeat
+        if self.id is None:
+            env = self._call_factory(kwargs, checked)
+        else:
+            import gymnasium
+
+            env = gymnasium.make(self.id, **kwargs)
+        if self.action_repeat > 1 and not self._factory_repeats:
+            from parl.utils.action_repeat import ActionRepeat
+
+            env = ActionRepeat(env, self.action_repeat)
+        return env
+
+    def _call_factory(self, kwargs: Dict[str, Any], checked: bool) -> Any:
+        factory = class_spec.import_object(self.factory, "env.factory")
+        if not checked:
+            return factory(**kwargs)
+        try:
+            return factory(**kwargs)
+        except SystemExit as exc:
+            call = class_spec.exit_call(exc)
+            raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
+
+
+class BatchingConfig(_Section):
+    """``tasks.<name>.batching``: the ComputationWrapper's batching (defaults: :class:`parl.TaskSettings`')."""
+
+    max_batchsize: BatchSize = _TASK_DEFAULTS["max_batchsize"]
+    min_batchsize: BatchSize = _TASK_DEFAULTS["min_batchsize"]
+    max_training_batchsize: Optional[BatchSize] = _TASK_DEFAULTS["max_training_batchsize"]
+    training_timeout: PositiveFloat = _TASK_DEFAULTS["training_timeout"]
+
+    def resolved(self, agents: int, key_path: str) -> "BatchingConfig":
+        """These settings with ``agents`` for the word ``agents``.
+
+        Raises:
+            ConfigError: ``min_batchsize`` above what an update joins, or above ``agents`` (a batch never
+                holds more requests than there are agents).
+        """
+        values = {key: agents if value == "agents" else value for key, value in self}
+        joined, least = values["max_training_batchsize"] or values["max_batchsize"], values["min_batchsize"]
+        for limit, what in ((joined, "the batches joined per update"), (agents, "the number of agents")):
+            if least > limit:
+                raise ConfigError(f"{key_path}.min_batchsize: expected at most {what} ({limit}), got {least}")
+        return BatchingConfig(**values)
+
+
+class TransformsConfig(_Section):
+    """``tasks.<name>.transforms``: input and reward transforms (defaults: :class:`parl.TaskSettings`')."""
+
+    normalize_inputs: Union[bool, Annotated[Tuple[str, ...], Strict(False)]] = _TASK_DEFAULTS["normalize_inputs"]
+    input_clip: PositiveFloat = _TASK_DEFAULTS["input_clip"]
+    reward_scale: PositiveFloat = _TASK_DEFAULTS["reward_scale"]
+    reward_clip: Optional[PositiveFloat] = _TASK_DEFAULTS["reward_clip"]
+
+
+class TaskConfig(_Section):
+    """``tasks.<name>``: one ComputationTask (``algorithm`` built as ``cls(model_func, **kwargs)``), and the
+    ``helper`` each agent uses for it (given ``seed=<agent seed>`` when it takes one the config does not set)."""
+
+    model: Annotated[ClassSpec, Spec(base=parl.Model, supplied=SIZE_KEYS)]
+    algorithm: Annotated[ClassSpec, Spec(base=parl.Algorithm, filled=("model_func",))]
+    helper: Annotated[ClassSpec, Spec(base=parl.AgentHelper)]
+    batching: BatchingConfig = Field(default_factory=BatchingConfig)
+    transforms: TransformsConfig = Field(default_factory=TransformsConfig)
+    max_skipped_updates: PositiveInt = _TASK_DEFAULTS["max_skipped_updates"]
+    _model_sizes: Dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @property
+    def model_sizes(self) -> Dict[str, int]:
+        """The sizes the model takes from the environment's spaces that the config does not state."""
+        return self._model_sizes
+
+    def build_model(self) -> parl.Model:
+        """A fresh model: the config's options and the sizes from the environment."""
+        return self.model.build(extra=self.model_sizes)
+
+    def algorithm_func(self) -> Callable[[], parl.Algorithm]:
+        """A zero-argument callable building the algorithm, over a fresh model on every call."""
+        return lambda: self.algorithm.build(args=(self.build_model,))
+
+
+class TrainConfig(_Section):
+    """``train``: training ends after ``max_env_steps`` env steps, or at an evaluation reaching ``target_return``."""
+
+    max_env_steps: PositiveInt
+    target_return: Optional[float] = None
+
+
+class EvaluationConfig(_Section):
+    """``evaluation``: ``episodes`` every ``every_steps`` env steps, from the start or once training returns
+    reach ``start_return`` or ``start_fraction`` of the way to the target
+    (:mod:`parl.experiment.config.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds
+    at the end of a run; at most ``concurrency`` episodes at once
+    (the evaluation agents of :mod:`parl.experiment.evaluation`)."""
+
+    every_steps: Optional[PositiveInt] = 10_000
+    episodes: PositiveInt = 10
+    final_episodes: Optional[PositiveInt] = None
+    concurrency: PositiveInt = EVALUATION_CONCURRENCY
+    start_return: Optional[float] = None
+    start_fraction: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
+    pause_training: bool = True
+
+
+class CheckpointConfig(_Section):
+    """``checkpoint``: one every ``every_steps`` env steps and ``every_minutes`` minutes, the last ``keep`` kept."""
+
+    every_steps: Optional[PositiveInt] = None
+    every_minutes: Optional[PositiveFloat] = 10.0
+    keep: PositiveInt = 3
+
+
+class FaultsConfig(_Section):
+    """``faults``: what a run survives instead of stopping (docs/configs.md)."""
+
+    restart_agents: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    restart_workers: bool = False
+
+
+class RayConfig(_Section):
+    """``ray``: placement "ray"'s settings (:class:`parl.RayOptions`; docs/distributed.md)."""
+
+    address: Optional[NonEmptyStr] = None
+    worker_cpus: PositiveFloat = 1.0
+    worker_resources: Optional[Dict[NonEmptyStr, PositiveFloat]] = None
+    worker_placement: Literal[WORKER_PLACEMENTS] = "cooperative"
+    broadcast_interval: PositiveInt = 10
+    sample_timeout: PositiveFloat = 60.0
+    max_staleness: Optional[Annotated[int, Field(ge=0)]] = None
+    replay_shards: Annotated[int, Field(ge=0, le=1024)] = 0
+    local_cpus: Optional[PositiveInt] = None
+
+    def options(self) -> parl.RayOptions:
+        """These settings as the Manager's ``ray`` option."""
+        return parl.RayOptions(**self.model_dump())
+
+
+_RLX_DEFAULTS = {f.name: f.default for f in fields(ServerSettings)}
+
+
+class RlxConfig(_Section):
+    """``rlx``: the server of placement ``rlx`` (``parl serve``), :class:`ServerSettings` with the token read
+    from ``token_file`` (its whitespace at either end stripped) and the memory floor in MiB."""
+
+    bind: NonEmptyStr = _RLX_DEFAULTS["bind"]
+    token_file: Optional[NonEmptyStr] = None
+    max_frame_bytes: Annotated[int, Field(ge=FRAME_BYTES_RANGE[0], le=FRAME_BYTES_RANGE[1])] = _RLX_DEFAULTS[
+        "max_frame_bytes"
+    ]
+    idle_timeout: PositiveFloat = _RLX_DEFAULTS["idle_timeout"]
+    episode_timeout: Optional[PositiveFloat] = _RLX_DEFAULTS["episode_timeout"]
+    handshake_timeout: PositiveFloat = _RLX_DEFAULTS["handshake_timeout"]
+    max_handshakes: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_handshakes"]
+    max_connections_per_address: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_connections_per_address"]
+    min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
+    max_abs_reward: PositiveFloat = _RLX_DEFAULTS["max_abs_reward"]
+    max_abs_observation: PositiveFloat = _RLX_DEFAULTS["max_abs_observation"]
+    max_metrics_per_second: Annotated[float, Field(ge=1)] = _RLX_DEFAULTS["max_metrics_per_second"]
+    _settings: Optional[ServerSettings] = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _checked_settings(self) -> "RlxConfig":
+        token = None if self.token_file is None else _read_token(self.token_file)
+        options = {key: value for key, value in self if key not in ("token_file", "min_free_memory_mb")}
+        try:
+            self._settings = ServerSettings(token=token, min_free_memory=self.min_free_memory_mb << 20, **options)
+        except ParameterError as exc:
+            key = "token_file" if exc.name == "token" else exc.name
+            raise ConfigError(f"rlx.{key}: {exc}") from None
+        return self
+
+    def settings(self) -> ServerSettings:
+        """The server's settings (the token read when the config was loaded)."""
+        return self._settings
+
+
+def _read_token(path: str) -> bytes:
+    """The token in file ``path`` (relative to the working directory), whitespace at either end stripped.
+
+    Raises:
+        ConfigError: at ``rlx.token_file``, naming the file, when it cannot be read.
+    """
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_TOKEN_BYTES + 64).strip()
+    except OSError as exc:
+        raise ConfigError(f"rlx.token_file: cannot read {path!r}: {exc.strerror or exc}") from None
+
+
+class RobotConfig(_Section):
+    """A checked robot config; :mod:`parl.experiment.config.build` turns it into a Manager."""
+
+    name: str
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    agents: Annotated[int, Field(ge=1, le=MAX_AGENTS)] = 1
+    log_dir: NonEmptyStr = Field(default_factory=lambda data: f"runs/{data['name']}")
+    python_path: List[str] = []
+    thread_placement: Literal[affinity.PLACEMENTS] = "auto"
+    placement: str = "threads"
+    workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
+    stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
+    heartbeat_timeout: Optional[PositiveFloat] = None
+    ray: Optional[RayConfig] = None
+    env: EnvConfig
+    agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
+        default={"class": DEFAULT_AGENT}, validate_default=True
+    )
+    tasks: Dict[str, TaskConfig]
+    shared: Annotated[Dict[str, Dict[str, NonEmptyStr]], OrEmpty] = {}
+    train: TrainConfig
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
+    rlx: RlxConfig = Field(default_factory=RlxConfig)
+    _source: str = PrivateAttr("")
+
+    @property
+    def source(self) -> str:
+        """The file the config came from (not a config key)."""
+        return self._source
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _run_name(cls, value: Any) -> str:
+        if not isinstance(value, str) or not _RUN_NAME.match(value):
+            raise ParameterError("name", "a name of letters, digits, '_', '-' and '.'", value)
+        return value
+
+    @field_validator("log_dir")
+    @classmethod
+    def _a_directory(cls, value: str) -> str:
+        path = Path(value).resolve()
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise ValueError(f"not writable: {str(blocker)!r} is a file, not a directory")
+        return value
+
+    @field_validator("python_path", mode="before")
+    @classmethod
+    def _on_sys_path(cls, value: Any, info: ValidationInfo) -> List[str]:
+        """Each directory, relative to the config's, checked and put in front of ``sys.path`` (the keys below
+        import classes)."""
+        entries = [] if value is None else [value] if isinstance(value, str) else value
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise ParameterError("python_path", "a list of directories", value)
+        directories = [str((Path((info.context or {}).get("base_dir", ".")) / entry).resolve()) for entry in entries]
+        for index, directory in enumerate(directories):
+            if not Path(directory).is_dir():
+                raise ConfigError(f"python_path[{index}]: no such directory {directory!r}")
+        sys.path[:0] = [d for d in directories if d not in sys.path]
+        return directories
+
+    @field_validator("callbacks", mode="before")
+    @classmethod
+    def _each_callback(cls, value: Any) -> Any:
+        """Each callback resolved at its own key path (``callbacks[1].patience``)."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ParameterError("callbacks", "a list of class specs", value)
+        return [resolve_spec(item, f"callbacks[{index}]", base=Callback) for index, item in enumerate(value)]
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _registered(cls, value: Any) -> str:
+        return check_choice("placement", value, tuple(registry.names()))
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _each_task(cls, value: Any, info: ValidationInfo) -> Any:
+        """Each task validated at its own key path, which its class specs keep."""
+        if not isinstance(value, Mapping):
+            return value
+        if not value:
+            raise ValueError("expected at least one task, got none")
+        for name in value:
+            if not isinstance(name, str) or not _TASK_NAME.match(name):
+                raise ValueError(f"task names are letters, digits, '_' and '-', got {name!r}")
+        return {name: _validated(TaskConfig, task, f"tasks.{name}", info.context) for name, task in value.items()}
+
+    @model_validator(mode="after")
+    def _placement_options(self) -> "RobotConfig":
+        try:
+            registry.check_options(
+                self.placement,
+                {"workers": self.workers, "heartbeat_timeout": self.heartbeat_timeout, "ray": self.ray},
+            )
+        except ValueError as exc:
+            option = str(exc).split(" ", 1)[0]
+            raise ConfigError(f"{option}: {exc}") from None
+        if self.placement == "ray":
+            try:
+                require_ray()
+            except ImportError as exc:
+                raise ConfigError(f"placement: {exc}") from None
+        return self
+
+    @model_validator(mode="after")
+    def _evaluation_start(self) -> "RobotConfig":
+        try:
+            self.evaluation_start()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return self
+
+    def evaluation_start(self) -> EvaluationStart:
+        """A fresh start rule of this config's evaluations.
+
+        Raises:
+            ValueError: ``evaluation.start_return`` and ``start_fraction`` both given, or ``start_fraction``
+                without ``train.target_return``.
+        """
+        evaluation = self.evaluation
+        return EvaluationStart(
+            start_return=evaluation.start_return,
+            start_fraction=evaluation.start_fraction,
+            target=self.train.target_return,
+        )
+
+    @model_validator(mode="after")
+    def _agent_batches(self) -> "RobotConfig":
+        for name, task in self.tasks.items():
+            task.batching = task.batching.resolved(self.agents, f"tasks.{name}.batching")
+        return self
+
+
+def _validated(model: type, data: Any, key_path: str, context: Dict[str, Any]) -> Any:
+    """``model`` from ``data`` found at ``key_path``; its first problem as a ConfigError."""
+    try:
+        return model.model_validate(data, context={**context, "key_path": key_path})
+    except ValidationError as exc:
+        for error in exc.errors():  # user code that exited while being loaded: the code failed, not the config
+            if isinstance((error.get("ctx") or {}).get("error"), class_spec.UserExitError):
+                raise error["ctx"]["error"] from None
+        raise ConfigError(class_spec.first_error(exc, model, data, key_path)) from None
+
+
+def load_config(path: str, overrides: Sequence[str] = ()) -> RobotConfig:
+    """The checked config of the YAML file ``path``, with ``overrides`` (``key.path=value``) applied.
+
+    Raises:
+        ConfigError: ``<path>: no such file``, ``<path>:<line>: <YAML problem>`` or ``<key path>: <problem>``.
+    """
+    return config_loader(path)(overrides)
+
+
+#: ``load(overrides)``: a config file's checked config with ``overrides`` applied (:func:`config_loader`).
+ConfigLoader = Callable[[Sequence[str]], "RobotConfig"]
+
+
+def config_loader(path: str) -> ConfigLoader:
+    """What :func:`load_config` does, with the YAML file ``path`` read and parsed once, for many loads of
+    one file with different overrides (a sweep's values and trials); each load raises as
+    :func:`load_config` does.
+
+    Raises:
+        ConfigError: ``<path>: no such file`` or ``<path>:<line>: <YAML problem>``.
+    """
+    data = read_config_file(path)
+    base_dir = str(Path(path).resolve().parent)
+
+    def load(overrides: Sequence[str] = ()) -> RobotConfig:
+        return parse_config(apply_overrides(data, overrides), source=str(path), base_dir=base_dir)
+
+    return load
+
+
+def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> RobotConfig:
+    """The checked config of ``data`` (a parsed YAML file) from ``source`` (its stem is the default ``name``);
+    relative ``python_path`` entries are relative to ``base_dir``.
+
+    Raises:
+        ConfigError: the first problem found, on one line starting with its key path.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a mapping of config keys, got a {type(data).__name__}")
+    config = _validated(RobotConfig, {"name": Path(source).stem, **data}, "", {"base_dir": base_dir})
+    config._source = source
+    env = config.env
+    where = "env.id" if env.id is not None else "env.factory"
+    spaces = EnvSpaces.of(lambda: env.make(checked=True), f"env {env.id or env.factory}", where)
+    for task in config.tasks.values():
+        task._model_sizes = spaces.model_sizes(task.model)
+    _check_by_building(config, spaces)
+    return config
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> Dict[str, Any]:
+    """A copy of ``data`` with each override ``key.path=value`` set, the value parsed as YAML (``seed=3``,
+    ``train.target_return=null``); a key outside the schema is an error naming it (options of class specs
+    are checked later, against the class).
+
+    Raises:
+        ConfigError: ``<key path>: <problem> (in -o <override>)``.
+    """
+    result = copy.deepcopy(dict(data))
+    for text in overrides:
+        key, sep, raw = text.partition("=")
+        keys = key.strip().split(".")
+        if not sep or not all(keys):
+            raise ConfigError(f"{text}: expected an override key.path=value")
+        _set(result, keys, parse_value(raw, key, f" (in -o {text})"), text)
+    return result
+
+
+def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
+    """``node[k0][k1]...[kn] = value``, creating mappings on the way, along the schema: a section's keys are its
+    fields, a task must exist, anything goes in a class spec, ``env.kwargs`` and ``shared``."""
+    schema: Any = RobotConfig
+    for depth, key in enumerate(keys):
+        path = ".".join(keys[: depth + 1])
+        if typing.get_origin(schema) is dict:  # tasks
+            if key not in node:
+                raise ConfigError(f"{path}: no such task; tasks are {sorted(node)} (in -o {text})")
+            schema = typing.get_args(schema)[1]
+        elif schema is not None:
+            if key not in schema.model_fields:
+                raise ConfigError(
+                    f"{path}: unknown key{class_spec.did_you_mean(key, list(schema.model_fields))} (in -o {text})"
+                )
+            hint = schema.model_fields[key].annotation
+            item = typing.get_args(hint)[-1] if typing.get_origin(hint) is dict else hint
+            schema = hint if isinstance(item, type) and issubclass(item, BaseModel) else None
+        if depth == len(keys) - 1:
+            node[key] = value
+            return
+        if node.get(key) is None:
+            node[key] = {}
+        if not isinstance(node[key], dict):
+            raise ConfigError(
+                f"{path}: expected a mapping to set {keys[depth + 1]!r} in, got {node[key]!r} (in -o {text})"
+            )
+        node = node[key]
+
+
+def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
+    """Build once what the classes check themselves, and check the first model of the task a
+    GymAgent plays against the environment's spaces; nothing built is kept."""
+    built = {}
+    played = _played_task(config.agent)
+    for name, task in config.tasks.items():
+        models: List[parl.Model] = []
+
+        def model_func(task: TaskConfig = task, models: List[parl.Model] = models) -> parl.Model:
+            models.append(build_checked(task.model, extra=task.model_sizes))
+            return models[-1]
+
+        algorithm = build_checked(task.algorithm, args=(model_func,))
+        if models and name == played:
+            spaces.check_model(models[0], task.model, task.model_sizes)
+        try:
+            built[name] = parl.ComputationTask(name, algorithm, **dict(task.transforms))
+        except Exception as exc:  # noqa: BLE001 - reported on one line
+            raise ConfigError(f"tasks.{name}.transforms: {one_line(exc)}") from exc
+        build_checked(task.helper, extra=task.helper.defaults_for({"seed": config.seed * 1000}))
+    try:
+        share_parts(built, config.shared)  # its messages start with shared.<group>
+    except ValueError as exc:
+        raise ConfigError(one_line(exc)) from exc
+    class_spec.build_value(config.agent.kwargs, checked=True)
+    for callback in config.callbacks:
+        build_checked(callback)
+
+
+def _played_task(agent: ClassSpec) -> Optional[str]:
+    """The task a :class:`~parl.utils.GymAgent` plays (its ``task`` option); None for other agents, whose tasks
+    may see anything."""
+    from parl.utils.gym_agent import GymAgent
+
+    if not (isinstance(agent.cls, type) and issubclass(agent.cls, GymAgent)):
+        return None
+    parameter = inspect.signature(agent.cls).parameters.get("task")
+    default = None if parameter is None or parameter.default is parameter.empty else parameter.default
+    return agent.kwargs.get("task", default)
