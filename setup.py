@@ -48,8 +48,9 @@ setup(
         "matplotlib>=3.7",
         "safetensors>=0.4",  # checkpoints and exported policies: arrays that cannot run code on load
         "greenlet>=3.0",  # Manager(placement="cooperative"): agents as greenlets (parl/runtime/cooperative/runner.py)
-        "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/progress.py)
-        "pydantic>=2.10",  # robot configs: one schema, checked with the key path of every error (parl/experiment/config.py)
+        "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/train/progress.py)
+        "pydantic>=2.10",  # robot configs: one schema, checked with the key path of every error (parl/experiment/config/robot_config.py)
+        "scipy>=1.15",  # figures over seeds: trimmed means and bootstrap intervals (parl/experiment/runs/statistics.py)
         "msgpack>=1.0",  # framed data on the worker pipes and the RLX protocol, never pickle (parl/wire.py, parl/rlx)
     ],
     entry_points={"console_scripts": ["parl=parl_cli:main"]},

@@ -230,7 +230,7 @@ Both sides stop training at the first greedy check that reaches the target and i
 deterministic episode every 1,000 env steps (seeds from `check_seed(seed, steps)`, in a block of the
 run's own), nine more when it reaches the target, and when their mean does, fifty more on the next
 seeds; training stops only when the mean of those fifty reaches the target and so does the mean of all
-sixty less two standard errors (`parl.utils.evaluation.confirmed_check`; SB3's side,
+sixty less two standard errors (`parl.experiment.evaluation.greedy.confirmed_check`; SB3's side,
 benchmarks/sb3_runner.py, does the same with the same seeds). Checks start once the mean of the last 20
 training returns reaches a level: parl's example configs set their own (30% of the target on CartPole,
 from the start on Pendulum), and SB3's side uses the same. **Reached** counts the seeds whose training stopped at

@@ -19,10 +19,10 @@ import statistics
 import time
 from typing import Dict, List, Optional
 
-from parl.experiment.build import make_agent
-from parl.experiment.cli import load_trained_tasks
-from parl.experiment.config import load_config
-from parl.experiment.evaluation import evaluate_agents
+from parl.experiment.cli.commands import load_trained_tasks
+from parl.experiment.config.build import make_agent
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.evaluation.agents import evaluate_agents
 
 
 def main(argv: Optional[List[str]] = None) -> None:

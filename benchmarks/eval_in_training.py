@@ -20,8 +20,8 @@ import tempfile
 import time
 from typing import List, Optional
 
-import parl.experiment.trainer as trainer
-from parl.experiment.cli import main as parl_main
+import parl.experiment.train.trainer as trainer
+from parl.experiment.cli.commands import main as parl_main
 
 
 def main(argv: Optional[List[str]] = None) -> None:

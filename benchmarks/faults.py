@@ -62,7 +62,7 @@ import os, signal, time
 import gymnasium
 import numpy as np
 import parl
-from parl.experiment.callbacks import Callback
+from parl.experiment.config.callbacks import Callback
 
 
 class NaNAfter(gymnasium.Wrapper):

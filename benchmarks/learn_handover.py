@@ -31,8 +31,8 @@ from typing import Dict, List, Tuple
 import gymnasium as gym
 
 from parl import affinity
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 #: Env steps per agent and row, by example: thousands of updates past each agent's warm-up.

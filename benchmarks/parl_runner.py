@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
 
 #: The runner's result keys (as benchmarks/sb3_runner.py's) -> the Trainer's.
 RESULT_KEYS = {

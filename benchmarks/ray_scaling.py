@@ -48,9 +48,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import parl  # noqa: E402 - sets the thread environment before Ray and Paddle start
-from parl.experiment.build import build_manager  # noqa: E402
-from parl.experiment.config import load_config  # noqa: E402
-from parl.experiment.trainer import env_steps  # noqa: E402
+from parl.experiment.config.build import build_manager  # noqa: E402
+from parl.experiment.config.robot_config import load_config  # noqa: E402
+from parl.experiment.train.trainer import env_steps  # noqa: E402
 from parl.runtime.ray.local_cluster import start_local_cluster, stop_local_cluster  # noqa: E402
 from parl.runtime.ray.session import import_ray  # noqa: E402
 

@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from parl.experiment.serve_process import start_serve
+from parl.experiment.cli.serve_process import start_serve
 
 REPO = Path(__file__).resolve().parents[1]
 #: Server configs and overrides per mode.

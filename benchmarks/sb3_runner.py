@@ -9,7 +9,7 @@ plays one deterministic episode on a fresh environment and, when that one
 reaches the target, nine more, and when their mean does, fifty more to
 confirm: training stops at the first check whose confirmation reaches the
 target and whose mean over all 60, less two standard errors, does too (parl's
-``confirmed_check`` in parl/utils/evaluation.py, same seeds). The
+``confirmed_check`` in parl/experiment/evaluation/greedy.py, same seeds). The
 policy of that check (or of the best, when none passed) is then evaluated on
 50 fresh seeds (five times the check's episodes, as parl's Trainer). The time
 runs from the start of ``learn()`` (after imports and model set-up) to that
@@ -173,22 +173,22 @@ def evaluate(model: BaseAlgorithm, env_id: Union[str, Callable[[], gym.Env]], ep
     return totals
 
 
-CONFIDENCE = 2.0  # parl.utils.evaluation.CONFIDENCE
-CONFIRM_FACTOR = 5  # parl.utils.evaluation.CONFIRM_FACTOR
+CONFIDENCE = 2.0  # parl.experiment.evaluation.greedy.CONFIDENCE
+CONFIRM_FACTOR = 5  # parl.experiment.evaluation.greedy.CONFIRM_FACTOR
 
 
 def check_seed(run_seed: int, env_steps: int) -> int:
-    """parl.utils.evaluation.check_seed: the first episode seed of a check, in the run's own block."""
+    """parl.experiment.evaluation.greedy.check_seed: the first episode seed of a check, in the run's own block."""
     return ((run_seed + 1) << 32) + env_steps
 
 
 def final_seed(run_seed: int) -> int:
-    """parl.utils.evaluation.final_seed: the first episode seed of the final evaluation."""
+    """parl.experiment.evaluation.greedy.final_seed: the first episode seed of the final evaluation."""
     return ((run_seed + 1) << 32) + (1 << 31)
 
 
 def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float, seed: int) -> Tuple[float, bool]:
-    """parl's ``confirmed_check`` (parl/utils/evaluation.py) as parl's Trainer calls it, which this
+    """parl's ``confirmed_check`` (parl/experiment/evaluation/greedy.py) as parl's Trainer calls it, which this
     virtualenv cannot import: one deterministic episode, ``episodes - 1`` more when it reaches
     ``target``, and when their mean does, ``5 * episodes`` more on the next seeds to confirm. Returns
     the mean of all played and whether the confirmation's mean and the mean of all less

@@ -11,7 +11,7 @@ examples/configs/a2c_cartpole.yaml; examples/a2c_po_cartpole.py trains the same
 algorithm with an LSTM policy on a partially observed CartPole.
 """
 
-from parl.experiment.launch import example_config, launch
+from parl.experiment.train.launch import example_config, launch
 
 if __name__ == "__main__":
     launch(example_config(__file__), description=__doc__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from parl.experiment.launch import example_config, launch
+from parl.experiment.train.launch import example_config, launch
 
 #: Indices of CartPole's observation that stay visible: cart position and pole angle.
 VISIBLE = (0, 2)

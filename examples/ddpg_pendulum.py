@@ -8,7 +8,7 @@ deterministic 50-episode evaluation on fresh seeds. The robot is
 examples/configs/ddpg_pendulum.yaml.
 """
 
-from parl.experiment.launch import example_config, launch
+from parl.experiment.train.launch import example_config, launch
 
 if __name__ == "__main__":
     launch(example_config(__file__), description=__doc__)

@@ -10,7 +10,7 @@ on fresh seeds. The robot is examples/configs/ppo_lunarlander.yaml (docs/algorit
 rl-zoo's names to its keys); ``-o KEY.PATH=VALUE`` changes any of its values.
 """
 
-from parl.experiment.launch import example_config, launch
+from parl.experiment.train.launch import example_config, launch
 
 if __name__ == "__main__":
     launch(example_config(__file__), description=__doc__)

@@ -21,6 +21,7 @@ from parl.threads import set_num_threads  # noqa: E402
 set_num_threads(_default_num_threads())
 
 from parl import layers  # noqa: E402
+from parl import moved_names as _moved_names  # noqa: E402,F401  (old module paths still import)
 from parl.core.agent import Agent  # noqa: E402
 from parl.core.agent_helper import AgentHelper  # noqa: E402
 from parl.core.algorithm import Algorithm, create_algorithm_func  # noqa: E402
@@ -40,8 +41,8 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  
     """A policy ``parl export`` wrote: ``policy.predict({"obs": obs_batch})`` gives its deterministic
     actions with no Manager, threads or environment. Its files are checked as checkpoints are, and
     its classes are imported from installed packages or ``python_path`` only, never from the working
-    or the policy directory (see :func:`parl.experiment.export.load_policy`)."""
-    from parl.experiment.export import load_policy as _load_policy  # keeps import parl free of safetensors
+    or the policy directory (see :func:`parl.experiment.policy.export.load_policy`)."""
+    from parl.experiment.policy.export import load_policy as _load_policy  # keeps import parl free of safetensors
 
     return _load_policy(directory, python_path=python_path)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pathlib
 from typing import Dict
 
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 CONFIGS = EXAMPLES / "configs"

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from test_gym_agent import RecordingHelper
 
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.train.trainer import Trainer
 from parl.utils import ActionRepeat, GymAgent
 from parl.utils.action_repeat import TIME_STEPS
 from parl.validation import ParameterError

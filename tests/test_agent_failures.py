@@ -16,7 +16,7 @@ import yaml
 
 import parl
 from parl.core.errors import AgentsFailedError, EpisodeResultError, failure_summary
-from parl.experiment.cli import main
+from parl.experiment.cli.commands import main
 from parl.runtime.runner import play_games
 
 from toys import FAILURES, WAIT, CountEnv, EchoAgent, FailingAgent, ReportingEchoAgent, Robots

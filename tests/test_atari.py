@@ -14,11 +14,11 @@ import paddle.nn.functional as F
 import pytest
 
 import parl
-import parl.experiment.trainer as trainer_module
+import parl.experiment.train.trainer as trainer_module
 from parl.algorithms import DQN
 from parl.core.specs import check_sample, normalize_specs
-from parl.experiment.config import RobotConfig, load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import RobotConfig, load_config
+from parl.experiment.train.trainer import Trainer
 from parl.models import AtariActorCritic, MinAtarQModel
 from parl.models.atari_q_model import AtariQModel
 from parl.utils import obs_inputs

@@ -56,7 +56,7 @@ def test_learn_mode_evaluates_both_sides_on_the_same_number_of_episodes():
 
 
 def test_every_parl_row_is_a_valid_config():
-    load_config = importlib.import_module("parl.experiment.config").load_config
+    load_config = importlib.import_module("parl.experiment.config.robot_config").load_config
     args = workloads.parse_args([])
     for learn in (False, True):
         for r in workloads.LEARN if learn else workloads.THROUGHPUT:

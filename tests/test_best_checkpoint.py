@@ -14,11 +14,11 @@ import pytest
 from test_trainer_result import EvaluationSpy, fingerprint
 
 import parl
-from parl.experiment.build import task_settings
-from parl.experiment.checkpoints import BEST, CheckpointManager, CheckpointWriteError, best_checkpoints
-from parl.experiment.cli import main
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.cli.commands import main
+from parl.experiment.config.build import task_settings
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.checkpoints import BEST, CheckpointManager, CheckpointWriteError, best_checkpoints
+from parl.experiment.train.trainer import Trainer
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
 #: A run far from its target that evaluates (one episode each) every 300 env steps.

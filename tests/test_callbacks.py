@@ -12,10 +12,10 @@ from typing import List, Mapping, Optional, Tuple
 import numpy as np
 import pytest
 
-from parl.experiment.callbacks import CALLBACK_STOP, Callback, Callbacks, EarlyStopping
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.metrics import RobotMetrics
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.config.callbacks import CALLBACK_STOP, Callback, Callbacks, EarlyStopping
+from parl.experiment.train.metrics import RobotMetrics
+from parl.experiment.train.trainer import Trainer
 from parl.validation import ParameterError
 
 from tensorboard_events import read_scalar_events
@@ -28,7 +28,7 @@ USER_MODULE = '''
 from typing import Mapping, Optional
 
 from parl.algorithms import A2C
-from parl.experiment.callbacks import Callback
+from parl.experiment.config.callbacks import Callback
 from parl.utils import GymAgent
 
 
@@ -128,11 +128,11 @@ def test_agent_statistics_and_algorithm_costs_reach_metrics_and_tensorboard_and_
 def test_early_stopping_in_a_config_stops_the_run_at_a_threshold(tmp_path) -> None:
     config = user_robot(
         tmp_path,
-        "callbacks=[{class: parl.experiment.callbacks.EarlyStopping, metric: episode/reward, threshold: 30.0}]",
+        "callbacks=[{class: parl.experiment.config.callbacks.EarlyStopping, metric: episode/reward, threshold: 30.0}]",
     )
     assert isinstance(config.callbacks[0].build(), EarlyStopping)
     assert config.to_dict()["callbacks"] == [
-        {"class": "parl.experiment.callbacks.EarlyStopping", "metric": "episode/reward", "threshold": 30.0}
+        {"class": "parl.experiment.config.callbacks.EarlyStopping", "metric": "episode/reward", "threshold": 30.0}
     ]
     result = Trainer(config, progress=False).run()
     assert result["stop_reason"].startswith(f"{CALLBACK_STOP}episode/reward reached ")
@@ -158,18 +158,21 @@ def test_callbacks_given_in_python_run_too(tmp_path) -> None:
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("callbacks={class: parl.experiment.callbacks.EarlyStopping}", "callbacks: expected a list of class specs"),
+        (
+            "callbacks={class: parl.experiment.config.callbacks.EarlyStopping}",
+            "callbacks: expected a list of class specs",
+        ),
         ("callbacks=[{class: parl.utils.GymAgent}]", "callbacks[0].class: expected a subclass of parl.Callback"),
         (
-            "callbacks=[{class: parl.experiment.callbacks.EarlyStopping, metric: eval/mean_return, patience: 0}]",
+            "callbacks=[{class: parl.experiment.config.callbacks.EarlyStopping, metric: eval/mean_return, patience: 0}]",
             "callbacks[0].patience: expected an integer >= 1, got 0",
         ),
         (
-            "callbacks=[{class: parl.experiment.callbacks.EarlyStopping, metric: x/y, patience: 2, mode: up}]",
+            "callbacks=[{class: parl.experiment.config.callbacks.EarlyStopping, metric: x/y, patience: 2, mode: up}]",
             "callbacks[0].mode: expected one of ['max', 'min'], got 'up'",
         ),
         (
-            "callbacks=[{class: parl.experiment.callbacks.EarlyStopping, metric: eval/mean_return}]",
+            "callbacks=[{class: parl.experiment.config.callbacks.EarlyStopping, metric: eval/mean_return}]",
             "callbacks[0]: EarlyStopping needs patience, threshold or both; got neither",
         ),
     ],

@@ -12,11 +12,11 @@ from typing import Callable, Dict, List
 
 import pytest
 
-from parl.experiment.build import make_agent, task_settings
-from parl.experiment.checkpoints import CheckpointManager, best_checkpoints
-from parl.experiment.config import RobotConfig, load_config
-from parl.experiment.run_counters import MAX_COUNT, check_run_counters
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.build import make_agent, task_settings
+from parl.experiment.config.robot_config import RobotConfig, load_config
+from parl.experiment.train.checkpoints import CheckpointManager, best_checkpoints
+from parl.experiment.train.run_counters import MAX_COUNT, check_run_counters
+from parl.experiment.train.trainer import Trainer
 from parl.serving.checkpoint_format import CheckpointError
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
@@ -143,7 +143,7 @@ def test_a_resumed_run_skips_damaged_counters_and_goes_on_from_the_older_checkpo
 
 
 def test_when_every_checkpoint_has_damaged_counters_resuming_is_one_line(run, capsys) -> None:
-    from parl.experiment.cli import main
+    from parl.experiment.cli.commands import main
 
     for checkpoint in checkpoints_of(run):
         change_robot(checkpoint, _set("episodes", value=-1))

@@ -17,7 +17,7 @@ import safetensors.numpy
 from test_checkpoint_safety import load_with_report, make_task, one_line, trained_task, two_checkpoints
 from test_checkpoints import batch
 
-from parl.experiment import checkpoints as checkpoints_module
+from parl.experiment.train import checkpoints as checkpoints_module
 from parl.serving import checkpoint_format
 from parl.serving.checkpoint_format import CheckpointError
 

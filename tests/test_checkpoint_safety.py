@@ -20,8 +20,8 @@ from test_checkpoints import batch
 
 import parl
 from parl.algorithms import A2C
-from parl.experiment import checkpoints as checkpoints_module
-from parl.experiment.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
+from parl.experiment.train import checkpoints as checkpoints_module
+from parl.experiment.train.checkpoints import CheckpointManager, CheckpointWriteError, NotWritableError, check_writable
 from parl.models import MLPActorCritic
 from parl.serving import checkpoint_format
 from parl.serving.checkpoint_format import CheckpointError
@@ -114,7 +114,7 @@ def old_run(run: Path, checkpoint_name: str, marker: Path) -> None:
 def test_parl_train_resume_and_eval_refuse_an_old_pickle_run_in_one_line(
     tmp_path, capsys, command, checkpoint_name
 ) -> None:
-    from parl.experiment.cli import main
+    from parl.experiment.cli.commands import main
 
     marker, run = tmp_path / "pwned", tmp_path / "run"
     old_run(run, checkpoint_name, marker)

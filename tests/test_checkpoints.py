@@ -21,8 +21,8 @@ import pytest
 
 import parl
 from parl.algorithms import A2C
-from parl.experiment import checkpoints as checkpoints_module
-from parl.experiment.checkpoints import CheckpointManager
+from parl.experiment.train import checkpoints as checkpoints_module
+from parl.experiment.train.checkpoints import CheckpointManager
 from parl.models import MLPActorCritic
 
 SETTINGS = parl.TaskSettings(
@@ -323,7 +323,7 @@ WRITER = textwrap.dedent(
     import numpy as np
     import parl
     from parl.algorithms import A2C
-    from parl.experiment.checkpoints import CheckpointManager
+    from parl.experiment.train.checkpoints import CheckpointManager
     from parl.models import MLPActorCritic
 
     directory, keep = sys.argv[1], int(sys.argv[2])

@@ -16,11 +16,11 @@ from typing import Dict, List
 import pytest
 import yaml
 
-from parl.experiment.build import task_settings
-from parl.experiment.checkpoints import CheckpointManager
-from parl.experiment.cli import main
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.cli.commands import main
+from parl.experiment.config.build import task_settings
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.checkpoints import CheckpointManager
+from parl.experiment.train.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -222,3 +222,40 @@ def test_an_unwritable_log_dir_is_one_line_and_exit_status_2(tmp_path, capsys) -
     assert main(["train", str(config), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "not writable" in err and "a_file" in err and err.count("\n") == 1, err
+
+
+def test_a_new_subcommand_is_a_function_and_a_table_entry(monkeypatch, capsys) -> None:
+    from parl.experiment.cli import commands
+
+    def hello(args) -> int:
+        print(f"hello {args.name}")
+        return 7
+
+    entry = commands.Command("hello", "say hello", (commands.Argument(("name",)),), hello)
+    monkeypatch.setattr(commands, "COMMANDS", commands.COMMANDS + (entry,))
+    assert main(["hello", "robot"]) == 7
+    assert capsys.readouterr().out == "hello robot\n"
+    assert "hello" in commands.build_parser().format_help()
+
+
+def test_every_subcommand_dispatches_to_its_own_function(monkeypatch) -> None:
+    from parl.experiment.cli import commands
+
+    called: List[str] = []
+    table = tuple(
+        commands.Command(c.name, c.help, c.arguments, lambda args, name=c.name: called.append(name) or 0)
+        for c in commands.COMMANDS
+    )
+    monkeypatch.setattr(commands, "COMMANDS", table)
+    argv = {
+        "train": ["train", "x.yaml"],
+        "tune": ["tune", "x.yaml", "--grid", "seed=1,2"],
+        "serve": ["serve", "x.yaml"],
+        "eval": ["eval", "x.yaml", "--checkpoint", "best"],
+        "export": ["export", "run", "-o", "out"],
+        "plot": ["plot", "run"],
+    }
+    assert sorted(argv) == sorted(c.name for c in commands.COMMANDS)
+    for name, args in argv.items():
+        assert main(args) == 0
+    assert called == list(argv)

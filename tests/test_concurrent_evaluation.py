@@ -11,11 +11,11 @@ import pytest
 
 import parl
 from parl.algorithms import A2C, DQN
-from parl.experiment.evaluation import evaluate_agents
+from parl.experiment.evaluation.agents import evaluate_agents
+from parl.experiment.evaluation.greedy import evaluate
 from parl.models import MLPActorCritic, MLPQModel
 from parl.runtime.cooperative import episodes as concurrent
 from parl.utils import GymAgent
-from parl.utils.evaluation import evaluate
 
 
 def actor_critic(name: str, seed: int, hidden=(64, 64)) -> parl.ComputationTask:

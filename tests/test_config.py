@@ -15,8 +15,8 @@ import yaml
 
 import parl
 from parl.algorithms import PPO
-from parl.experiment.build import agent_seed, build_manager, make_agent, make_env, make_helpers, task_settings
-from parl.experiment.config import ConfigError, RobotConfig, load_config
+from parl.experiment.config.build import agent_seed, build_manager, make_agent, make_env, make_helpers, task_settings
+from parl.experiment.config.robot_config import ConfigError, RobotConfig, load_config
 from parl.models import MLPActorCritic
 from parl.utils import GymAgent, LinearSchedule
 from parl.validation import ParameterError, check_range

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
-#: A path into the repository's folders, as the docs write them (``parl/experiment/trainer.py``).
+#: A path into the repository's folders, as the docs write them (``parl/experiment/train/trainer.py``).
 CITED_PATH = re.compile(r"(?<![\w/.-])((?:parl|tests|examples|docs|benchmarks)/[\w/.-]*\.(?:py|md|yaml|txt|c))")
 #: A markdown link ``[text](target)`` to a file, not to a site or an anchor of the same page.
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")

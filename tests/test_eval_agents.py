@@ -8,10 +8,10 @@ import pytest
 
 import parl
 from parl.algorithms import A2C
-from parl.experiment.evaluation import EvalHelper, copy_weights, evaluate_agents
+from parl.experiment.evaluation.agents import EvalHelper, copy_weights, evaluate_agents
+from parl.experiment.evaluation.greedy import evaluate
 from parl.models import MLPActorCritic
 from parl.utils import EpsilonGreedyAgent, GymAgent, LinearSchedule
-from parl.utils.evaluation import evaluate
 
 
 def make_task(name: str, seed: int) -> parl.ComputationTask:

@@ -12,8 +12,8 @@ import pytest
 
 import parl
 from parl.algorithms import A2C
+from parl.experiment.evaluation.greedy import Check, check_seed, confirmed_check, evaluate, final_seed, lower_bound
 from parl.models import LSTMActorCritic, MLPActorCritic
-from parl.utils.evaluation import Check, check_seed, confirmed_check, evaluate, final_seed, lower_bound
 
 
 def cartpole() -> gym.Env:

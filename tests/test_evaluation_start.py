@@ -11,10 +11,10 @@ from typing import Dict, List, Tuple
 import pytest
 import yaml
 
-from parl.experiment.cli import main
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.evaluation_start import BASELINE_EPISODES, EvaluationStart
-from parl.experiment.trainer import Trainer, summary_lines
+from parl.experiment.cli.commands import main
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.config.evaluation_start import BASELINE_EPISODES, EvaluationStart
+from parl.experiment.train.trainer import Trainer, summary_lines
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 

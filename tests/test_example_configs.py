@@ -2,7 +2,7 @@
 
 Every config loads and builds. Every single-task example script is a launcher of
 its config (``examples/<name>.py`` trains ``examples/configs/<name>.yaml``,
-:mod:`parl.experiment.launch`): run in this process with a command line, it
+:mod:`parl.experiment.train.launch`): run in this process with a command line, it
 trains that config with the options turned into overrides and returns the
 Trainer's result.
 """
@@ -17,10 +17,10 @@ from typing import Any, Dict, List
 
 import pytest
 
-from parl.experiment import launch as launch_module
-from parl.experiment.build import build_manager
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.launch import example_config, launch_overrides, launch_parser
+from parl.experiment.config.build import build_manager
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.train import launch as launch_module
+from parl.experiment.train.launch import example_config, launch_overrides, launch_parser
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 CONFIGS = EXAMPLES / "configs"

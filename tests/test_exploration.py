@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from parl.experiment.build import make_agent
-from parl.experiment.config import load_config
+from parl.experiment.config.build import make_agent
+from parl.experiment.config.robot_config import load_config
 from parl.utils import EpsilonGreedyAgent, GaussianNoiseAgent, LinearSchedule, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.validation import ParameterError
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import parl
-from parl.experiment.cli import load_trained_tasks, main
-from parl.experiment.config import load_config
-from parl.experiment.export import POLICY_FILE, PolicyError
+from parl.experiment.cli.commands import load_trained_tasks, main
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.policy.export import POLICY_FILE, PolicyError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import yaml
 
-import parl.experiment.trainer as trainer_module
-from parl.experiment.callbacks import Callback, Callbacks
-from parl.experiment.cli import main
-from parl.experiment.run_log import LOG_FILE
+import parl.experiment.train.trainer as trainer_module
+from parl.experiment.cli.commands import main
+from parl.experiment.config.callbacks import Callback, Callbacks
+from parl.experiment.train.run_log import LOG_FILE
 from parl.runtime.manager import Manager, StopTimeoutError
 
 CONFIG: Dict[str, object] = {
@@ -241,11 +241,25 @@ def test_faults_restart_agents_plays_on_past_failures_until_the_limit(
     assert max(row.get("robot/agent_restarts", 0) for row in rows) >= 3
 
 
+def _wait_until_it_catches(pid: int, signum: int, timeout: float = 30.0) -> None:
+    """Wait until process ``pid`` has a handler for ``signum`` (its SigCgt mask in /proc), so that a signal
+    sent then meets the handler however slowly the machine starts the process."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught & (1 << (signum - 1)):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} set no handler for signal {signum} in {timeout} s")
+
+
 def test_ctrl_c_while_the_parl_command_starts_is_one_line_and_status_130(tmp_path: Path) -> None:
     command = Path(sys.executable).parent / "parl"
     process = subprocess.Popen([str(command), "train", "missing.yaml"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.3)  # importing paddle takes seconds: parl is still starting
-    process.send_signal(signal.SIGINT)
+    # Python catches SIGINT from its start; the entry point sets its SIGTERM handler right after its SIGINT one
+    _wait_until_it_catches(process.pid, signal.SIGTERM)
+    process.send_signal(signal.SIGINT)  # importing paddle takes seconds: parl is still starting
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130
     assert err.strip().splitlines() == ["parl: stopped by SIGINT while starting (no run under way; nothing to save)"]

@@ -16,7 +16,7 @@ import parl
 from parl.core.specs import Spec
 from parl.experience.frame_store import FrameStore, check_frame_store, frame_stack_inputs, is_frame_stack
 from parl.experience.n_step import NStepAccumulator
-from parl.experiment.class_spec import ConfigError, check_arguments
+from parl.experiment.config.class_spec import ConfigError, check_arguments
 
 from toys import EchoModel, RecordingCommunicator, specs
 

@@ -336,8 +336,8 @@ def test_hierarchy_reaches_the_goal_within_the_budget_where_flat_dqn_does_not(tm
 
 
 def test_the_configs_build_the_two_robots_with_sizes_from_the_environment() -> None:
-    from parl.experiment.build import build_manager
-    from parl.experiment.config import load_config
+    from parl.experiment.config.build import build_manager
+    from parl.experiment.config.robot_config import load_config
 
     hierarchical = load_config(str(EXAMPLE / "hierarchical.yaml"))
     flat = load_config(str(EXAMPLE / "flat.yaml"))

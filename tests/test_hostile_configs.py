@@ -12,10 +12,10 @@ from typing import Any, Dict, Iterator
 import pytest
 from test_config import VALID, changed, error_of, write
 
-from parl.experiment.build import make_agent
-from parl.experiment.cli import main
-from parl.experiment.config import MAX_AGENTS, MAX_BATCH, MAX_SEED, MAX_WORKERS, ConfigError, load_config
-from parl.experiment.yaml_loading import MAX_BYTES, MAX_DEPTH, MAX_VALUES, read_config_file
+from parl.experiment.cli.commands import main
+from parl.experiment.config.build import make_agent
+from parl.experiment.config.robot_config import MAX_AGENTS, MAX_BATCH, MAX_SEED, MAX_WORKERS, ConfigError, load_config
+from parl.experiment.config.yaml_loading import MAX_BYTES, MAX_DEPTH, MAX_VALUES, read_config_file
 from parl.layers.fc import MAX_SIZE
 
 #: Nine lists of nine aliases of the one before: 9**10 values once expanded, in about a kilobyte.

@@ -15,7 +15,11 @@ Ranks, top to bottom (a module may import its own folder and any folder ranked b
     rlx                                the RLX protocol and its Python client (beside layers): leaves only
     leaf modules                       validation, affinity, core_claims, threads, seeding, wire: import
                                        only the process settings below them
-    process settings                   allocator, cpu_kernels: import no parl module
+    process settings                   allocator, cpu_kernels, moved_names: import no parl module
+
+parl/experiment is in rooms, each a folder of one job, importing its own room and the rooms below it
+(EXPERIMENT_ROOMS): config (a config read, checked and built, and the settings types it embeds),
+evaluation, train and policy, runs (several runs of a config), cli (the ``parl`` command).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ RANKS = {
     "threads": -1,
     "seeding": -1,
     "wire": -1,
+    "moved_names": -2,
     "allocator": -2,
     "cpu_kernels": -2,
 }
@@ -86,6 +91,42 @@ GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
 def _folder(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
+
+
+EXPERIMENT_ROOMS = {"config": 0, "evaluation": 1, "train": 2, "policy": 2, "runs": 3, "cli": 4}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "experiment" else ""
+
+
+def test_experiment_holds_rooms_only():
+    loose = sorted(p.name for p in (ROOT / "experiment").glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules outside a room of parl/experiment: {loose}"
+    rooms = {p.name for p in (ROOT / "experiment").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(EXPERIMENT_ROOMS)
+
+
+def room_upward_imports(graph: Dict[str, Set[str]], module: str) -> List[str]:
+    """What an experiment module imports from another room of its rank or above."""
+    room = _room(module)
+    return sorted(
+        d
+        for d in graph[module]
+        if _room(d) and _room(d) != room and EXPERIMENT_ROOMS[_room(d)] >= EXPERIMENT_ROOMS[room]
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m)))
+def test_experiment_rooms_import_downward(module):
+    assert room_upward_imports(GRAPH, module) == [], f"{module} imports rooms that are not below it"
+
+
+def test_the_room_check_catches_an_upward_import():
+    graph = {"parl.experiment.config.a": {"parl.experiment.train.b"}, "parl.experiment.train.b": set()}
+    assert room_upward_imports(graph, "parl.experiment.config.a") == ["parl.experiment.train.b"]
+    assert room_upward_imports(graph, "parl.experiment.train.b") == []
 
 
 def test_every_module_has_a_rank():

@@ -8,7 +8,7 @@ as a user runs it (``examples/configs/<example>.yaml`` through the Trainer, its
 values unchanged but for the seed, budget, target and log dir unless stated)
 on seeds that were not used to tune it, and asserts that at least
 ``min_reached`` of them stop at the target: an evaluation of 10 deterministic
-episodes confirmed on 50 more (``parl.utils.evaluation.confirmed_check``). The budgets are about
+episodes confirmed on 50 more (``parl.experiment.evaluation.greedy.confirmed_check``). The budgets are about
 twice the most env steps any measured seed needed (see each case), so a
 seed fails only when the algorithm really fails on it; runs stop at the
 target, and the test stops once the outcome is decided, so a passing test

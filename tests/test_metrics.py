@@ -12,7 +12,7 @@ import paddle
 import pytest
 
 import parl
-from parl.experiment.metrics import METRICS_FILE, MetricsWriter, RobotMetrics, task_values
+from parl.experiment.train.metrics import METRICS_FILE, MetricsWriter, RobotMetrics, task_values
 from parl.layers.optimizer import Adam, global_grad_norm, grad_norm_value
 
 from tensorboard_events import read_scalar_events

@@ -26,8 +26,8 @@ import paddle
 import pytest
 
 import parl
-from parl.experiment.build import build_manager, task_settings
-from parl.experiment.config import RobotConfig, load_config
+from parl.experiment.config.build import build_manager, task_settings
+from parl.experiment.config.robot_config import RobotConfig, load_config
 
 from toys import WAIT, TwoLayerModel
 

@@ -18,7 +18,7 @@ import pytest
 import parl
 from parl.algorithms import DQN
 from parl.core.specs import Spec, check_sample, normalize_specs
-from parl.experiment.metrics import task_values
+from parl.experiment.train.metrics import task_values
 from parl.models import MLPQModel
 from parl.serving.skipped_updates import NonFiniteUpdatesError
 from parl.serving.stats import WrapperStats

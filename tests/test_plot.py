@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from parl.experiment.metrics import METRICS_FILE, MetricsWriter
-from parl.experiment.plot import moving_average, plot_curves, read_curves
+from parl.experiment.runs.plot import moving_average, plot_curves, read_curves
+from parl.experiment.train.metrics import METRICS_FILE, MetricsWriter
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

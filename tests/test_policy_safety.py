@@ -19,8 +19,8 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 import parl
-from parl.experiment.cli import main
-from parl.experiment.export import POLICY_FILE, PolicyError, load_policy
+from parl.experiment.cli.commands import main
+from parl.experiment.policy.export import POLICY_FILE, PolicyError, load_policy
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 OBS = {"obs": np.zeros((2, 4), np.float32)}

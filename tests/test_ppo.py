@@ -436,7 +436,7 @@ def test_num_minibatches_and_minibatch_size_together_are_one_line_naming_both() 
 
 
 def test_a_config_with_both_names_the_key_in_one_line() -> None:
-    from parl.experiment.config import ConfigError, load_config
+    from parl.experiment.config.robot_config import ConfigError, load_config
 
     with pytest.raises(ConfigError) as info:
         load_config(str(CONFIGS / "ppo_cartpole.yaml"), ["tasks.RL.algorithm.minibatch_size=64"])

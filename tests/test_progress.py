@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from parl.experiment.progress import PLAIN_INTERVAL, ProgressBar
+from parl.experiment.train.progress import PLAIN_INTERVAL, ProgressBar
 
 
 class FakeStream(io.StringIO):

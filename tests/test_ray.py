@@ -282,10 +282,10 @@ def test_distributed_replay_learns_from_the_shards_and_the_helpers_send_no_batch
 
 
 def test_the_evaluation_actor_plays_what_the_driver_would(ray_cluster, tmp_path: Path) -> None:
-    from parl.experiment.build import make_agent, task_settings
-    from parl.experiment.config import load_config
-    from parl.experiment.evaluation import evaluate_agents
-    from parl.experiment.remote_evaluation import RayEvaluation
+    from parl.experiment.config.build import make_agent, task_settings
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.evaluation.agents import evaluate_agents
+    from parl.experiment.evaluation.remote import RayEvaluation
 
     config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
@@ -366,7 +366,7 @@ def test_import_parl_does_not_import_ray() -> None:
 
 
 def test_without_ray_the_placement_says_in_one_line_how_to_install_it(monkeypatch, tmp_path: Path) -> None:
-    from parl.experiment.config import ConfigError, load_config
+    from parl.experiment.config.robot_config import ConfigError, load_config
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: import ray raises ImportError
     hint = "placement 'ray' needs Ray, which is not installed: pip install 'parl[ray]'"
@@ -503,10 +503,10 @@ def test_a_lost_evaluation_actor_is_started_again_and_one_lost_for_good_leaves_e
 ) -> None:
     import ray
 
-    from parl.experiment.build import task_settings
-    from parl.experiment.config import load_config
-    from parl.experiment.remote_evaluation import RayEvaluation
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.config.build import task_settings
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.evaluation.remote import RayEvaluation
+    from parl.experiment.train.trainer import Trainer
 
     config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
@@ -589,7 +589,7 @@ def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monk
 def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
     closed_address: str, tmp_path: Path, capsys, command: str
 ) -> None:
-    from parl.experiment.cli import main
+    from parl.experiment.cli.commands import main
 
     config = str(ROOT / "examples/configs/ppo_cartpole.yaml")
     if command == "tune":

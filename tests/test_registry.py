@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import parl
-from parl.experiment.launch import launch_parser
+from parl.experiment.train.launch import launch_parser
 from parl.runtime import registry
 from parl.runtime.threads import ThreadRunner
 

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import parl.rlx
-from parl.experiment.checkpoints import CheckpointManager
-from parl.experiment.cli import main
+from parl.experiment.cli.commands import main
+from parl.experiment.train.checkpoints import CheckpointManager
 
 from toys import serve_process, wait_for
 
@@ -156,8 +156,8 @@ def test_a_signal_while_the_config_is_read_stops_the_run_as_soon_as_it_begins(tm
 
 
 def test_a_run_interrupted_before_it_begins_is_saved_without_listening(tmp_path: Path) -> None:
-    from parl.experiment.config import load_config
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.train.trainer import Trainer
 
     config = load_config(str(write_config(tmp_path)), ["placement=rlx", "rlx.bind=127.0.0.1:0"])
     started = []

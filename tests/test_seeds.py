@@ -18,13 +18,13 @@ import pytest
 import yaml
 from test_cli import write_config
 
-from parl.experiment import seed_runs
-from parl.experiment.aggregate import AGGREGATE_FILE, aggregate_runs, summary_table, write_aggregate
-from parl.experiment.cli import main
-from parl.experiment.metrics import MetricsWriter
-from parl.experiment.plot import evaluation_kinds, mean_band, plot_curves, read_experiment
-from parl.experiment.seed_runs import parse_seeds, seed_command
-from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
+from parl.experiment.cli.commands import main
+from parl.experiment.runs import seed_runs
+from parl.experiment.runs.aggregate import AGGREGATE_FILE, aggregate_runs, summary_table, write_aggregate
+from parl.experiment.runs.plot import evaluation_kinds, mean_band, plot_curves, read_experiment
+from parl.experiment.runs.seed_runs import parse_seeds, seed_command
+from parl.experiment.runs.statistics import bootstrap_interval, interquartile_mean, mean
+from parl.experiment.train.metrics import MetricsWriter
 
 
 @pytest.mark.parametrize(
@@ -228,8 +228,8 @@ def test_a_result_left_by_an_earlier_run_is_never_taken_for_this_runs(tmp_path, 
 #: stopped by a signal writes its final checkpoint and result.json, tests/test_cli.py), and their pids.
 PARENT = '''
 import sys
-from parl.experiment import seed_runs
-from parl.experiment.cli import main
+from parl.experiment.runs import seed_runs
+from parl.experiment.cli.commands import main
 
 CHILD = """
 import json, os, signal, sys, time

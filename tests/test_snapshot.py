@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import parl
-from parl.experiment.config import load_config
-from parl.experiment.snapshot import (
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.snapshot import (
     ARCHIVE_FILE,
     SNAPSHOT_DIR,
     SOURCE_FILE,
@@ -25,7 +25,7 @@ from parl.experiment.snapshot import (
     source_files,
     write_snapshot,
 )
-from parl.experiment.trainer import Trainer
+from parl.experiment.train.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "examples" / "configs" / "a2c_cartpole.yaml"
@@ -49,10 +49,10 @@ def test_a_run_keeps_its_config_and_the_parl_sources_it_ran_with(tmp_path) -> No
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         names = tar.getnames()
         assert names == source_files(package_dir()) and len(names) == source["source_files"]
-        assert "parl/experiment/trainer.py" in names and "parl/runtime/cooperative/_cooperative.c" in names
+        assert "parl/experiment/train/trainer.py" in names and "parl/runtime/cooperative/_cooperative.c" in names
         assert not any("__pycache__" in name or name.endswith(".so") for name in names)
-        here = (REPO / "parl" / "experiment" / "snapshot.py").read_bytes()
-        assert tar.extractfile("parl/experiment/snapshot.py").read() == here
+        here = (REPO / "parl" / "experiment" / "train" / "snapshot.py").read_bytes()
+        assert tar.extractfile("parl/experiment/train/snapshot.py").read() == here
 
 
 def test_the_archive_is_the_same_for_the_same_sources() -> None:

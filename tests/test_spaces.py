@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
 from parl.models import AtariQModel, MLPActorCritic, MLPQModel
 from parl.utils.spaces import action_sizes, observation_sizes, spec_mismatch
 

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 import parl
-from parl.experiment import trainer as trainer_module
-from parl.experiment.cli import EXIT_STUCK, load_trained_tasks, main
-from parl.experiment.config import load_config
+from parl.experiment.cli.commands import EXIT_STUCK, load_trained_tasks, main
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train import trainer as trainer_module
 from parl.runtime.watchdog import StuckAgent, describe_stuck
 
 from toys import WAIT, CountEnv, EchoAgent, FileEvent, echo_algorithm_func, wait_for

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 import pytest
 
-from parl.experiment import trainer as trainer_module
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.evaluation.greedy import CONFIRM_FACTOR, final_seed
+from parl.experiment.train import trainer as trainer_module
+from parl.experiment.train.trainer import Trainer
 from parl.serving.computation_task import ComputationTask
-from parl.utils.evaluation import CONFIRM_FACTOR, final_seed
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 RESULT_KEYS = {"seed", "reached", "best_eval", "final_eval", "last_eval", "env_steps", "stop_reason", "updates"}

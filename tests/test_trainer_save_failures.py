@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from parl.experiment import checkpoints, metrics, trainer
-from parl.experiment.checkpoints import BEST, CheckpointManager, CheckpointWriteError
-from parl.experiment.cli import main
-from parl.experiment.metrics import MetricsWriter
+from parl.experiment.cli.commands import main
+from parl.experiment.train import checkpoints, metrics, trainer
+from parl.experiment.train.checkpoints import BEST, CheckpointManager, CheckpointWriteError
+from parl.experiment.train.metrics import MetricsWriter
 
 CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from parl.experiment import sweep
-from parl.experiment.class_spec import ConfigError
-from parl.experiment.cli import main
-from parl.experiment.core_claims import claim_cores
-from parl.experiment.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines, write_results
-from parl.experiment.tune import trial_report
+from parl.core_claims import claim_cores
+from parl.experiment.cli.commands import main
+from parl.experiment.config.class_spec import ConfigError
+from parl.experiment.runs import sweep
+from parl.experiment.runs.sweep import TrialRow, best_row, parse_axis, plan_sweep, table_lines, write_results
+from parl.experiment.runs.tune import trial_report
 
 REPO = Path(__file__).resolve().parents[1]
 PPO = str(REPO / "examples" / "configs" / "ppo_cartpole.yaml")
@@ -41,7 +41,7 @@ def test_import_parl_and_parl_train_leave_ray_unimported(tmp_path: Path) -> None
     args = ["train", PPO, "--quiet", "-o", f"log_dir={tmp_path / 'run'}"] + [p for o in QUICK for p in ("-o", o)]
     script = (
         "import sys, parl\n"
-        "from parl.experiment.cli import main\n"
+        "from parl.experiment.cli.commands import main\n"
         "assert 'ray' not in sys.modules, 'import parl imported ray'\n"
         f"assert main({args!r}) == 0\n"
         "assert 'ray' not in sys.modules, 'parl train imported ray'\n"
@@ -260,7 +260,7 @@ def test_claims_give_each_process_cores_of_its_own_and_give_them_back(tmp_path: 
         pytest.skip("needs two cores")
     folder = str(tmp_path / "claims")
     other = (  # another process of the machine (it would inherit this thread's core: given all back first)
-        f"import os\nos.sched_setaffinity(0, {sorted(allowed)})\nfrom parl.experiment.core_claims import claim_cores\n"
+        f"import os\nos.sched_setaffinity(0, {sorted(allowed)})\nfrom parl.core_claims import claim_cores\n"
         f"with claim_cores(1, {folder!r}) as cores:\n    print(sorted(cores), sorted(os.sched_getaffinity(0)))\n"
     )
     with claim_cores(1, folder) as first:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from parl.experiment.cli import main
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.video import recording_env
+from parl.experiment.cli.commands import main
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.evaluation.video import recording_env
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 

@@ -22,7 +22,7 @@ import pytest
 from learning import train_example_config
 
 import parl
-from parl.experiment.trainer import env_steps
+from parl.experiment.train.trainer import env_steps
 from parl.runtime.processes.worker_pool import WorkerError
 from parl.utils.gym_agent import GymAgent
 

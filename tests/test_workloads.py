@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import parl
-import parl.experiment.trainer as trainer_module
+import parl.experiment.train.trainer as trainer_module
 from parl.experience.helpers import ExpReplayHelper
-from parl.experiment.config import RobotConfig, load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import RobotConfig, load_config
+from parl.experiment.train.trainer import Trainer
 
 from toys import read_metrics
 

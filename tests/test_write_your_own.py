@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from parl.experiment.config import load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
 from parl.models import MLPQModel
 from parl.testing import AlgorithmCase, AlgorithmContract
 

@@ -351,7 +351,7 @@ class RawConnection:
 def serve_process(*args: str) -> Tuple[subprocess.Popen, str]:
     """``parl serve`` with ``args`` in a child process of this one, once it listens (stdout and stderr
     piped, text), and its address; the caller stops it, by its pid."""
-    from parl.experiment.serve_process import start_serve
+    from parl.experiment.cli.serve_process import start_serve
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])

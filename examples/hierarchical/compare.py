@@ -25,9 +25,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from parl.experiment.config import load_config
-from parl.experiment.plot import read_curves
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.runs.plot import read_curves
+from parl.experiment.train.trainer import Trainer
 
 HERE = Path(__file__).resolve().parent
 #: The robots compared, each the config ``<name>.yaml`` beside this file.

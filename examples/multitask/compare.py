@@ -25,9 +25,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 import parl
-from parl.experiment.build import make_env
-from parl.experiment.config import RobotConfig, load_config
-from parl.experiment.trainer import Trainer
+from parl.experiment.config.build import make_env
+from parl.experiment.config.robot_config import RobotConfig, load_config
+from parl.experiment.train.trainer import Trainer
 
 HERE = Path(__file__).resolve().parent
 #: The config of each variant.

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from parl.experiment.serve_process import start_serve
+from parl.experiment.cli.serve_process import start_serve
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -3,7 +3,7 @@
     plan = plan_sweep("examples/configs/ppo_cartpole.yaml",
                       ["tasks.RL.algorithm.learning_rate=0.0015,0.0005", "tasks.RL.algorithm.epochs=5,10"])
     [trial.overrides for trial in plan.trials]     # 4 trials, each the -o list of one parl train run
-    rows = run_sweep(plan)                         # parl.experiment.tune: a TrialRow per trial
+    rows = run_sweep(plan)                         # parl.experiment.runs.tune: a TrialRow per trial
     print("\\n".join(table_lines(plan, rows)))
 
 Every ``--grid KEY=V1,V2`` is an axis; each value is a text that ``-o`` reads (a YAML value; commas
@@ -17,7 +17,7 @@ for the trial's own process): 1 CPU for in-process placements; for placement ``"
 worker count; for placement ``"ray"`` nothing for itself (its learners mostly wait on the workers)
 and one bundle of ``ray.worker_cpus`` per worker actor. ``trial_cpus`` replaces the first bundle.
 
-Nothing here imports Ray (:mod:`parl.experiment.tune` runs the trials on Ray Tune).
+Nothing here imports Ray (:mod:`parl.experiment.runs.tune` runs the trials on Ray Tune).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from parl.experiment.class_spec import ConfigError
-from parl.experiment.config import ConfigLoader, RobotConfig, config_loader
-from parl.experiment.metrics import finite_or_none
-from parl.experiment.options import check_count, check_cpus
-from parl.experiment.yaml_loading import parse_value, split_values
+from parl.experiment.config.class_spec import ConfigError
+from parl.experiment.config.robot_config import ConfigLoader, RobotConfig, config_loader
+from parl.experiment.config.yaml_loading import parse_value, split_values
+from parl.experiment.runs.options import check_count, check_cpus
+from parl.experiment.train.metrics import finite_or_none
 
 #: The folder of a sweep under the log dir.
 SWEEP_FOLDER = "tune"

@@ -56,7 +56,7 @@ class CatchSignals:
 
 
 class Interruptible(Protocol):
-    """What :meth:`RunSignals.hand_to` stops: a :class:`~parl.experiment.trainer.Trainer`."""
+    """What :meth:`RunSignals.hand_to` stops: a :class:`~parl.experiment.train.trainer.Trainer`."""
 
     def interrupt(self, signum: int) -> None:
         """Stop the run as the signal ``signum`` does."""

@@ -31,8 +31,8 @@ from safetensors.numpy import load, save
 
 from parl.core.algorithm import Algorithm
 from parl.core.model import Model, named_models
-from parl.experiment.class_spec import ConfigError, UserExitError, resolve_spec
-from parl.experiment.import_guard import check_importable, guarded_imports
+from parl.experiment.config.class_spec import ConfigError, UserExitError, resolve_spec
+from parl.experiment.policy.import_guard import check_importable, guarded_imports
 from parl.serving.checkpoint_format import TASK_NAME, array_problem, flatten_arrays, is_array_path, unflatten
 from parl.serving.computation_task import NORMALIZER_KEY, ComputationTask
 from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file

@@ -1,14 +1,14 @@
 """``parl tune``: a sweep's trials on Ray Tune, each one ``parl train`` run.
 
-    plan = plan_sweep(config, ["tasks.RL.algorithm.epochs=5,10"])   # parl.experiment.sweep
+    plan = plan_sweep(config, ["tasks.RL.algorithm.epochs=5,10"])   # parl.experiment.runs.sweep
     rows = run_sweep(plan, max_concurrent=2)                        # a TrialRow per trial, in order
 
 The Tuner grid-searches every axis of the plan (its config keys, with the values as typed) and an
 axis ``sample`` (0 .. samples - 1); each trial loads the config with its overrides and trains it
-with :func:`~parl.experiment.run.train_config`, as ``parl train`` does, in its own log dir. It
+with :func:`~parl.experiment.train.run.train_config`, as ``parl train`` does, in its own log dir. It
 reports the run's figures, or the one line that ended it: a trial that fails is a row with its
 error, and the others go on. Each trial asks Tune for the bundles of its plan
-(:func:`~parl.experiment.sweep.resource_bundles`), so trials never hold more CPUs than the cluster
+(:func:`~parl.experiment.runs.sweep.resource_bundles`), so trials never hold more CPUs than the cluster
 has, and ``max_concurrent`` bounds how many run at once.
 
 Ray: the one this process has joined, else the cluster at ``address``, else a local Ray bound to
@@ -17,7 +17,7 @@ a trial that asks for more CPUs than this machine has is refused before a local 
 Tune keeps its own state under ``<sweep folder>/ray`` and runs each trial in the working directory
 of the command (not in its trial folder), so relative paths mean what they mean to ``parl train``.
 While the trials run, what Ray and Tune log and print goes to ``<sweep folder>/tune.log``
-(:mod:`parl.experiment.tune_log`): a trial that fails is its row's one line, its traceback there.
+(:mod:`parl.experiment.runs.tune_log`): a trial that fails is its row's one line, its traceback there.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import signal
 import sys
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
-from parl.experiment.callbacks import Callback
-from parl.experiment.class_spec import one_line
-from parl.experiment.stop_signals import CatchSignals
-from parl.experiment.sweep import SweepPlan, Trial, TrialRow
-from parl.experiment.tune_log import tune_log
+from parl.experiment.config.class_spec import one_line
+from parl.experiment.runs.sweep import SweepPlan, Trial, TrialRow
+from parl.experiment.runs.tune_log import tune_log
+from parl.experiment.config.callbacks import Callback
+from parl.experiment.train.stop_signals import CatchSignals
 from parl.runtime.ray.options import RayOptions
 from parl.runtime.ray.session import INSTALL_HINT, RaySession, import_ray
 
@@ -178,12 +178,12 @@ def trial_of(plan: SweepPlan, config: Mapping[str, object]) -> Trial:
 
 def trial_report(plan: SweepPlan, trial: Trial) -> Dict[str, object]:
     """Train ``trial`` as ``parl train`` does, on as many cores of its own as its first bundle has
-    whole CPUs (:func:`~parl.experiment.core_claims.claim_cores`); the run's result figures
+    whole CPUs (:func:`~parl.core_claims.claim_cores`); the run's result figures
     (numbers, flags, texts) and ``error``: the one line that ended it, empty when nothing did."""
-    from parl.experiment.config import load_config
-    from parl.experiment.core_claims import claim_cores
-    from parl.experiment.run import run_trainer
-    from parl.experiment.trainer import Trainer
+    from parl.core_claims import claim_cores
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.train.run import run_trainer
+    from parl.experiment.train.trainer import Trainer
 
     try:
         with claim_cores(int(trial.bundles[0].get("CPU", 0.0))):

@@ -12,7 +12,7 @@ import math
 import numbers
 from typing import Optional
 
-from parl.experiment.class_spec import ConfigError
+from parl.experiment.config.class_spec import ConfigError
 from parl.validation import ParameterError, check_int
 
 

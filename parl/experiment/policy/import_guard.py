@@ -18,7 +18,7 @@ import sys
 import sysconfig
 from typing import Iterator, List, Sequence
 
-from parl.experiment.class_spec import ConfigError
+from parl.experiment.config.class_spec import ConfigError
 
 
 @contextlib.contextmanager

@@ -1,11 +1,11 @@
 """Robot configs: one YAML file describes a whole robot; loading checks all of it before anything runs.
 
     config = load_config("configs/ppo_cartpole.yaml", ["seed=3", "tasks.RL.algorithm.learning_rate=1e-3"])
-    manager = build_manager(config)      # parl.experiment.build: tasks, agents and helpers, not started
+    manager = build_manager(config)      # parl.experiment.config.build: tasks, agents and helpers, not started
 
 The schema is the pydantic models below (docs/configs.md describes every key):
 unknown keys are errors, values strict, ranges field constraints, class specs
-resolved by :mod:`parl.experiment.class_spec`. Then loading builds, once, what
+resolved by :mod:`parl.experiment.config.class_spec`. Then loading builds, once, what
 the classes check themselves: each task's algorithm (and so its model) and
 ComputationTask, one helper per task, the nested specs among the agent's
 options, and one environment (closed at once); agents are checked by their
@@ -41,13 +41,12 @@ from pydantic import (
 
 import parl
 from parl import affinity
-from parl.experiment import class_spec
-from parl.experiment.callbacks import Callback
-from parl.experiment.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
-from parl.experiment.env_spaces import SIZE_KEYS, EnvSpaces
-from parl.experiment.evaluation import CONCURRENCY
-from parl.experiment.evaluation_start import EvaluationStart
-from parl.experiment.yaml_loading import parse_value, read_config_file
+from parl.experiment.config import class_spec
+from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
+from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.config.yaml_loading import parse_value, read_config_file
+from parl.experiment.config.evaluation_start import EvaluationStart
+from parl.experiment.config.callbacks import Callback
 from parl.rlx.messages import MAX_TOKEN_BYTES
 from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
@@ -86,6 +85,9 @@ BatchSize = Union[Annotated[int, Field(ge=1, le=MAX_BATCH)], Literal["agents"]]
 #: A mapping that YAML's empty value (null) leaves empty.
 OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 
+
+#: Evaluation episodes played at once, their predictions batched into one call per round.
+EVALUATION_CONCURRENCY = 32
 
 class _Section(BaseModel):
     """A mapping of the config: unknown keys are errors, values strict, null all defaults."""
@@ -244,13 +246,14 @@ class TrainConfig(_Section):
 class EvaluationConfig(_Section):
     """``evaluation``: ``episodes`` every ``every_steps`` env steps, from the start or once training returns
     reach ``start_return`` or ``start_fraction`` of the way to the target
-    (:mod:`parl.experiment.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds at
-    the end of a run; at most ``concurrency`` episodes at once (:func:`~parl.experiment.evaluation.evaluate_agents`)."""
+    (:mod:`parl.experiment.config.evaluation_start`); ``final_episodes`` (None: 5 x ``episodes``) on fresh seeds
+    at the end of a run; at most ``concurrency`` episodes at once
+    (the evaluation agents of :mod:`parl.experiment.evaluation`)."""
 
     every_steps: Optional[PositiveInt] = 10_000
     episodes: PositiveInt = 10
     final_episodes: Optional[PositiveInt] = None
-    concurrency: PositiveInt = CONCURRENCY
+    concurrency: PositiveInt = EVALUATION_CONCURRENCY
     start_return: Optional[float] = None
     start_fraction: Optional[Annotated[float, Field(ge=0.0, le=1.0)]] = None
     pause_training: bool = True
@@ -342,7 +345,7 @@ def _read_token(path: str) -> bytes:
 
 
 class RobotConfig(_Section):
-    """A checked robot config; :mod:`parl.experiment.build` turns it into a Manager."""
+    """A checked robot config; :mod:`parl.experiment.config.build` turns it into a Manager."""
 
     name: str
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0

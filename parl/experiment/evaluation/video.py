@@ -16,7 +16,7 @@ import os
 import warnings
 from typing import Any
 
-from parl.experiment.config import RobotConfig
+from parl.experiment.config.robot_config import RobotConfig
 
 #: The extra of parl that installs what recording needs.
 EXTRA = "video"

@@ -29,9 +29,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import yaml
 
-from parl.experiment.metrics import METRICS_FILE
-from parl.experiment.seed_runs import found_seed_dirs
-from parl.experiment.statistics import bootstrap_interval, mean
+from parl.experiment.runs.seed_runs import found_seed_dirs
+from parl.experiment.runs.statistics import bootstrap_interval, mean
+from parl.experiment.train.metrics import METRICS_FILE
 from parl.validation import check_int
 
 #: The tags drawn, one panel each: (tag, panel title).

@@ -6,22 +6,22 @@
 The Manager runs the agents while this loop, in the main thread:
 
 - logs every finished episode and, every ``log_seconds``, each task's costs,
-  batch sizes and latencies (:mod:`parl.experiment.metrics`), and draws the
+  batch sizes and latencies (:mod:`parl.experiment.train.metrics`), and draws the
   progress bar;
 - every ``evaluation.every_steps`` env steps (from the start, or once the
   training returns reach ``evaluation.start_return`` or ``start_fraction`` of
-  the way to the target: :mod:`parl.experiment.evaluation_start`) copies the weights
+  the way to the target: :mod:`parl.experiment.config.evaluation_start`) copies the weights
   into evaluator tasks and plays deterministic episodes with evaluation agents
-  (:mod:`parl.experiment.evaluation`); training stops at the first evaluation
+  (:mod:`parl.experiment.evaluation.agents`); training stops at the first evaluation
   whose mean reaches ``train.target_return`` and is confirmed by five times
-  as many episodes on fresh seeds (:func:`parl.utils.evaluation.confirmed_check`),
+  as many episodes on fresh seeds (:func:`parl.experiment.evaluation.greedy.confirmed_check`),
   and keeps the weights of the best evaluation (the one that passed, when one
   did), in memory and, with each checkpoint, as ``<log_dir>/checkpoints/best``;
 - saves a checkpoint every ``checkpoint.every_steps`` env steps or
   ``checkpoint.every_minutes``, at the end, and when SIGINT or SIGTERM
   arrives (the run then stops cleanly);
 - shows every episode, task-metrics, evaluation and checkpoint to the
-  config's ``callbacks`` (:mod:`parl.experiment.callbacks`), any of which may
+  config's ``callbacks`` (:mod:`parl.experiment.config.callbacks`), any of which may
   stop the run.
 
 Training ends at the step budget, the target, a signal, a callback's request, or when
@@ -29,7 +29,7 @@ every agent has played its games; an agent's error ends it (stop reason ``agents
 :class:`~parl.core.errors.AgentsFailedError` holding every agent error of the run.
 Otherwise the policy of the evaluation that passed (else of the best one; the
 learners' when none ran) plays ``evaluation.final_episodes`` episodes on seeds no
-evaluation used (:func:`parl.utils.evaluation.final_seed`): the run's final figure.
+evaluation used (:func:`parl.experiment.evaluation.greedy.final_seed`): the run's final figure.
 """
 
 from __future__ import annotations
@@ -48,29 +48,29 @@ import yaml
 
 from parl.core.errors import AgentsFailedError, brief, failure_summary
 from parl.core.specs import zeros
-from parl.experiment.build import build_manager, make_agent, task_settings
-from parl.experiment.callbacks import CALLBACK_STOP, Callback, Callbacks
-from parl.experiment.checkpoints import (
+from parl.experiment.config.build import build_manager, make_agent, task_settings
+from parl.experiment.config.robot_config import RobotConfig
+from parl.experiment.evaluation.agents import copy_weights, evaluate_agents
+from parl.experiment.evaluation.greedy import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
+from parl.experiment.evaluation.remote import RayEvaluation
+from parl.experiment.config.evaluation_start import EvaluationStart
+from parl.experiment.config.callbacks import CALLBACK_STOP, Callback, Callbacks
+from parl.experiment.train.checkpoints import (
     CheckpointManager,
     CheckpointWriteError,
     NotWritableError,
     best_checkpoints,
     check_writable,
 )
-from parl.experiment.config import RobotConfig
-from parl.experiment.evaluation import copy_weights, evaluate_agents
-from parl.experiment.evaluation_start import EvaluationStart
-from parl.experiment.metrics import MetricsWriter, RobotMetrics
-from parl.experiment.progress import ProgressBar
-from parl.experiment.remote_evaluation import RayEvaluation
-from parl.experiment.run_counters import check_best_counters, check_run_counters
-from parl.experiment.snapshot import write_snapshot
-from parl.experiment.stop_signals import CatchSignals
+from parl.experiment.train.metrics import MetricsWriter, RobotMetrics
+from parl.experiment.train.progress import ProgressBar
+from parl.experiment.train.run_counters import check_best_counters, check_run_counters
+from parl.experiment.train.snapshot import write_snapshot
+from parl.experiment.train.stop_signals import CatchSignals
 from parl.runtime.manager import Manager, StopTimeoutError
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
-from parl.utils.evaluation import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
 
 logger = logging.getLogger("parl")
 
@@ -94,7 +94,7 @@ class Trainer:
         stream: where the progress bar and the summary go (None: ``sys.stderr`` as it is now).
         log_seconds: seconds between task metric rows.
         callbacks: called besides those the config names (after them); see
-            :mod:`parl.experiment.callbacks`.
+            :mod:`parl.experiment.config.callbacks`.
         evaluate: evaluate at all (False: no evaluation, no target, no final evaluation; for a
             robot whose environments exist only elsewhere, as an RLX server's may).
         on_start: called with the Manager once it has started (``parl serve`` tells its address).
@@ -149,7 +149,7 @@ class Trainer:
         reported in one line on ``stream`` and training goes on; when the final one cannot be
         written, ``checkpoint`` is None and ``checkpoint_error`` says why (else it is None). Metrics
         that cannot be written are reported in one line on ``stream`` and switched off for the rest
-        of the run (:class:`~parl.experiment.metrics.MetricsWriter`); training goes on. Agents
+        of the run (:class:`~parl.experiment.train.metrics.MetricsWriter`); training goes on. Agents
         stuck in their environment when the run stops do not keep the final checkpoint from being
         written (no update is under way once the Manager has stopped); they are listed in
         ``self.manager.not_stopped``.
@@ -568,7 +568,7 @@ class Trainer:
         return path
 
     def _snapshot(self, resumed_at: Optional[int]) -> None:
-        """Write the run's snapshot (:mod:`parl.experiment.snapshot`); a failure is reported in one line."""
+        """Write the run's snapshot (:mod:`parl.experiment.train.snapshot`); a failure is reported in one line."""
         try:
             written = write_snapshot(self.config.log_dir, config_file=self.config.source, resumed_at=resumed_at)
         except OSError as exc:

@@ -17,7 +17,7 @@ a robot built (``parl train: tasks.RL.model: my_models.Model called sys.exit(0)
 while being built``), a checkpoint that is refused (damaged, of the old pickle
 format, of other tasks), and a final checkpoint or ``result.json`` that cannot be
 written print one line and exit with status 1; a run stopped by SIGINT or SIGTERM
-(caught from the moment the command begins reading its config: parl/experiment/stop_signals.py)
+(caught from the moment the command begins reading its config: parl/experiment/train/stop_signals.py)
 writes its final checkpoint and exits with status 0. A run whose agents did not
 all stop, stuck in their environment (an ``env.step`` that never returns), still
 writes its final checkpoint, then prints one line naming them (``parl train:
@@ -40,12 +40,13 @@ import os
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
     from parl.core.agent import Agent
-    from parl.experiment.config import RobotConfig
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.config.robot_config import RobotConfig
+    from parl.experiment.train.trainer import Trainer
     from parl.runtime.manager import Manager
     from parl.serving.computation_task import ComputationTask
 
@@ -66,100 +67,49 @@ SERVE_OPTIONS = {
 }
 
 
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a subcommand, as ``argparse.ArgumentParser.add_argument(*flags, **options)`` takes it."""
+
+    flags: Tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``parl`` subcommand: its name, its help, its arguments and the function that runs it (the parsed
+    arguments -> the exit status)."""
+
+    name: str
+    help: str
+    arguments: Tuple[Argument, ...]
+    run: Callable[[argparse.Namespace], int]
+    description: Optional[str] = None
+
+
+def _config(text: str = "a YAML robot config") -> Argument:
+    return Argument(("config",), {"help": text})
+
+
+def _override(text: str = "change one config value") -> Argument:
+    return Argument(
+        ("-o", "--override"), {"action": "append", "default": [], "metavar": "KEY.PATH=VALUE", "help": text}
+    )
+
+
+_QUIET = Argument(("--quiet",), {"action": "store_true", "help": "no progress bar"})
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``parl``."""
+    """The argument parser of ``parl``: one subparser per entry of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="parl", description="Train, evaluate and plot robots described in YAML.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,tune,serve,eval,export,plot}")
-
-    train = commands.add_parser("train", help="train the robot of a config")
-    train.add_argument("config", help="a YAML robot config")
-    train.add_argument(
-        "-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE", help="change one config value"
-    )
-    train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in the log dir")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.add_argument(
-        "--seeds",
-        default=None,
-        metavar="SEEDS",
-        help="train once per seed (0-4, 0,3,7) into <log_dir>/seed_<n>, then write <log_dir>/aggregate.json",
-    )
-    train.add_argument("--jobs", type=int, default=None, help="with --seeds: runs at once, each its own process")
-
-    serve = commands.add_parser(
-        "serve",
-        help="train the robot of a config for environments that connect over the network (RLX, docs/rlx.md)",
-        description="Listen for RLX clients, one agent per connection, and train as parl train CONFIG "
-        "-o placement=rlx does; resume from the latest checkpoint in the log dir when there is one.",
-    )
-    serve.add_argument("config", help="a YAML robot config (its env gives the spaces)")
-    for option, (kind, metavar, key, text) in SERVE_OPTIONS.items():
-        serve.add_argument(option, type=kind, metavar=metavar, help=f"{text} ({key})")
-    serve.add_argument(
-        "-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE", help="change one config value"
-    )
-    serve.add_argument(
-        "--no-eval", action="store_true", help="no evaluation on local copies of the env (for remote-only envs)"
-    )
-    serve.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    tune = commands.add_parser("tune", help="train a grid of variants of a config on Ray Tune, one row per trial")
-    tune.add_argument("config", help="a YAML robot config")
-    tune.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        required=True,
-        metavar="KEY.PATH=V1,V2",
-        help="a config key and its values, each read as -o reads it; trials run every combination",
-    )
-    tune.add_argument(
-        "--samples", type=int, default=1, help="repeat the grid N times, sample i with seed + i (default 1)"
-    )
-    tune.add_argument(
-        "-o",
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY.PATH=VALUE",
-        help="change one value of every trial",
-    )
-    tune.add_argument("--log-dir", help="trials write to LOG_DIR/tune/<trial name> (default: the config's log_dir)")
-    tune.add_argument("--max-concurrent", type=int, help="trials running at once (default: as many as CPUs allow)")
-    tune.add_argument(
-        "--trial-cpus",
-        type=float,
-        help="CPUs each trial's own process asks for (default 1; placement ray: 0 plus a bundle per worker)",
-    )
-    tune.add_argument("--address", help="the Ray cluster to run on (default: a local Ray on 127.0.0.1)")
-
-    evaluate = commands.add_parser("eval", help="evaluate a checkpoint with deterministic episodes")
-    evaluate.add_argument("config", help="the YAML robot config the checkpoint was trained with")
-    evaluate.add_argument(
-        "--checkpoint",
-        required=True,
-        help="a checkpoint directory, a checkpoints directory, a run's log dir, or 'best': the checkpoint of "
-        "the best evaluation of the config's run",
-    )
-    evaluate.add_argument("--episodes", type=int, default=10)
-    evaluate.add_argument("--seed", type=int, default=1_000_000, help="episode i resets its env with seed + i")
-    evaluate.add_argument(
-        "--video", metavar="DIR", default=None, help="record every episode to DIR as an MP4 (needs parl[video])"
-    )
-    evaluate.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")
-
-    export = commands.add_parser("export", help="write a run's trained policy to a directory of its own")
-    export.add_argument("run", metavar="RUN_DIR", help="a run's log dir (it holds config.yaml and checkpoints/)")
-    export.add_argument("-o", "--out", required=True, metavar="DIR", help="the directory to write the policy to")
-    export.add_argument(
-        "--checkpoint",
-        default=None,
-        help="a checkpoint of the run, or 'best': its best evaluation's (default: its latest)",
-    )
-
-    plot = commands.add_parser("plot", help="draw learning curves of runs to a PNG")
-    plot.add_argument("log_dirs", nargs="+", metavar="LOGDIR")
-    plot.add_argument("-o", "--output", default="curves.png", help="the PNG to write (default curves.png)")
+    names = ",".join(command.name for command in COMMANDS)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{" + names + "}")
+    for command in COMMANDS:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.description)
+        for argument in command.arguments:
+            sub.add_argument(*argument.flags, **argument.options)
+        sub.set_defaults(command_function=command.run)
     return parser
 
 
@@ -167,26 +117,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one ``parl`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
     from parl.core.errors import EpisodeResultError
-    from parl.experiment.checkpoints import CheckpointWriteError, NotWritableError
-    from parl.experiment.class_spec import UserExitError
-    from parl.experiment.config import ConfigError
-    from parl.experiment.trainer import ResultWriteError
-    from parl.experiment.video import MissingExtraError
+    from parl.experiment.config.class_spec import UserExitError
+    from parl.experiment.config.robot_config import ConfigError
+    from parl.experiment.evaluation.video import MissingExtraError
+    from parl.experiment.train.checkpoints import CheckpointWriteError, NotWritableError
+    from parl.experiment.train.trainer import ResultWriteError
     from parl.runtime.ray.address import RayJoinError
     from parl.runtime.ray.session import WorkerStartError
 
     try:
-        if args.command == "train":
-            return _train(args)
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "tune":
-            return _tune(args)
-        if args.command == "eval":
-            return _eval(args)
-        if args.command == "export":
-            return _export(args)
-        return _plot(args)
+        return args.command_function(args)
     except UserExitError as exc:  # before ConfigError, of which it is one: the code, not the config, failed
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -215,9 +155,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from parl.experiment.config import load_config
-    from parl.experiment.stop_signals import RunSignals
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.train.stop_signals import RunSignals
+    from parl.experiment.train.trainer import Trainer
 
     if args.seeds is not None or args.jobs is not None:
         return _train_seeds(args)
@@ -227,11 +167,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from parl.experiment.checkpoints import CheckpointManager
-    from parl.experiment.config import load_config
-    from parl.experiment.serve_process import listening_line
-    from parl.experiment.stop_signals import RunSignals
-    from parl.experiment.trainer import Trainer
+    from parl.experiment.cli.serve_process import listening_line
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.train.checkpoints import CheckpointManager
+    from parl.experiment.train.stop_signals import RunSignals
+    from parl.experiment.train.trainer import Trainer
     from parl.runtime.rlx.server import ListenError
 
     with RunSignals() as signals:  # a signal while the config loads stops the run as soon as it starts
@@ -264,9 +204,9 @@ def serve_overrides(args: argparse.Namespace) -> List[str]:
 
 def _run(trainer: "Trainer", command: str) -> int:
     """Run ``trainer``, print its summary; the exit status of ``parl train`` (and ``parl serve``)."""
-    from parl.experiment.run import run_trainer
-    from parl.experiment.run_log import run_log
-    from parl.experiment.trainer import summary_lines
+    from parl.experiment.train.run import run_trainer
+    from parl.experiment.train.run_log import run_log
+    from parl.experiment.train.trainer import summary_lines
 
     with run_log(trainer.config.log_dir):  # tracebacks to <log_dir>/parl.log, one line each here
         outcome = run_trainer(trainer)
@@ -279,9 +219,9 @@ def _run(trainer: "Trainer", command: str) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from parl.experiment.options import check_count
-    from parl.experiment.sweep import plan_sweep, table_lines, write_results
-    from parl.experiment.tune import import_tune, run_sweep
+    from parl.experiment.runs.options import check_count
+    from parl.experiment.runs.sweep import plan_sweep, table_lines, write_results
+    from parl.experiment.runs.tune import import_tune, run_sweep
 
     if args.max_concurrent is not None:
         check_count("--max-concurrent", args.max_concurrent)
@@ -310,15 +250,15 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _train_seeds(args: argparse.Namespace) -> int:
-    """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/seed_runs.py), then
-    the aggregate (parl/experiment/aggregate.py) written and printed; exit status 1 when a seed's run
+    """``parl train CONFIG --seeds S [--jobs N]``: one run per seed (parl/experiment/runs/seed_runs.py), then
+    the aggregate (parl/experiment/runs/aggregate.py) written and printed; exit status 1 when a seed's run
     did not end well or wrote no result.json (its figures are left out), 128 + the signal's number
     when SIGINT or SIGTERM stopped the experiment (forwarded to the runs going on; the seeds not
     started are listed)."""
-    from parl.experiment.aggregate import aggregate_runs, summary_table, write_aggregate
-    from parl.experiment.config import ConfigError, load_config
-    from parl.experiment.options import check_count
-    from parl.experiment.seed_runs import parse_seeds, train_seeds
+    from parl.experiment.config.robot_config import ConfigError, load_config
+    from parl.experiment.runs.aggregate import aggregate_runs, summary_table, write_aggregate
+    from parl.experiment.runs.options import check_count
+    from parl.experiment.runs.seed_runs import parse_seeds, train_seeds
 
     if args.seeds is None:
         raise ConfigError(f"--jobs {args.jobs}: only with --seeds")
@@ -350,7 +290,7 @@ def _train_seeds(args: argparse.Namespace) -> int:
 
 def _exit_site(exc: SystemExit) -> str:
     """``<file>:<line> (<function>) called sys.exit(3)``: where the innermost frame of ``exc`` exited."""
-    from parl.experiment.class_spec import exit_call
+    from parl.experiment.config.class_spec import exit_call
 
     frames = list(traceback.walk_tb(exc.__traceback__))
     if not frames:
@@ -370,7 +310,7 @@ def load_checkpoint(path: str, tasks: Dict[str, "ComputationTask"]) -> Tuple[str
         FileNotFoundError: no checkpoint there.
         CheckpointError: the checkpoint (or every one there) is refused.
     """
-    from parl.experiment.checkpoints import ROBOT_FILE, CheckpointManager
+    from parl.experiment.train.checkpoints import ROBOT_FILE, CheckpointManager
 
     if os.path.isfile(os.path.join(path, ROBOT_FILE)):
         return path, CheckpointManager(os.path.dirname(os.path.abspath(path))).load(path, tasks)
@@ -389,7 +329,7 @@ def checkpoint_path(given: str, log_dir: str) -> str:
     Raises:
         FileNotFoundError: ``best`` when that run kept no best checkpoint (no evaluation ran).
     """
-    from parl.experiment.checkpoints import BEST
+    from parl.experiment.train.checkpoints import BEST
 
     if given != BEST:
         return given
@@ -402,7 +342,7 @@ def checkpoint_path(given: str, log_dir: str) -> str:
 def load_trained_tasks(config: "RobotConfig", path: str) -> Tuple[Dict[str, "ComputationTask"], str, Dict[str, object]]:
     """The config's tasks restored from the checkpoint ``path`` means (see :func:`load_checkpoint`),
     that checkpoint's directory and its counters."""
-    from parl.experiment.build import task_settings
+    from parl.experiment.config.build import task_settings
 
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
     checkpoint, counters = load_checkpoint(path, tasks)
@@ -412,10 +352,10 @@ def load_trained_tasks(config: "RobotConfig", path: str) -> Tuple[Dict[str, "Com
 def _eval(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from parl.experiment.build import make_agent
-    from parl.experiment.config import load_config
-    from parl.experiment.evaluation import evaluate_agents
-    from parl.experiment.video import check_video_support, recording_env
+    from parl.experiment.config.build import make_agent
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.evaluation.agents import evaluate_agents
+    from parl.experiment.evaluation.video import check_video_support, recording_env
     from parl.validation import check_int
 
     episodes = check_int("--episodes", args.episodes, 1)
@@ -448,8 +388,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from parl.experiment.config import load_config
-    from parl.experiment.export import export_policy
+    from parl.experiment.config.robot_config import load_config
+    from parl.experiment.policy.export import export_policy
 
     config_path = os.path.join(args.run, "config.yaml")
     if not os.path.isfile(config_path):
@@ -473,7 +413,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from parl.experiment.plot import plot_curves
+    from parl.experiment.runs.plot import plot_curves
 
     print(plot_curves(args.log_dirs, args.output))
     return 0
@@ -481,3 +421,149 @@ def _plot(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+#: The subcommands of ``parl``, in the order ``parl --help`` lists them: a new one is a function and an entry.
+COMMANDS: Tuple[Command, ...] = (
+    Command(
+        "train",
+        "train the robot of a config",
+        (
+            _config(),
+            _override(),
+            Argument(
+                ("--resume",), {"action": "store_true", "help": "continue from the latest checkpoint in the log dir"}
+            ),
+            _QUIET,
+            Argument(
+                ("--seeds",),
+                {
+                    "default": None,
+                    "metavar": "SEEDS",
+                    "help": "train once per seed (0-4, 0,3,7) into <log_dir>/seed_<n>, then write "
+                    "<log_dir>/aggregate.json",
+                },
+            ),
+            Argument(
+                ("--jobs",), {"type": int, "default": None, "help": "with --seeds: runs at once, each its own process"}
+            ),
+        ),
+        _train,
+    ),
+    Command(
+        "tune",
+        "train a grid of variants of a config on Ray Tune, one row per trial",
+        (
+            _config(),
+            Argument(
+                ("--grid",),
+                {
+                    "action": "append",
+                    "default": [],
+                    "required": True,
+                    "metavar": "KEY.PATH=V1,V2",
+                    "help": "a config key and its values, each read as -o reads it; trials run every combination",
+                },
+            ),
+            Argument(
+                ("--samples",),
+                {"type": int, "default": 1, "help": "repeat the grid N times, sample i with seed + i (default 1)"},
+            ),
+            _override("change one value of every trial"),
+            Argument(
+                ("--log-dir",), {"help": "trials write to LOG_DIR/tune/<trial name> (default: the config's log_dir)"}
+            ),
+            Argument(
+                ("--max-concurrent",), {"type": int, "help": "trials running at once (default: as many as CPUs allow)"}
+            ),
+            Argument(
+                ("--trial-cpus",),
+                {
+                    "type": float,
+                    "help": "CPUs each trial's own process asks for (default 1; placement ray: 0 plus a bundle per "
+                    "worker)",
+                },
+            ),
+            Argument(("--address",), {"help": "the Ray cluster to run on (default: a local Ray on 127.0.0.1)"}),
+        ),
+        _tune,
+    ),
+    Command(
+        "serve",
+        "train the robot of a config for environments that connect over the network (RLX, docs/rlx.md)",
+        (
+            _config("a YAML robot config (its env gives the spaces)"),
+            *(
+                Argument((option,), {"type": kind, "metavar": metavar, "help": f"{text} ({key})"})
+                for option, (kind, metavar, key, text) in SERVE_OPTIONS.items()
+            ),
+            _override(),
+            Argument(
+                ("--no-eval",),
+                {"action": "store_true", "help": "no evaluation on local copies of the env (for remote-only envs)"},
+            ),
+            _QUIET,
+        ),
+        _serve,
+        description="Listen for RLX clients, one agent per connection, and train as parl train CONFIG "
+        "-o placement=rlx does; resume from the latest checkpoint in the log dir when there is one.",
+    ),
+    Command(
+        "eval",
+        "evaluate a checkpoint with deterministic episodes",
+        (
+            _config("the YAML robot config the checkpoint was trained with"),
+            Argument(
+                ("--checkpoint",),
+                {
+                    "required": True,
+                    "help": "a checkpoint directory, a checkpoints directory, a run's log dir, or 'best': the "
+                    "checkpoint of the best evaluation of the config's run",
+                },
+            ),
+            Argument(("--episodes",), {"type": int, "default": 10}),
+            Argument(
+                ("--seed",), {"type": int, "default": 1_000_000, "help": "episode i resets its env with seed + i"}
+            ),
+            Argument(
+                ("--video",),
+                {
+                    "metavar": "DIR",
+                    "default": None,
+                    "help": "record every episode to DIR as an MP4 (needs parl[video])",
+                },
+            ),
+            _override(),
+        ),
+        _eval,
+    ),
+    Command(
+        "export",
+        "write a run's trained policy to a directory of its own",
+        (
+            Argument(
+                ("run",), {"metavar": "RUN_DIR", "help": "a run's log dir (it holds config.yaml and checkpoints/)"}
+            ),
+            Argument(
+                ("-o", "--out"), {"required": True, "metavar": "DIR", "help": "the directory to write the policy to"}
+            ),
+            Argument(
+                ("--checkpoint",),
+                {
+                    "default": None,
+                    "help": "a checkpoint of the run, or 'best': its best evaluation's (default: its latest)",
+                },
+            ),
+        ),
+        _export,
+    ),
+    Command(
+        "plot",
+        "draw learning curves of runs to a PNG",
+        (
+            Argument(("log_dirs",), {"nargs": "+", "metavar": "LOGDIR"}),
+            Argument(("-o", "--output"), {"default": "curves.png", "help": "the PNG to write (default curves.png)"}),
+        ),
+        _plot,
+    ),
+)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Mapping
 
 import parl
-from parl.experiment.class_spec import ClassSpec, ConfigError, one_line
+from parl.experiment.config.class_spec import ClassSpec, ConfigError, one_line
 from parl.utils.spaces import (
     ACTION_SIZE_KEYS,
     OBSERVATION_SIZE_KEYS,

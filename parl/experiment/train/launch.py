@@ -6,7 +6,7 @@
 
 ``python examples/ppo_cartpole.py --seed 3 --agents 16 --placement cooperative -o tasks.RL.algorithm.gamma=0.98``
 loads the config with its options turned into overrides (:func:`launch_overrides`),
-trains it as ``parl train`` does (:class:`~parl.experiment.trainer.Trainer`: progress
+trains it as ``parl train`` does (:class:`~parl.experiment.train.trainer.Trainer`: progress
 bar, metrics, checkpoints and ``result.json`` in the log dir), prints the result
 with its final evaluation on fresh seeds, and returns the result.
 """
@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from parl.experiment.config import ConfigError, load_config
-from parl.experiment.trainer import Trainer, summary_lines
+from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.train.trainer import Trainer, summary_lines
 from parl.runtime import registry
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -22,9 +22,9 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from parl.experiment.metrics import finite_or_none
-from parl.experiment.seed_runs import RESULT_FILE, found_seed_dirs
-from parl.experiment.statistics import bootstrap_interval, interquartile_mean, mean
+from parl.experiment.runs.seed_runs import RESULT_FILE, found_seed_dirs
+from parl.experiment.runs.statistics import bootstrap_interval, interquartile_mean, mean
+from parl.experiment.train.metrics import finite_or_none
 
 #: The experiment's figures, in its log dir.
 AGGREGATE_FILE = "aggregate.json"

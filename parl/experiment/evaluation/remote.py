@@ -5,7 +5,7 @@
     evaluation.close()
 
 The actor builds the config's evaluator tasks and evaluation agents (as
-:mod:`parl.experiment.evaluation` does in the driver) and plays deterministic episodes with the
+:mod:`parl.experiment.evaluation.agents` does in the driver) and plays deterministic episodes with the
 weights it is handed for each evaluation: one ``ray.put`` of the learners' weights per
 evaluation. It never trains, and checkpoints and metrics stay on the driver. The Trainer uses it
 for the evaluations during a run with placement "ray" (the final evaluation on fresh seeds runs in
@@ -17,9 +17,9 @@ from __future__ import annotations
 import sys
 from typing import List, Mapping, Optional, Sequence
 
-from parl.experiment.build import make_agent, task_settings
-from parl.experiment.config import RobotConfig
-from parl.experiment.evaluation import evaluate_agents
+from parl.experiment.config.build import make_agent, task_settings
+from parl.experiment.config.robot_config import RobotConfig
+from parl.experiment.evaluation.agents import evaluate_agents
 from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.session import import_ray, unpickle_in_actor
 
@@ -33,7 +33,7 @@ class EvaluationActor:
 
     Args:
         paths: the driver's ``sys.path`` (entries that exist here are added before unpickling).
-        config: the pickled :class:`~parl.experiment.config.RobotConfig`.
+        config: the pickled :class:`~parl.experiment.config.robot_config.RobotConfig`.
     """
 
     def __init__(self, paths: Sequence[str], config: bytes) -> None:
@@ -47,7 +47,7 @@ class EvaluationActor:
     ) -> List[float]:
         """Returns of ``episodes`` deterministic episodes (seeds ``seed``, ``seed + 1``, ...) with
         ``weights`` (task name -> :meth:`~parl.ComputationTask.algorithm_weights`); ``stop_below``
-        as :func:`~parl.experiment.evaluation.evaluate_agents` takes it."""
+        as :func:`~parl.experiment.evaluation.agents.evaluate_agents` takes it."""
         for name, task in self.tasks.items():
             task.set_algorithm_weights(writable_weights(weights[name]))
         config = self.config

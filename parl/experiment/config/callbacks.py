@@ -12,7 +12,7 @@
 A config names them as class specs (docs/configs.md), built afresh for each run:
 
     callbacks:
-      - {class: parl.experiment.callbacks.EarlyStopping, metric: eval/mean_return, patience: 5}
+      - {class: parl.experiment.config.callbacks.EarlyStopping, metric: eval/mean_return, patience: 5}
       - {class: my_callbacks.PrintBest}
 
 The Trainer calls every hook in its own loop, in the main thread, with the env

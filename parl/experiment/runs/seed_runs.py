@@ -10,14 +10,14 @@ once (default one after another). One at a time, a run draws its progress bar an
 prints its summary as ``parl train`` does; several at once run quietly, each writing
 what it prints to ``<log_dir>/seed_S/train.log``, and one line is printed as each
 ends. Each run's directory is a run's log dir as any other (result.json,
-metrics.jsonl, checkpoints); :mod:`parl.experiment.aggregate` sums them up.
+metrics.jsonl, checkpoints); :mod:`parl.experiment.runs.aggregate` sums them up.
 
 A seed's ``result.json`` left by an earlier run in its directory is moved aside to
 ``result.previous.json`` before the seed's run starts, so the result read afterwards is this
 run's or none.
 
 SIGINT or SIGTERM to this process is forwarded to the runs going on
-(:mod:`parl.experiment.child_processes`), which stop as ``parl train`` does on it (final
+(:mod:`parl.experiment.runs.child_processes`), which stop as ``parl train`` does on it (final
 checkpoint, result.json); the seeds not started yet are not started, and :func:`train_seeds`
 returns once the runs going on have ended.
 """
@@ -31,8 +31,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from parl.experiment.child_processes import ChildProcesses
-from parl.experiment.metrics import METRICS_FILE
+from parl.experiment.runs.child_processes import ChildProcesses
+from parl.experiment.train.metrics import METRICS_FILE
 
 #: A seed's run directory under the experiment's log dir: ``seed_<seed>``.
 SEED_DIR_PREFIX = "seed_"
@@ -169,7 +169,7 @@ def prepare_seed_dir(log_dir: str, seed: int) -> str:
     Raises:
         NotWritableError: the directory cannot be made or the earlier result not moved; one line.
     """
-    from parl.experiment.checkpoints import NotWritableError
+    from parl.experiment.train.checkpoints import NotWritableError
 
     run_dir = seed_log_dir(log_dir, seed)
     path = os.path.join(run_dir, RESULT_FILE)

@@ -23,6 +23,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from parl.experiment.config.robot_config import EVALUATION_CONCURRENCY as CONCURRENCY
 from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper, Rewards
 from parl.core.communicator import Communicator
@@ -35,7 +36,6 @@ ArrayDict = Dict[str, np.ndarray]
 
 #: Evaluation episodes played at once by default: one prediction batch of up to this many rows per
 #: round, and as many environments open.
-CONCURRENCY = 32
 
 
 class EvalHelper(AgentHelper):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 
 from parl.core.errors import AgentsFailedError
-from parl.experiment.config import RobotConfig
-from parl.experiment.trainer import RunFailedError, Trainer
+from parl.experiment.config.robot_config import RobotConfig
+from parl.experiment.train.trainer import RunFailedError, Trainer
 from parl.runtime.watchdog import describe_stuck
 
 

@@ -44,8 +44,8 @@ import shutil
 import tempfile
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
-from parl.experiment.metrics import report_stderr
-from parl.experiment.robot_file import ROBOT_FILE, has_robot, read_robot
+from parl.experiment.train.metrics import report_stderr
+from parl.experiment.train.robot_file import ROBOT_FILE, has_robot, read_robot
 from parl.serving.checkpoint_format import ARRAYS_SUFFIX, TASK_NAME, CheckpointError, arrays_path
 from parl.serving.computation_task import ComputationTask, TaskCheckpoint
 from parl.serving.safe_files import FileCheckError, read_regular_file

@@ -192,7 +192,7 @@ def finite_or_none(value: object) -> object:
 
 def report_stderr(line: str) -> None:
     """Print one report line on ``sys.stderr`` as it is now (the default ``report`` of the writers here
-    and of :class:`~parl.experiment.checkpoints.CheckpointManager`)."""
+    and of :class:`~parl.experiment.train.checkpoints.CheckpointManager`)."""
     print(line, file=sys.stderr, flush=True)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping
 
 import yaml
 
-from parl.experiment.class_spec import ConfigError, one_line
+from parl.experiment.config.class_spec import ConfigError, one_line
 
 #: The largest config file read, in bytes.
 MAX_BYTES = 1 << 20

@@ -1,4 +1,4 @@
-"""From a checked :class:`~parl.experiment.config.RobotConfig` to a robot.
+"""From a checked :class:`~parl.experiment.config.robot_config.RobotConfig` to a robot.
 
     config = load_config("configs/ppo_cartpole.yaml")
     manager = build_manager(config)        # tasks, agents and helpers; not started
@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 import parl
-from parl.experiment.class_spec import build_checked
-from parl.experiment.config import RobotConfig
+from parl.experiment.config.class_spec import build_checked
+from parl.experiment.config.robot_config import RobotConfig
 from parl.runtime import registry
 from parl.validation import check_int
 
