@@ -633,6 +633,15 @@ def test_the_sessions_local_cluster_listens_on_loopback_only(ray_cluster) -> Non
     assert hosts and [host for host in hosts if not _loopback(host)] == []
 
 
+def run_without_parls_environment(code: str) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh Python at the repository's root, without the environment parl sets for Ray;
+    asserts that it succeeds."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environment() -> None:
     code = (
         "import ray\n"
@@ -640,9 +649,7 @@ def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environm
         "try:\n    start_local_cluster(1)\nexcept NotLoopbackError as exc:\n    print(exc)\n"
         "else:\n    raise SystemExit('a cluster started')\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_without_parls_environment(code)
     assert "import ray through parl" in done.stdout
 
 
@@ -655,6 +662,4 @@ def test_the_ray_scaling_benchmark_imports_ray_through_parl() -> None:
         "from ray._private import ray_constants\n"
         "assert not ray_constants.ENABLE_RAY_CLUSTER, 'ray imported without parl environment: nodes on the network'\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_without_parls_environment(code)

@@ -69,6 +69,15 @@ def queued_learners(wrapper, codes: Sequence[int]) -> List[Sender]:
     return learners
 
 
+def learner_held_inside_learn(wrapper) -> Sender:
+    """A started sender of agent 9 whose update the algorithm holds (until its gate opens); returns once the
+    training thread is inside ``learn``."""
+    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
+    learner.start()
+    assert wrapper.task.algorithm.entered.wait(WAIT)
+    return learner
+
+
 # -- prediction batches ---------------------------------------------------------
 
 
@@ -173,9 +182,7 @@ def test_drain_learns_the_queued_batches_without_waiting_for_min_batchsize(make_
 def test_drain_waits_for_the_update_under_way_and_gives_up_at_its_timeout(make_wrapper) -> None:
     wrapper = make_wrapper()
     algorithm = wrapper.task.algorithm
-    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
-    learner.start()
-    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    learner = learner_held_inside_learn(wrapper)
     start = time.monotonic()
     assert not wrapper.drain(timeout=0.2)  # the update has not ended: not drained
     assert 0.2 <= time.monotonic() - start < WAIT
@@ -234,9 +241,7 @@ def test_stop_waits_past_its_timeout_for_the_update_under_way(make_wrapper) -> N
     # whole and can be saved), not at its timeout with the training thread still inside the task.
     wrapper = make_wrapper()
     algorithm = wrapper.task.algorithm
-    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
-    learner.start()
-    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    learner = learner_held_inside_learn(wrapper)
     stopper = Sender(lambda: wrapper.stop(timeout=0.05), "stopper")
     stopper.start()
     assert learner.done.wait(WAIT) and isinstance(learner.error, parl.core.errors.StoppedError)
