@@ -21,7 +21,8 @@ exactly that of the critic loss.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Dict, Mapping, Optional, Tuple, Type
+import warnings
+from typing import Callable, Dict, Mapping, Optional, Tuple, Type
 
 import numpy as np
 import paddle
@@ -46,12 +47,14 @@ class ActorCriticQ(Algorithm):
         gamma: discount, in [0, 1].
         tau: fraction of the online weights blended into the targets per sync.
         target_update_interval: optimizer updates between target syncs.
+        model_class, target_actor: deprecated (they were arguments before they were class attributes):
+            given, they set the attributes for this object, with a DeprecationWarning.
     """
 
     #: The model type the subclass needs.
-    model_class: ClassVar[Type[ContinuousActorCritic]] = ContinuousActorCritic
+    model_class: Type[ContinuousActorCritic] = ContinuousActorCritic
     #: Whether the actor has a target copy (DDPG, TD3) or not (SAC).
-    target_actor: ClassVar[bool] = True
+    target_actor: bool = True
 
     def __init__(
         self,
@@ -62,7 +65,18 @@ class ActorCriticQ(Algorithm):
         target_update_interval: int,
         learning_rate: float,
         grad_clip: Optional[float],
+        model_class: Optional[Type[ContinuousActorCritic]] = None,
+        target_actor: Optional[bool] = None,
     ) -> None:
+        if model_class is not None or target_actor is not None:
+            warnings.warn(
+                "ActorCriticQ's model_class and target_actor arguments are deprecated: declare them as class "
+                "attributes of the subclass (ActorCriticQ.model_class, ActorCriticQ.target_actor)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self.model_class = self.model_class if model_class is None else model_class
+            self.target_actor = self.target_actor if target_actor is None else bool(target_actor)
         super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
         if not isinstance(self.model, self.model_class):
             raise ValueError(

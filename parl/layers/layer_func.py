@@ -23,8 +23,6 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence
 import numpy as np
 import paddle
 
-from parl.validation import ParameterError
-
 _name_lock = threading.Lock()
 _name_counters: Dict[str, "itertools.count[int]"] = defaultdict(itertools.count)
 
@@ -270,8 +268,8 @@ def check_count(layer: str, name: str, value: object) -> int:
     """``value`` as an int >= 1: a layer's size, width or count of rows, gates or members.
 
     Raises:
-        ~parl.validation.ParameterError: (a ValueError) ``"<layer> <name> must be a positive integer, got <value>"``.
+        ValueError: ``"<layer> <name> must be a positive integer, got <value>"``.
     """
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ParameterError(f"{layer} {name}", "a positive integer", value)
+        raise ValueError(f"{layer} {name} must be a positive integer, got {value!r}")
     return value
