@@ -19,8 +19,8 @@ State = Any  # (h, c) for LSTM, h for GRU
 
 
 class _RecurrentCell(LayerFunc):
-    """Shared machinery of the one-step cells; subclasses define ``zero_state``,
-    ``_check_state``, ``_input_proj`` (x @ w_x + bias, any leading axes) and
+    """Shared machinery of the one-step cells; subclasses set :attr:`prefix` and :attr:`num_gates` and
+    define ``zero_state``, ``_check_state``, ``_input_proj`` (x @ w_x + bias, any leading axes) and
     ``_cell`` (one step from the projected input)."""
 
     #: The prefix of the cell's layer names (``lstm_0``) and of its error messages.

@@ -26,7 +26,7 @@ def cartpole_a2c_config(
 ) -> Dict[str, object]:
     """A ``parl train`` config: ``agents`` GymAgents on CartPole-v1 learning with A2C (gamma 0.99) through
     an MLP actor-critic of ``hidden_sizes``, from on-policy segments of ``sample_interval`` steps; seed 0,
-    one greedy episode at the end, no checkpoint before the final one."""
+    evaluations of one episode, and neither evaluations nor checkpoints before the run ends."""
     return {
         "seed": 0,
         "agents": agents,
