@@ -21,6 +21,7 @@ exactly that of the critic loss.
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Dict, Mapping, Optional, Tuple, Type
 
 import numpy as np
@@ -38,40 +39,54 @@ class ActorCriticQ(Algorithm):
     """Base of off-policy actor-critic algorithms over a :class:`ContinuousActorCritic` model.
 
     Holds ``target_model``, a second model built by ``model_func``, whose
-    ``critic`` (and ``actor`` when ``target_actor``) start as copies of the
+    ``critic`` (and ``actor`` when :attr:`target_actor`) start as copies of the
     online ones and follow them by Polyak averaging every
     ``target_update_interval`` optimizer updates.
 
     Args:
-        model_class: the model type the subclass needs.
         gamma: discount, in [0, 1].
         tau: fraction of the online weights blended into the targets per sync.
-        target_actor: whether the actor has a target copy (DDPG, TD3) or not (SAC).
         target_update_interval: optimizer updates between target syncs.
+        model_class, target_actor: deprecated (they were arguments before they were class attributes):
+            given, they set the attributes for this object, with a DeprecationWarning.
     """
+
+    #: The model type the subclass needs.
+    model_class: Type[ContinuousActorCritic] = ContinuousActorCritic
+    #: Whether the actor has a target copy (DDPG, TD3) or not (SAC).
+    target_actor: bool = True
 
     def __init__(
         self,
         model_func: Callable[[], Model],
         *,
-        model_class: Type[ContinuousActorCritic],
         gamma: float,
         tau: float,
-        target_actor: bool,
         target_update_interval: int,
         learning_rate: float,
         grad_clip: Optional[float],
+        model_class: Optional[Type[ContinuousActorCritic]] = None,
+        target_actor: Optional[bool] = None,
     ) -> None:
+        if model_class is not None or target_actor is not None:
+            warnings.warn(
+                "ActorCriticQ's model_class and target_actor arguments are deprecated: declare them as class "
+                "attributes of the subclass (ActorCriticQ.model_class, ActorCriticQ.target_actor)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self.model_class = self.model_class if model_class is None else model_class
+            self.target_actor = self.target_actor if target_actor is None else bool(target_actor)
         super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
-        if not isinstance(self.model, model_class):
+        if not isinstance(self.model, self.model_class):
             raise ValueError(
-                f"{type(self).__name__} needs a parl.models.continuous.{model_class.__name__}, "
+                f"{type(self).__name__} needs a parl.models.continuous.{self.model_class.__name__}, "
                 f"got {type(self.model).__name__}"
             )
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
         self.target_model = model_func()
         pairs = [(self.model.critic, self.target_model.critic)]
-        if target_actor:
+        if self.target_actor:
             pairs.append((self.model.actor, self.target_model.actor))
         self.targets = TargetSync(pairs, tau=tau, interval=target_update_interval)
         for online, target in pairs:  # models are built when made; a checkpoint's targets are set afterwards
