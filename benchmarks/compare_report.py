@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Generic, List, Optional, Sequence, TypeVar
 
 from compare_rows import Row
 
@@ -15,15 +15,22 @@ END = "<!-- compare:end -->"
 PARL, SB3 = "parl", "SB3"
 
 
-@dataclass
-class Run:
-    """One (row, side, seed) training run: the runner's result, or why there is none."""
+RowT = TypeVar("RowT")
 
-    row: Row
+
+@dataclass
+class SideRun(Generic[RowT]):
+    """One side's training run of one row and seed: the runner's result, or why there is none."""
+
+    row: RowT
     side: str
     seed: int
     result: Optional[dict] = None
     error: Optional[str] = None
+
+
+class Run(SideRun[Row]):
+    """One (row, side, seed) run of benchmarks/compare.py."""
 
     @property
     def reached(self) -> bool:

@@ -33,26 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from parl.testing.robots import cartpole_a2c_config
+
 #: The ``parl`` command of this Python's environment (its entry point, as a user runs it).
 PARL = [str(Path(sys.executable).parent / "parl")]
 #: Seconds a case may take before it counts as hung.
 CASE_TIMEOUT = 180.0
 
 BASE_CONFIG: Dict[str, object] = {
-    "seed": 0,
-    "agents": 2,
-    "env": {"id": "CartPole-v1"},
-    "agent": {"class": "parl.utils.GymAgent"},
-    "tasks": {
-        "RL": {
-            "model": {"class": "parl.models.MLPActorCritic", "hidden_sizes": [16]},
-            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 1e-3},
-            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
-        }
-    },
-    "train": {"max_env_steps": 100_000_000},
+    **cartpole_a2c_config(hidden_sizes=(16,), max_env_steps=100_000_000),
     "evaluation": {"every_steps": None, "episodes": 2},
-    "checkpoint": {"every_steps": None, "every_minutes": None},
     "python_path": ["."],
 }
 

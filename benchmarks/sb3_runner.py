@@ -18,9 +18,9 @@ plus ``cpu_seconds``: the process's CPU time over the whole call (set-up,
 training, final evaluation), less sensitive than wall time to a shared machine.
 
 Settings: ``zoo`` are rl-baselines3-zoo 2.9.2's ``hyperparams/<algo>.yml``
-for the task (its ``n_timesteps`` is the step budget, and schedules such as
-``lin_0.001`` run over it); ``default`` are SB3's constructor defaults with
-the same budget.
+for the task, transcribed in benchmarks/sb3_zoo.json (its ``n_timesteps`` is
+the step budget, and schedules such as ``lin_0.001`` run over it); ``default``
+are SB3's constructor defaults with the same budget.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import argparse
 import copy
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import gymnasium as gym
@@ -60,79 +61,41 @@ class Setup:
     action_noise_std: Optional[float] = None  # zoo ``noise_type: normal`` with ``noise_std``
 
 
-# rl-baselines3-zoo 2.9.2, hyperparams/{ppo,dqn,a2c,sac,td3,ddpg}.yml.
-# rl-zoo gives TD3 and DDPG the same Pendulum settings.
-_ZOO_TD3_DDPG_PENDULUM = Setup(
-    budget=20_000,
-    options=dict(
-        gamma=0.98,
-        buffer_size=200_000,
-        learning_starts=10_000,
-        gradient_steps=1,
-        train_freq=1,
-        learning_rate=1e-3,
-        policy_kwargs=dict(net_arch=[400, 300]),
-    ),
-    action_noise_std=0.1,
-)
+#: rl-baselines3-zoo 2.9.2's settings, as its hyperparams/<algo>.yml files write them (see its "_source").
+ZOO_FILE = Path(__file__).resolve().with_name("sb3_zoo.json")
+#: Entries of a zoo setting that are not constructor options.
+_NOT_OPTIONS = ("n_timesteps", "n_envs", "noise_type", "noise_std")
 
-ZOO: Dict[Tuple[str, str], Setup] = {
-    ("ppo", "CartPole-v1"): Setup(
-        budget=100_000,
-        n_envs=8,
-        options=dict(
-            n_steps=32,
-            batch_size=256,
-            gae_lambda=0.8,
-            gamma=0.98,
-            n_epochs=20,
-            ent_coef=0.0,
-            learning_rate=linear(1e-3),
-            clip_range=linear(0.2),
-        ),
-    ),
-    ("dqn", "CartPole-v1"): Setup(
-        budget=50_000,
-        options=dict(
-            learning_rate=2.3e-3,
-            batch_size=64,
-            buffer_size=100_000,
-            learning_starts=1_000,
-            gamma=0.99,
-            target_update_interval=10,
-            train_freq=256,
-            gradient_steps=128,
-            exploration_fraction=0.16,
-            exploration_final_eps=0.04,
-            policy_kwargs=dict(net_arch=[256, 256]),
-        ),
-    ),
-    ("a2c", "CartPole-v1"): Setup(budget=500_000, n_envs=8, options=dict(ent_coef=0.0)),
-    ("sac", "Pendulum-v1"): Setup(budget=20_000, options=dict(learning_rate=1e-3)),
-    ("td3", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
-    ("ddpg", "Pendulum-v1"): _ZOO_TD3_DDPG_PENDULUM,
-    # The zoo's LunarLander-v2 entry, run on gymnasium's LunarLander-v3.
-    ("ppo", "LunarLander-v3"): Setup(
-        budget=1_000_000,
-        n_envs=16,
-        options=dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4, ent_coef=0.01),
-    ),
-    ("ppo", "Pendulum-v1"): Setup(
-        budget=100_000,
-        n_envs=4,
-        options=dict(
-            n_steps=1024,
-            gae_lambda=0.95,
-            gamma=0.9,
-            n_epochs=10,
-            ent_coef=0.0,
-            learning_rate=1e-3,
-            clip_range=0.2,
-            use_sde=True,
-            sde_sample_freq=4,
-        ),
-    ),
-}
+
+def zoo_setup(entry: Dict[str, Any]) -> Setup:
+    """The :class:`Setup` of one zoo entry: ``n_timesteps`` the budget, ``lin_<x>`` values :func:`linear`
+    schedules, ``noise_type: normal`` with ``noise_std`` the action noise, the rest constructor options.
+
+    Raises:
+        ValueError: a noise type other than ``normal``.
+    """
+    if entry.get("noise_type", "normal") != "normal":
+        raise ValueError(f"only normal action noise is supported, got noise_type {entry['noise_type']!r}")
+    options = {
+        key: linear(float(value[4:])) if isinstance(value, str) and value.startswith("lin_") else value
+        for key, value in entry.items()
+        if key not in _NOT_OPTIONS
+    }
+    return Setup(entry["n_timesteps"], entry.get("n_envs", 1), options, entry.get("noise_std"))
+
+
+def load_zoo(path: Path) -> Dict[Tuple[str, str], Setup]:
+    """The setups of ``path`` (benchmarks/sb3_zoo.json) by (algorithm, environment id); an entry that is an
+    algorithm's name stands for that algorithm's entry of the same environment."""
+    table = {algo: envs for algo, envs in json.loads(path.read_text(encoding="utf-8")).items() if algo in ALGORITHMS}
+    return {
+        (algo, env_id): zoo_setup(table[entry][env_id] if isinstance(entry, str) else entry)
+        for algo, envs in table.items()
+        for env_id, entry in envs.items()
+    }
+
+
+ZOO = load_zoo(ZOO_FILE)
 
 
 def setup_for(algo: str, env_id: str, settings: str) -> Setup:
@@ -204,26 +167,26 @@ def greedy_check(model: BaseAlgorithm, env_id: str, episodes: int, target: float
     return float(every.mean()), bool(np.mean(confirmation) >= target and bound >= target)
 
 
+@dataclass(frozen=True)
+class Run:
+    """One training run: the command line's options (``--env`` is ``env_id``) and their defaults."""
+
+    algo: str
+    env_id: str
+    target: float
+    seed: int = 0
+    settings: str = "zoo"
+    check_interval: int = 1_000  # env steps between greedy checks
+    check_from: Optional[float] = None  # the mean training return that starts the checks
+    eval_episodes: int = 10
+
+
 class GreedyCheckCallback(BaseCallback):
     """Greedy checks during ``learn()``; stops training at the first that reaches the target."""
 
-    def __init__(
-        self,
-        env_id: str,
-        *,
-        run_seed: int,
-        target: float,
-        check_interval: int,
-        check_from: Optional[float],
-        eval_episodes: int,
-    ) -> None:
+    def __init__(self, run: Run) -> None:
         super().__init__()
-        self.env_id = env_id
-        self.run_seed = run_seed
-        self.target = target
-        self.check_interval = check_interval
-        self.check_from = check_from
-        self.eval_episodes = eval_episodes
+        self.run = run
         self.recent: List[float] = []
         self.episodes = 0
         self.next_check = 0
@@ -245,11 +208,12 @@ class GreedyCheckCallback(BaseCallback):
         steps = self.model.num_timesteps
         if not self.recent or steps < self.next_check:
             return True
-        if self.check_from is not None and np.mean(self.recent) < self.check_from:
+        run = self.run
+        if run.check_from is not None and np.mean(self.recent) < run.check_from:
             return True
-        self.next_check = steps + self.check_interval
-        seed = check_seed(self.run_seed, steps)
-        self.check, passed = greedy_check(self.model, self.env_id, self.eval_episodes, self.target, seed)
+        self.next_check = steps + run.check_interval
+        seed = check_seed(run.seed, steps)
+        self.check, passed = greedy_check(self.model, run.env_id, run.eval_episodes, run.target, seed)
         if passed or self.check > self.best_check:
             self.best_check = self.check
             self.best_policy = copy.deepcopy(self.model.policy.state_dict())
@@ -260,38 +224,23 @@ class GreedyCheckCallback(BaseCallback):
         self.stop = time.perf_counter()
 
 
-def train(
-    algo: str,
-    env_id: str,
-    *,
-    seed: int,
-    target: float,
-    settings: str = "zoo",
-    check_interval: int = 1_000,
-    check_from: Optional[float] = None,
-    eval_episodes: int = 10,
-) -> Dict[str, Any]:
-    """Train SB3's ``algo`` on ``env_id`` until a greedy check reaches ``target`` or the budget runs out."""
+def train(run: Run) -> Dict[str, Any]:
+    """Train SB3's ``run.algo`` on ``run.env_id`` until a greedy check reaches ``run.target`` or the budget
+    runs out."""
     cpu_start = time.process_time()
-    setup = setup_for(algo, env_id, settings)
+    algo, env_id, seed = run.algo, run.env_id, run.seed
+    setup = setup_for(algo, env_id, run.settings)
     env = make_vec_env(env_id, n_envs=setup.n_envs, seed=seed)
     options = dict(setup.options)
     if setup.action_noise_std is not None:
         n_actions = env.action_space.shape[-1]
         options["action_noise"] = NormalActionNoise(np.zeros(n_actions), setup.action_noise_std * np.ones(n_actions))
     model = ALGORITHMS[algo]("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **options)
-    callback = GreedyCheckCallback(
-        env_id,
-        run_seed=seed,
-        target=target,
-        check_interval=check_interval,
-        check_from=check_from,
-        eval_episodes=eval_episodes,
-    )
+    callback = GreedyCheckCallback(run)
     model.learn(total_timesteps=setup.budget, callback=callback)
     if callback.best_policy is not None:
         model.policy.load_state_dict(callback.best_policy)
-    returns = evaluate(model, env_id, CONFIRM_FACTOR * eval_episodes, seed=final_seed(seed))  # as parl's Trainer
+    returns = evaluate(model, env_id, CONFIRM_FACTOR * run.eval_episodes, seed=final_seed(seed))  # as parl's Trainer
     return {
         "seed": seed,
         "train_seconds": callback.stop - callback.start,
@@ -303,33 +252,26 @@ def train(
         "greedy_mean_return": float(np.mean(returns)),
         "cpu_seconds": time.process_time() - cpu_start,
         "budget": setup.budget,
-        "settings": settings,
+        "settings": run.settings,
     }
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=sorted(ALGORITHMS))
-    parser.add_argument("--env", required=True, help="gymnasium id, e.g. CartPole-v1")
+    parser.add_argument("--env", dest="env_id", required=True, help="gymnasium id, e.g. CartPole-v1")
     parser.add_argument("--target", type=float, required=True, help="greedy mean return that ends training")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--settings", choices=("zoo", "default"), default="zoo")
-    parser.add_argument("--check-interval", type=int, default=1_000, help="env steps between greedy checks")
+    parser.add_argument("--seed", type=int, default=Run.seed)
+    parser.add_argument("--settings", choices=("zoo", "default"), default=Run.settings)
+    parser.add_argument(
+        "--check-interval", type=int, default=Run.check_interval, help="env steps between greedy checks"
+    )
     parser.add_argument("--check-from", type=float, default=None, help="mean training return that starts checks")
-    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--eval-episodes", type=int, default=Run.eval_episodes)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (parl uses one)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = train(
-        args.algo,
-        args.env,
-        seed=args.seed,
-        target=args.target,
-        settings=args.settings,
-        check_interval=args.check_interval,
-        check_from=args.check_from,
-        eval_episodes=args.eval_episodes,
-    )
+    result = train(Run(**{option.name: getattr(args, option.name) for option in fields(Run)}))
     result["torch_threads"] = args.threads
     print("RESULT " + json.dumps(result), flush=True)
 

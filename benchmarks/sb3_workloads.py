@@ -5,7 +5,8 @@
 
 Runs in the ``.venv-sb3`` virtualenv (``make .venv-sb3``, benchmarks/requirements-sb3.txt); imports neither
 parl nor paddle (MinAtar's environment comes from examples/minatar_env.py, which needs neither). Each
-workload is rl-baselines3-zoo 2.9.2's settings for it, or parl's config's where the zoo has none:
+workload is rl-baselines3-zoo 2.9.2's settings for it (benchmarks/sb3_zoo.json), or parl's config's where
+the zoo has none:
 
 - ``dqn-atari``: ``DQN("CnnPolicy")`` with the zoo's ``atari`` entry of hyperparams/dqn.yml on ALE/Pong-v5
   through ``make_atari_env`` (AtariWrapper: 30 no-op frames at most, each action for 4 frames with the
@@ -44,7 +45,7 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import torch
-from sb3_runner import evaluate, final_seed, linear
+from sb3_runner import ZOO, evaluate, final_seed
 from stable_baselines3 import DQN, PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -57,7 +58,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 gym.register_envs(ale_py)
 
 PONG = "ALE/Pong-v5"
-FULL_ATARI_RUN = 10_000_000  # the zoo's n_timesteps on Atari: schedules are set as for a run of that length
 
 
 class MinAtarCNN(BaseFeaturesExtractor):
@@ -91,41 +91,34 @@ def atari_envs(n_envs: int, seed: int, sticky: float) -> VecEnv:
     return VecFrameStack(make_atari_env(PONG, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs), n_stack=4)
 
 
+def zoo_options(algo: str, env: str, budget: int, learning_starts: Optional[int]) -> Dict[str, Any]:
+    """The zoo's constructor options for ``algo`` on ``env`` (benchmarks/sb3_zoo.json) in a run of ``budget``
+    action steps: exploration ends after as many steps as in the zoo's run, and ``learning_starts``, when
+    given, replaces the zoo's."""
+    setup = ZOO[algo, env]
+    options = dict(setup.options)
+    if "exploration_fraction" in options:
+        options["exploration_fraction"] = options["exploration_fraction"] * setup.budget / budget
+    if learning_starts is not None:
+        options["learning_starts"] = learning_starts
+    return options
+
+
 def dqn_atari(seed: int, budget: int, learning_starts: Optional[int]) -> Tuple[BaseAlgorithm, None]:
-    options = dict(
-        buffer_size=100_000,
-        learning_rate=1e-4,
-        batch_size=32,
-        learning_starts=100_000 if learning_starts is None else learning_starts,
-        target_update_interval=1_000,
-        train_freq=4,
-        gradient_steps=1,
-        exploration_fraction=0.1 * FULL_ATARI_RUN / budget,
-        exploration_final_eps=0.01,
-        optimize_memory_usage=False,
-    )
+    options = zoo_options("dqn", "atari", budget, learning_starts)
     return DQN("CnnPolicy", atari_envs(1, seed, sticky=0.25), seed=seed, device="cpu", verbose=0, **options), None
 
 
 def sac_halfcheetah(seed: int, budget: int, learning_starts: Optional[int]) -> Tuple[BaseAlgorithm, str]:
     env = make_vec_env("HalfCheetah-v5", n_envs=1, seed=seed)
-    options = dict(learning_starts=10_000 if learning_starts is None else learning_starts, batch_size=256)
-    policy_kwargs = dict(net_arch=[256, 256])
-    model = SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, policy_kwargs=policy_kwargs, **options)
-    return model, "HalfCheetah-v5"
+    options = zoo_options("sac", "HalfCheetah-v5", budget, learning_starts)
+    return SAC("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **options), "HalfCheetah-v5"
 
 
 def ppo_atari(seed: int, budget: int, learning_starts: Optional[int]) -> Tuple[BaseAlgorithm, None]:
-    options = dict(
-        n_steps=128,
-        n_epochs=4,
-        batch_size=256,
-        learning_rate=linear(2.5e-4),
-        clip_range=linear(0.1),
-        vf_coef=0.5,
-        ent_coef=0.01,
-    )
-    return PPO("CnnPolicy", atari_envs(8, seed, sticky=0.0), seed=seed, device="cpu", verbose=0, **options), None
+    envs = atari_envs(ZOO["ppo", "atari"].n_envs, seed, sticky=0.0)
+    options = zoo_options("ppo", "atari", budget, None)  # PPO has no warm-up
+    return PPO("CnnPolicy", envs, seed=seed, device="cpu", verbose=0, **options), None
 
 
 def dqn_minatar(seed: int, budget: int, learning_starts: Optional[int]) -> Tuple[BaseAlgorithm, Callable[[], gym.Env]]:

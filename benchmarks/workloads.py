@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from compare import DOC, PARL_RUNNER, ROOT, SB3_PYTHON, cpu_model, load, run_command, sb3_versions, version
-from compare_report import PARL, SB3, write_section
+from compare_report import PARL, SB3, SideRun, write_section
 
 SB3_SIDE = ROOT / "benchmarks" / "sb3_workloads.py"
 MARKERS = {
@@ -162,15 +162,8 @@ LEARN: Tuple[Workload, ...] = (
 )
 
 
-@dataclass
-class Outcome:
-    """One side's run of one row and seed: the runner's result, or why there is none."""
-
-    row: Workload
-    side: str
-    seed: int
-    result: Optional[dict] = None
-    error: Optional[str] = None
+class Outcome(SideRun[Workload]):
+    """One side's run of one row and seed of benchmarks/workloads.py."""
 
     @property
     def action_steps(self) -> float:

@@ -1,10 +1,9 @@
-"""TD3 on Pendulum-v1, exploring with Gaussian action noise (the DDPG example's agent and settings).
+"""TD3 on Pendulum-v1, with the agent, exploration noise and settings of examples/ddpg_pendulum.py.
 
     python examples/td3_pendulum.py [--seed 0] [--agents 1] [--placement threads] [--max-steps 30000]
 
-Trains until a deterministic 10-episode evaluation reaches the target mean
-return (or the env step budget runs out), printing progress, then prints a
-deterministic 50-episode evaluation on fresh seeds. The robot is
+TD3 (docs/algorithms/td3.md) is DDPG with twin critics, target policy smoothing and delayed actor
+updates; the run trains, evaluates and prints as the DDPG example's does. The robot is
 examples/configs/td3_pendulum.yaml.
 """
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-import yaml
 
 import parl
 from parl.core.errors import AgentsFailedError, EpisodeResultError, failure_summary
 from parl.experiment.cli.commands import main
 from parl.runtime.runner import play_games
+from parl.testing.robots import cartpole_a2c_config, write_config
 
 from toys import FAILURES, WAIT, CountEnv, EchoAgent, FailingAgent, ReportingEchoAgent, Robots
 
@@ -79,31 +79,12 @@ def test_a_keyboard_interrupt_in_the_main_thread_still_stops() -> None:
 
 # -- parl train ---------------------------------------------------------------------------------------
 
-CONFIG: Dict[str, object] = {
-    "seed": 0,
-    "agents": 1,
-    "env": {"id": "CartPole-v1"},
-    "agent": {"class": "parl.utils.GymAgent"},
-    "tasks": {
-        "RL": {
-            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [8]},
-            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 1e-3},
-            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
-        }
-    },
-    "train": {"max_env_steps": 200_000},
-    "evaluation": {"every_steps": None, "episodes": 1},
-    "checkpoint": {"every_steps": None, "every_minutes": None},
-}
+CONFIG = cartpole_a2c_config(agents=1)
 
 
 def train(tmp_path: Path, capsys: pytest.CaptureFixture, changes: Dict[str, object]) -> tuple:
     """``parl train`` on CONFIG with ``changes``: (exit status, stdout, the ``parl train:`` lines of stderr)."""
-    data = json.loads(json.dumps(CONFIG))
-    data.update(changes)
-    data["log_dir"] = str(tmp_path / "run")
-    path = tmp_path / "robot.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    path = write_config(tmp_path / "robot.yaml", CONFIG, changes, log_dir=tmp_path / "run")
     status = main(["train", str(path), "--quiet"])
     out, err = capsys.readouterr()
     return status, out, [line for line in err.splitlines() if line.startswith("parl train:")]
@@ -141,41 +122,54 @@ def write_module(tmp_path: Path, name: str, text: str) -> Dict[str, object]:
     return {"python_path": [str(directory)]}
 
 
-def test_sys_exit_while_importing_a_class_path_is_one_line(tmp_path, capsys) -> None:
-    changes = write_module(tmp_path, "parl_exiting_module", "import sys\nsys.exit(3)\n")
-    changes["agent"] = {"class": "parl_exiting_module.Agent"}
-    status, out, lines = train(tmp_path, capsys, changes)
+_EXITING_MODEL = (
+    "import sys\nimport parl\n\n"
+    "class Model(parl.models.MLPActorCritic):\n"
+    "    def __init__(self, obs_dim: int, num_actions: int) -> None:\n"
+    "        sys.exit(0)\n"
+)
+_EXITING_MODEL_TASKS = cartpole_a2c_config()["tasks"]
+_EXITING_MODEL_TASKS["RL"]["model"] = {"class": "parl_exiting_model.Model", "obs_dim": 4, "num_actions": 2}
+_EXITING_AGENT = (
+    "import sys\nimport parl.utils\n\n"
+    "class Agent(parl.utils.GymAgent):\n"
+    "    def __init__(self, env, *, seed: int = 0) -> None:\n"
+    "        sys.exit('no display')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "module, code, changes, line",
+    [
+        pytest.param(
+            "parl_exiting_module",
+            "import sys\nsys.exit(3)\n",
+            {"agent": {"class": "parl_exiting_module.Agent"}},
+            "parl train: agent.class: importing 'parl_exiting_module' called sys.exit(3)",
+            id="importing-a-class-path",
+        ),
+        pytest.param(
+            "parl_exiting_model",
+            _EXITING_MODEL,
+            {"tasks": _EXITING_MODEL_TASKS},
+            "parl train: tasks.RL.model: parl_exiting_model.Model called sys.exit(0) while being built",
+            id="a-model-constructor",
+        ),
+        pytest.param(
+            "parl_exiting_agent",
+            _EXITING_AGENT,
+            {"agent": {"class": "parl_exiting_agent.Agent"}},
+            "parl train: agent: parl_exiting_agent.Agent called sys.exit('no display') while being built",
+            id="an-agent-constructor",
+        ),
+    ],
+)
+def test_sys_exit_while_the_robot_is_built_is_one_line(
+    tmp_path, capsys, module: str, code: str, changes: Dict[str, object], line: str
+) -> None:
+    status, out, lines = train(tmp_path, capsys, {**write_module(tmp_path, module, code), **changes})
     assert status == 1 and out == ""
-    assert lines == ["parl train: agent.class: importing 'parl_exiting_module' called sys.exit(3)"]
-
-
-def test_sys_exit_in_a_model_constructor_is_one_line(tmp_path, capsys) -> None:
-    model = (
-        "import sys\nimport parl\n\n"
-        "class Model(parl.models.MLPActorCritic):\n"
-        "    def __init__(self, obs_dim: int, num_actions: int) -> None:\n"
-        "        sys.exit(0)\n"
-    )
-    changes = write_module(tmp_path, "parl_exiting_model", model)
-    changes["tasks"] = json.loads(json.dumps(CONFIG["tasks"]))
-    changes["tasks"]["RL"]["model"] = {"class": "parl_exiting_model.Model", "obs_dim": 4, "num_actions": 2}
-    status, out, lines = train(tmp_path, capsys, changes)
-    assert status == 1 and out == ""
-    assert lines == ["parl train: tasks.RL.model: parl_exiting_model.Model called sys.exit(0) while being built"]
-
-
-def test_sys_exit_in_an_agent_constructor_is_one_line(tmp_path, capsys) -> None:
-    agent = (
-        "import sys\nimport parl.utils\n\n"
-        "class Agent(parl.utils.GymAgent):\n"
-        "    def __init__(self, env, *, seed: int = 0) -> None:\n"
-        "        sys.exit('no display')\n"
-    )
-    changes = write_module(tmp_path, "parl_exiting_agent", agent)
-    changes["agent"] = {"class": "parl_exiting_agent.Agent"}
-    status, out, lines = train(tmp_path, capsys, changes)
-    assert status == 1 and out == ""
-    assert lines == ["parl train: agent: parl_exiting_agent.Agent called sys.exit('no display') while being built"]
+    assert lines == [line]
 
 
 # -- restarts (faults.restart_agents) ------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from test_trainer_result import EvaluationSpy, fingerprint
+from test_trainer_result import FAR_FROM_TARGET, EvaluationSpy, example_config, fingerprint
 
 import parl
 from parl.experiment.cli.commands import main
@@ -20,19 +20,12 @@ from parl.experiment.config.robot_config import load_config
 from parl.experiment.train.checkpoints import BEST, CheckpointManager, CheckpointWriteError, best_checkpoints
 from parl.experiment.train.trainer import Trainer
 
-CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
 #: A run far from its target that evaluates (one episode each) every 300 env steps.
-SHORT = (
-    "seed=7",
-    "train.target_return=1e9",
-    "evaluation.every_steps=300",
-    "evaluation.episodes=2",
-    "evaluation.start_return=null",
-)
+SHORT = (*FAR_FROM_TARGET, "evaluation.every_steps=300", "evaluation.episodes=2", "evaluation.start_return=null")
 
 
 def train(tmp_path: Path, *overrides: str, resume: bool = False, made: List[Trainer] = None) -> dict:
-    config = load_config(str(CONFIG), [f"log_dir={tmp_path / 'run'}", *SHORT, *overrides])
+    config = example_config(tmp_path / "run", *SHORT, *overrides)
     trainer = Trainer(config, progress=False, resume=resume)
     if made is not None:
         made.append(trainer)
@@ -111,7 +104,7 @@ def test_a_damaged_best_checkpoint_is_reported_and_the_resumed_run_goes_on(tmp_p
     best = best_checkpoints(str(tmp_path / "run" / "checkpoints")).latest()
     with open(os.path.join(best, damage), "r+b") as f:
         f.write(b"garbage")
-    config = load_config(str(CONFIG), [f"log_dir={tmp_path / 'run'}", *SHORT, "train.max_env_steps=1500"])
+    config = example_config(tmp_path / "run", *SHORT, "train.max_env_steps=1500")
     result = Trainer(config, progress=False, resume=True, stream=None).run()
     assert result["resumed_from"] is not None
     assert "best" in capsys.readouterr().err
@@ -127,7 +120,7 @@ def test_a_best_checkpoint_that_cannot_be_written_is_one_line_and_the_run_goes_o
 
     monkeypatch.setattr(CheckpointManager, "save", full_disk_for_best)
     stream = io.StringIO()
-    config = load_config(str(CONFIG), [f"log_dir={tmp_path / 'run'}", *SHORT, "train.max_env_steps=1500"])
+    config = example_config(tmp_path / "run", *SHORT, "train.max_env_steps=1500")
     result = Trainer(config, progress=False, stream=stream).run()
     lines = stream.getvalue().splitlines()
     assert result["checkpoint"] is not None and result["evaluations"] >= 2

@@ -11,20 +11,19 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
+from test_trainer_result import A2C_CARTPOLE, FAR_FROM_TARGET, example_config
 
 from parl.experiment.config.build import make_agent, task_settings
-from parl.experiment.config.robot_config import RobotConfig, load_config
+from parl.experiment.config.robot_config import RobotConfig
 from parl.experiment.train.checkpoints import CheckpointManager, best_checkpoints
 from parl.experiment.train.run_counters import MAX_COUNT, check_run_counters
 from parl.experiment.train.trainer import Trainer
 from parl.serving.checkpoint_format import CheckpointError
 
-CONFIG = Path(__file__).resolve().parent.parent / "examples" / "configs" / "a2c_cartpole.yaml"
 #: Two agents, checkpoints at about 400, 800 and 1200 env steps, a best checkpoint from one evaluation.
 RUN = (
-    "seed=7",
+    *FAR_FROM_TARGET,
     "agents=2",
-    "train.target_return=1e9",
     "checkpoint.every_steps=400",
     "evaluation.every_steps=600",
     "evaluation.episodes=1",
@@ -33,7 +32,7 @@ RUN = (
 
 
 def config_of(run: Path, max_env_steps: int = 1200) -> RobotConfig:
-    return load_config(str(CONFIG), [f"log_dir={run}", *RUN, f"train.max_env_steps={max_env_steps}"])
+    return example_config(run, *RUN, f"train.max_env_steps={max_env_steps}")
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +146,7 @@ def test_when_every_checkpoint_has_damaged_counters_resuming_is_one_line(run, ca
 
     for checkpoint in checkpoints_of(run):
         change_robot(checkpoint, _set("episodes", value=-1))
-    status = main(["train", str(CONFIG), "-o", f"log_dir={run}", *sum((["-o", o] for o in RUN), []), "--resume"])
+    status = main(["train", str(A2C_CARTPOLE), "-o", f"log_dir={run}", *sum((["-o", o] for o in RUN), []), "--resume"])
     err = capsys.readouterr().err
     assert status == 1 and "Traceback" not in err
     final = [line for line in err.splitlines() if line.startswith("parl train:")]

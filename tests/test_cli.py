@@ -21,34 +21,19 @@ from parl.experiment.config.build import task_settings
 from parl.experiment.config.robot_config import load_config
 from parl.experiment.train.checkpoints import CheckpointManager
 from parl.experiment.train.trainer import Trainer
+from parl.testing import robots
 
 REPO = Path(__file__).resolve().parents[1]
 
 SMALL = {
-    "seed": 0,
-    "agents": 2,
-    "env": {"id": "CartPole-v1"},
-    "agent": {"class": "parl.utils.GymAgent"},
-    "tasks": {
-        "RL": {
-            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [32]},
-            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 2e-3},
-            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 16},
-        }
-    },
-    "train": {"max_env_steps": 3000},
+    **robots.cartpole_a2c_config(hidden_sizes=(32,), learning_rate=2e-3, sample_interval=16, max_env_steps=3000),
     "evaluation": {"every_steps": 1000, "episodes": 2},
     "checkpoint": {"every_steps": 1000, "keep": 2},
 }
 
 
 def write_config(tmp_path: Path, changes: Dict[str, object], name: str = "small") -> Path:
-    data = json.loads(json.dumps(SMALL))
-    data.update(changes)
-    data.setdefault("log_dir", str(tmp_path / "runs" / name))
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return path
+    return robots.write_config(tmp_path / f"{name}.yaml", SMALL, changes, log_dir=tmp_path / "runs" / name)
 
 
 def metric_rows(log_dir: str) -> List[Dict[str, object]]:
@@ -98,10 +83,9 @@ def test_train_writes_config_metrics_and_checkpoints_then_eval_and_plot_read_the
 
 
 def test_a_config_error_is_one_line_and_exit_status_2(tmp_path, capsys) -> None:
-    bad = json.loads(json.dumps(SMALL))
-    bad["tasks"]["RL"]["algorithm"]["gamma"] = 1.5
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(bad), encoding="utf-8")
+    tasks = json.loads(json.dumps(SMALL["tasks"]))
+    tasks["RL"]["algorithm"]["gamma"] = 1.5
+    path = write_config(tmp_path, {"tasks": tasks}, name="bad")
     assert main(["train", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "tasks.RL.algorithm.gamma" in err and "1.5" in err

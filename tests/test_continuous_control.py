@@ -15,6 +15,7 @@ import paddle
 import pytest
 
 import parl
+from parl.algorithms.actor_critic_q import ActorCriticQ
 from parl.algorithms.ddpg import DDPG
 from parl.algorithms.sac import SAC
 from parl.algorithms.td3 import TD3
@@ -439,3 +440,35 @@ def test_targets_start_as_copies_and_an_untrained_task_hands_over_complete_weigh
 def test_bad_settings_raise_naming_the_setting(make, message) -> None:
     with pytest.raises(ValueError, match=message):
         make()
+
+
+class _ArgumentsDDPG(DDPG):
+    """A subclass written when ActorCriticQ took the model class and the actor's target as arguments."""
+
+    model_class = GaussianActorCritic  # replaced by the argument below, as before
+
+    def __init__(self, model_func) -> None:
+        ActorCriticQ.__init__(
+            self,
+            model_func,
+            model_class=DeterministicActorCritic,
+            gamma=GAMMA,
+            tau=0.005,
+            target_actor=True,
+            target_update_interval=1,
+            learning_rate=1e-3,
+            grad_clip=None,
+        )
+
+
+def test_the_model_class_and_target_actor_arguments_still_work_with_a_deprecation_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="class attributes"):
+        old = _ArgumentsDDPG(deterministic_model(1, (8,)))
+    assert old.model_class is DeterministicActorCritic and old.target_actor is True
+    new = DDPG(deterministic_model(1, (8,)), gamma=GAMMA)
+    new.model.set_weights(old.model.get_weights())
+    new.target_model.set_weights(old.target_model.get_weights())
+    old_costs, new_costs = call_learn(old), call_learn(new)
+    assert sorted(old_costs) == sorted(new_costs) and "actor_loss" in new_costs
+    for name in new_costs:
+        np.testing.assert_array_equal(old_costs[name].numpy(), new_costs[name].numpy(), err_msg=name)

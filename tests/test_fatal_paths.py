@@ -17,40 +17,20 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import gymnasium
 import numpy as np
 import pytest
-import yaml
 
 import parl.experiment.train.trainer as trainer_module
 from parl.experiment.cli.commands import main
 from parl.experiment.config.callbacks import Callback, Callbacks
 from parl.experiment.train.run_log import LOG_FILE
 from parl.runtime.manager import Manager, StopTimeoutError
+from parl.testing.robots import cartpole_a2c_config, write_config
 
-CONFIG: Dict[str, object] = {
-    "seed": 0,
-    "agents": 2,
-    "env": {"id": "CartPole-v1"},
-    "agent": {"class": "parl.utils.GymAgent"},
-    "tasks": {
-        "RL": {
-            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [8]},
-            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 1e-3},
-            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 8},
-        }
-    },
-    "train": {"max_env_steps": 200_000},
-    "evaluation": {"every_steps": None, "episodes": 1},
-    "checkpoint": {"every_steps": None, "every_minutes": None},
-    "python_path": [str(Path(__file__).resolve().parent)],
-}
+CONFIG = {**cartpole_a2c_config(), "python_path": [str(Path(__file__).resolve().parent)]}
 
 
 def train(tmp_path: Path, capsys: pytest.CaptureFixture, changes: Mapping[str, object]) -> Tuple[int, Dict, List[str]]:
     """``parl train`` on CONFIG with ``changes``: (exit status, result.json, stderr's lines)."""
-    data = json.loads(json.dumps(CONFIG))
-    data.update(changes)
-    data["log_dir"] = str(tmp_path / "run")
-    path = tmp_path / "robot.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    path = write_config(tmp_path / "robot.yaml", CONFIG, changes, log_dir=tmp_path / "run")
     status = main(["train", str(path), "--quiet"])
     _, err = capsys.readouterr()
     result = json.loads((tmp_path / "run" / "result.json").read_text(encoding="utf-8"))

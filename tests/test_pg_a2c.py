@@ -20,17 +20,12 @@ from parl.layers.optimizer import Adam, RMSProp
 from parl.models import LSTMActorCritic, MLPActorCritic
 from parl.utils import GymAgent
 
-from toys import columns_batch, simple_batch
+from toys import LINEAR_WEIGHTS, columns_batch, linear_actor_critic, log_softmax, simple_batch
 
 GAMMA = 0.9
 LENGTHS = [4, 3, 5]  # three segments, 12 rows
 N = sum(LENGTHS)
-WEIGHTS = {
-    "logits.w": np.array([[0.3, -0.2], [0.1, 0.4]], np.float32),
-    "logits.b": np.array([0.0, 0.1], np.float32),
-    "critic.w": np.array([[0.5], [-0.3]], np.float32),
-    "critic.b": np.array([0.2], np.float32),
-}
+WEIGHTS = LINEAR_WEIGHTS
 
 
 def make_batch(ends_at_last_row: Sequence[float], seed: int = 0) -> Dict[str, np.ndarray]:
@@ -52,11 +47,6 @@ def make_batch(ends_at_last_row: Sequence[float], seed: int = 0) -> Dict[str, np
 
 
 # -- numpy reference ----------------------------------------------------------------------
-
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
 def value_of(obs: np.ndarray) -> np.ndarray:
@@ -115,12 +105,8 @@ def reference_costs(
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def linear_model() -> MLPActorCritic:
-    return MLPActorCritic(obs_dim=2, num_actions=2, hidden_sizes=())
-
-
 def known(algorithm_class, **options):
-    algorithm = algorithm_class(linear_model, gamma=GAMMA, **options)
+    algorithm = algorithm_class(linear_actor_critic, gamma=GAMMA, **options)
     algorithm.model.set_weights(WEIGHTS)
     return algorithm
 
@@ -183,7 +169,7 @@ def test_policy_gradient_gradients_are_reinforce_plus_the_baseline_regression() 
 
 def test_a_policy_gradient_step_makes_actions_with_positive_advantage_likelier() -> None:
     parl.seed_everything(0)
-    task = parl.ComputationTask("RL", PolicyGradient(linear_model, gamma=GAMMA, learning_rate=0.05))
+    task = parl.ComputationTask("RL", PolicyGradient(linear_actor_critic, gamma=GAMMA, learning_rate=0.05))
     obs = np.tile(np.array([[1.0, -1.0]], np.float32), (4, 1))
     # One episode: action 1 is followed by reward, action 0 is not; the baseline (normalized) splits them.
     batch = parl.Transition(
@@ -229,17 +215,17 @@ def test_a2c_with_lambda_one_is_policy_gradient_on_the_same_segments() -> None:
 
 def test_a2c_optimizer_is_rmsprop_by_default_or_adam_and_clips() -> None:
     params = linear_model_params()
-    rmsprop = A2C(linear_model).make_optimizer(params)
+    rmsprop = A2C(linear_actor_critic).make_optimizer(params)
     assert type(rmsprop) is RMSProp and rmsprop.grad_clip == 0.5 and rmsprop.alpha == 0.99
     assert rmsprop.epsilon == 1e-5 and rmsprop.get_lr() == pytest.approx(7e-4)
-    custom = A2C(linear_model, rmsprop_alpha=0.9, rmsprop_epsilon=1e-3, grad_clip=None).make_optimizer(params)
+    custom = A2C(linear_actor_critic, rmsprop_alpha=0.9, rmsprop_epsilon=1e-3, grad_clip=None).make_optimizer(params)
     assert custom.alpha == 0.9 and custom.epsilon == 1e-3 and custom.grad_clip is None
-    adam = A2C(linear_model, optimizer="adam", learning_rate=1e-3, grad_clip=2.0).make_optimizer(params)
+    adam = A2C(linear_actor_critic, optimizer="adam", learning_rate=1e-3, grad_clip=2.0).make_optimizer(params)
     assert type(adam) is Adam and adam.grad_clip == 2.0 and adam.get_lr() == pytest.approx(1e-3)
 
 
 def linear_model_params() -> List[paddle.Tensor]:
-    model = linear_model()
+    model = linear_actor_critic()
     model.step({"obs": paddle.zeros([1, 2])}, {})
     return model.parameters()
 
@@ -400,13 +386,13 @@ def test_lstm_memory_flows_from_acting_into_the_segments_sent_for_learning() -> 
 )
 def test_bad_options_raise_naming_them(algorithm_class, option, value) -> None:
     with pytest.raises(ValueError, match=f"{option}.*{value!r}"):
-        algorithm_class(linear_model, **{option: value})
+        algorithm_class(linear_actor_critic, **{option: value})
 
 
 @pytest.mark.parametrize("algorithm_class", [PolicyGradient, A2C])
 def test_unknown_options_and_models_without_an_actor_critic_raise(algorithm_class) -> None:
     with pytest.raises(ValueError, match="lambda_"):
-        algorithm_class(linear_model, lambda_=0.9)
+        algorithm_class(linear_actor_critic, lambda_=0.9)
     from parl.models import MLPQModel
 
     with pytest.raises(ValueError, match="ActorCriticModel.*MLPQModel"):

@@ -20,18 +20,13 @@ import parl
 from parl.algorithms.ppo import PPO
 from parl.models import LSTMActorCritic, MLPActorCritic
 
-from toys import columns_batch
+from toys import LINEAR_WEIGHTS, columns_batch, linear_actor_critic, linear_forward
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 GAMMA, LAM, CLIP = 0.9, 0.8, 0.2
 LENGTHS = [4, 3, 5]  # three segments of 12 rows
 N = sum(LENGTHS)
-START = {
-    "logits.w": np.array([[0.3, -0.2], [0.1, 0.4]], np.float32),
-    "logits.b": np.array([0.0, 0.1], np.float32),
-    "critic.w": np.array([[0.5], [-0.3]], np.float32),
-    "critic.b": np.array([0.2], np.float32),
-}
+START = LINEAR_WEIGHTS
 # Far enough from START that some ratios leave [1 - CLIP, 1 + CLIP] on both sides.
 MOVED = {
     "logits.w": np.array([[1.5, -1.0], [-0.8, 1.2]], np.float32),
@@ -57,16 +52,6 @@ def make_batch(seed: int = 0) -> Dict[str, np.ndarray]:
 # -- numpy reference ----------------------------------------------------------------------
 
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-
-
-def forward(weights: Dict[str, np.ndarray], obs: np.ndarray):
-    logp = log_softmax(obs.astype(np.float64) @ weights["logits.w"] + weights["logits.b"])
-    return logp, obs.astype(np.float64) @ weights["critic.w"] + weights["critic.b"]
-
-
 def gae(r, v, nv, end, lengths: Sequence[int]) -> np.ndarray:
     """Row-by-row GAE(LAM), restarting at each segment."""
     adv, start = np.zeros(len(r)), 0
@@ -82,14 +67,14 @@ def gae(r, v, nv, end, lengths: Sequence[int]) -> np.ndarray:
 
 def expected_costs(batch, old, new, *, normalize: bool, value_clip=None, clip: float = CLIP) -> Dict[str, float]:
     """Costs of one step on the whole batch: frozen quantities from ``old``, the step's from ``new``."""
-    old_logp, old_v = forward(old, batch["obs"])
-    _, next_v = forward(old, batch["next_obs"])
+    old_logp, old_v = linear_forward(old, batch["obs"])
+    _, next_v = linear_forward(old, batch["next_obs"])
     a = batch["action"]
     adv = gae(batch["reward"][:, 0], old_v[:, 0], next_v[:, 0], batch["end"][:, 0], LENGTHS)
     returns = adv + old_v[:, 0]
     if normalize:
         adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
-    logp, v = forward(new, batch["obs"])
+    logp, v = linear_forward(new, batch["obs"])
     log_ratio = np.take_along_axis(logp, a, 1)[:, 0] - np.take_along_axis(old_logp, a, 1)[:, 0]
     ratio = np.exp(log_ratio)
     policy_loss = -np.mean(np.minimum(ratio * adv, np.clip(ratio, 1 - clip, 1 + clip) * adv))
@@ -113,7 +98,7 @@ def expected_costs(batch, old, new, *, normalize: bool, value_clip=None, clip: f
 
 def make_ppo(**kwargs) -> PPO:
     options = dict(gamma=GAMMA, gae_lambda=LAM, clip_range=CLIP, epochs=2, num_minibatches=1)
-    ppo = PPO(lambda: MLPActorCritic(obs_dim=2, num_actions=2, hidden_sizes=()), **{**options, **kwargs})
+    ppo = PPO(linear_actor_critic, **{**options, **kwargs})
     ppo.model.step({"obs": paddle.zeros([1, 2])}, {})  # builds the layers
     ppo.model.set_weights(START)
     return ppo
@@ -137,8 +122,8 @@ def assert_costs(got: Dict[str, float], expected: Dict[str, float]) -> None:
 def test_the_moved_weights_clip_ratios_on_both_sides() -> None:
     """Guards the test data: after the move, ratios leave the clip range above and below."""
     batch = make_batch()
-    old_logp, _ = forward(START, batch["obs"])
-    new_logp, _ = forward(MOVED, batch["obs"])
+    old_logp, _ = linear_forward(START, batch["obs"])
+    new_logp, _ = linear_forward(MOVED, batch["obs"])
     a = batch["action"]
     ratio = np.exp(np.take_along_axis(new_logp, a, 1) - np.take_along_axis(old_logp, a, 1))
     assert (ratio > 1 + CLIP).any() and (ratio < 1 - CLIP).any() and (np.abs(ratio - 1) <= CLIP).any()
@@ -179,8 +164,8 @@ def positive_advantage_batch() -> Dict[str, np.ndarray]:
     batch["action"][:] = 0
     batch["reward"][:] = 5.0
     batch["end"][:] = 0.0
-    _, old_v = forward(START, batch["obs"])
-    _, next_v = forward(START, batch["next_obs"])
+    _, old_v = linear_forward(START, batch["obs"])
+    _, next_v = linear_forward(START, batch["next_obs"])
     assert (gae(batch["reward"][:, 0], old_v[:, 0], next_v[:, 0], batch["end"][:, 0], LENGTHS) > 0).all()
     return batch
 
@@ -230,8 +215,8 @@ def test_advantage_normalization_scope(normalization: str) -> None:
     ppo = make_ppo(num_minibatches=3, epochs=2, advantage_normalization=normalization)
     losses = [float(c["policy_loss"]) for c in learn_steps(ppo, batch)]
     assert len(losses) == 6
-    old_logp, old_v = forward(START, batch["obs"])
-    _, next_v = forward(START, batch["next_obs"])
+    old_logp, old_v = linear_forward(START, batch["obs"])
+    _, next_v = linear_forward(START, batch["next_obs"])
     adv = gae(batch["reward"][:, 0], old_v[:, 0], next_v[:, 0], batch["end"][:, 0], LENGTHS)
     for epoch in (losses[:3], losses[3:]):
         if normalization == "minibatch":

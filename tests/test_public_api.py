@@ -61,7 +61,7 @@ MODULE_PATHS = [row[0] for row in rows(section("Module paths"))]
 COMMANDS = [row[0] for row in rows(section("The `parl` command"))]
 DEPRECATED = [tuple(row) for row in rows(section("Deprecated names"))]
 #: Deprecated forms that are not a module path or a module attribute: how each is checked below.
-CALL_FORMS = ("ExpReplayHelper(sample_interval=k)", "Algorithm.learn(")
+CALL_FORMS = ("ExpReplayHelper(sample_interval=k)", "Algorithm.learn(", "ActorCriticQ(")
 
 
 # -- what is public -------------------------------------------------------------------------------
@@ -292,3 +292,33 @@ def test_a_learn_with_options_of_its_own_is_left_as_it_is() -> None:
 
     with_options = type("WithOptions", (parl.Algorithm,), {"learn": learn})
     assert with_options.learn is learn  # no wrapper: its option still reaches it
+
+
+def test_actor_critic_q_s_old_arguments_still_set_what_its_class_attributes_say() -> None:
+    from parl.algorithms import DDPG
+    from parl.algorithms.actor_critic_q import NEW_ATTRIBUTES, OLD_ARGUMENTS, ActorCriticQ
+    from parl.models.continuous import DeterministicActorCritic, GaussianActorCritic
+
+    class OldArgumentsDDPG(DDPG):
+        model_class = GaussianActorCritic  # the arguments below set the object's own
+
+        def __init__(self, model_func: Callable[[], parl.Model]) -> None:
+            ActorCriticQ.__init__(
+                self,
+                model_func,
+                model_class=DeterministicActorCritic,
+                target_actor=True,
+                gamma=0.99,
+                tau=0.005,
+                target_update_interval=1,
+                learning_rate=1e-3,
+                grad_clip=None,
+            )
+
+    def model() -> parl.Model:
+        return DeterministicActorCritic(obs_dim=3, action_dim=1, num_critics=1, hidden_sizes=(8,))
+
+    algorithm, caught = deprecations(lambda: OldArgumentsDDPG(model))
+    assert (OLD_ARGUMENTS, NEW_ATTRIBUTES) in {(old, new) for old, new, _, _ in DEPRECATED}
+    assert_warned(caught, OLD_ARGUMENTS, NEW_ATTRIBUTES)
+    assert algorithm.model_class is DeterministicActorCritic and algorithm.target_actor is True

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -28,7 +28,20 @@ from parl.runtime.ray.broadcast import Broadcaster, writable_weights
 from parl.runtime.ray.replay import Allowance, ReplayLearner, ReplaySettings, ReplayShard
 from parl.serving.transforms import InputNormalizer
 
-from toys import WAIT, CountEnv, IdReportingAgent, ReportingEchoAgent, echo_algorithm_func, replay_sample, wait_for
+from toys import (
+    WAIT,
+    CountEnv,
+    IdReportingAgent,
+    ReportingEchoAgent,
+    echo_algorithm_func,
+    replay_sample,
+    running,
+    wait_for,
+)
+
+if TYPE_CHECKING:
+    from parl.experiment.config.robot_config import RobotConfig
+    from parl.experiment.evaluation.remote import RayEvaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -180,31 +193,38 @@ def test_the_learner_earns_updates_as_a_helper_does_and_lets_writers_lead_by_a_b
 # -- on the cluster ------------------------------------------------------------------------------
 
 
-def ray_manager(agents: int, games: int, length: int = 4, **options: object) -> parl.Manager:
+def ray_manager(
+    agents: int,
+    games: int,
+    length: int = 4,
+    *,
+    task: Optional[parl.TaskSettings] = None,
+    helper: Callable[[int], parl.AgentHelper] = lambda code: parl.OnPolicyHelper(),
+    **options: object,
+) -> parl.Manager:
+    """A robot on Ray (two workers) of ``agents`` echo agents playing ``games`` CountEnv episodes of ``length``
+    steps, agent ``code`` with ``helper(code)``; ``task`` (default: the echo algorithm's) is task "T", and
+    ``options`` are the RayOptions."""
     manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func())},
+        {"T": task or parl.TaskSettings(echo_algorithm_func())},
         placement="ray",
         workers=2,
         ray=parl.RayOptions(**options),
         thread_placement="os",
     )
     for code in range(agents):
-        manager.add_agent(
-            ReportingEchoAgent(CountEnv(code, length=length), num_games=games), {"T": parl.OnPolicyHelper()}
-        )
+        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=length), num_games=games), {"T": helper(code)})
     return manager
 
 
+def replay_helper(code: int) -> parl.ExpReplayHelper:
+    """Agent ``code``'s helper in the robots whose replay lives in Ray's shards."""
+    return parl.ExpReplayHelper(capacity=200, batch_size=8, warmup_steps=5, updates_per_step=0.5, seed=code)
+
+
 def test_every_on_policy_update_is_broadcast_and_synchronous_segments_are_never_stale(ray_cluster) -> None:
-    manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func(), min_batchsize=4, max_batchsize=4, training_timeout=30.0)},
-        placement="ray",
-        workers=2,
-        ray=parl.RayOptions(max_staleness=0),
-        thread_placement="os",
-    )
-    for code in range(4):
-        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=4), num_games=3), {"T": parl.OnPolicyHelper()})
+    task = parl.TaskSettings(echo_algorithm_func(), min_batchsize=4, max_batchsize=4, training_timeout=30.0)
+    manager = ray_manager(agents=4, games=3, task=task, max_staleness=0)
     manager.start()
     episodes = manager.join(timeout=WAIT * 6)
     runner = manager.runner
@@ -261,16 +281,7 @@ def test_stale_segments_are_dropped_when_max_staleness_says_so(ray_cluster) -> N
 
 
 def test_distributed_replay_learns_from_the_shards_and_the_helpers_send_no_batch(ray_cluster) -> None:
-    manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func())},
-        placement="ray",
-        workers=2,
-        ray=parl.RayOptions(replay_shards=2, broadcast_interval=2),
-        thread_placement="os",
-    )
-    for code in range(4):
-        helper = parl.ExpReplayHelper(capacity=200, batch_size=8, warmup_steps=5, updates_per_step=0.5, seed=code)
-        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=10), num_games=3), {"T": helper})
+    manager = ray_manager(agents=4, games=3, length=10, helper=replay_helper, replay_shards=2, broadcast_interval=2)
     manager.start()
     episodes = manager.join(timeout=WAIT * 6)
     assert manager.errors == [] and len(episodes) == 12
@@ -281,18 +292,28 @@ def test_distributed_replay_learns_from_the_shards_and_the_helpers_send_no_batch
     assert codes <= set(range(4)) and len(codes) >= 2  # rows of the agents, from both workers' shards
 
 
-def test_the_evaluation_actor_plays_what_the_driver_would(ray_cluster, tmp_path: Path) -> None:
-    from parl.experiment.config.build import make_agent, task_settings
+def ppo_cartpole_evaluation(
+    log_dir: Path,
+) -> Tuple["RobotConfig", Dict[str, parl.ComputationTask], Dict[str, dict], "RayEvaluation"]:
+    """examples/configs/ppo_cartpole.yaml's config, its tasks (layers built), their weights, and a RayEvaluation
+    of it (the caller closes it)."""
+    from parl.experiment.config.build import task_settings
     from parl.experiment.config.robot_config import load_config
-    from parl.experiment.evaluation.agents import evaluate_agents
     from parl.experiment.evaluation.remote import RayEvaluation
 
-    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
+    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={log_dir}"])
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
     for task in tasks.values():
         task.build_layers()
     weights = {name: task.algorithm_weights() for name, task in tasks.items()}
-    evaluation = RayEvaluation(config)
+    return config, tasks, weights, RayEvaluation(config)
+
+
+def test_the_evaluation_actor_plays_what_the_driver_would(ray_cluster, tmp_path: Path) -> None:
+    from parl.experiment.config.build import make_agent
+    from parl.experiment.evaluation.agents import evaluate_agents
+
+    config, tasks, weights, evaluation = ppo_cartpole_evaluation(tmp_path)
     try:
         remote = evaluation.play(weights, 3, 1000)
     finally:
@@ -449,7 +470,7 @@ def test_ctrl_c_writes_the_final_checkpoint_and_leaves_no_ray_process_of_the_run
     assert result["stop_reason"] == "signal SIGINT" and result["checkpoint"] is not None
     assert Path(result["checkpoint"]).is_dir()
     time.sleep(0.5)
-    assert [pid for pid in started if _alive(pid)] == []
+    assert [pid for pid in started if running(pid)] == []
 
 
 def _command_of(pid: int) -> str:
@@ -460,27 +481,10 @@ def _command_of(pid: int) -> str:
         return ""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_lost_replay_shard_is_started_again_its_rows_counted_lost_and_the_run_goes_on(ray_cluster) -> None:
     import ray
 
-    manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func())},
-        placement="ray",
-        workers=2,
-        ray=parl.RayOptions(replay_shards=2, broadcast_interval=2),
-        thread_placement="os",
-    )
-    for code in range(4):
-        helper = parl.ExpReplayHelper(capacity=200, batch_size=8, warmup_steps=5, updates_per_step=0.5, seed=code)
-        manager.add_agent(ReportingEchoAgent(CountEnv(code, length=10), num_games=400), {"T": helper})
+    manager = ray_manager(agents=4, games=400, length=10, helper=replay_helper, replay_shards=2, broadcast_interval=2)
     try:
         manager.start()
         runner = manager.runner
@@ -503,17 +507,9 @@ def test_a_lost_evaluation_actor_is_started_again_and_one_lost_for_good_leaves_e
 ) -> None:
     import ray
 
-    from parl.experiment.config.build import task_settings
-    from parl.experiment.config.robot_config import load_config
-    from parl.experiment.evaluation.remote import RayEvaluation
     from parl.experiment.train.trainer import Trainer
 
-    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
-    tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
-    for task in tasks.values():
-        task.build_layers()
-    weights = {name: task.algorithm_weights() for name, task in tasks.items()}
-    evaluation = RayEvaluation(config)
+    config, tasks, weights, evaluation = ppo_cartpole_evaluation(tmp_path)
     try:
         first = evaluation.play(weights, 2, 1000)
         ray.kill(evaluation._actor, no_restart=False)
@@ -637,6 +633,15 @@ def test_the_sessions_local_cluster_listens_on_loopback_only(ray_cluster) -> Non
     assert hosts and [host for host in hosts if not _loopback(host)] == []
 
 
+def run_without_parls_environment(code: str) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh Python at the repository's root, without the environment parl sets for Ray;
+    asserts that it succeeds."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environment() -> None:
     code = (
         "import ray\n"
@@ -644,9 +649,7 @@ def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environm
         "try:\n    start_local_cluster(1)\nexcept NotLoopbackError as exc:\n    print(exc)\n"
         "else:\n    raise SystemExit('a cluster started')\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_without_parls_environment(code)
     assert "import ray through parl" in done.stdout
 
 
@@ -659,6 +662,4 @@ def test_the_ray_scaling_benchmark_imports_ray_through_parl() -> None:
         "from ray._private import ray_constants\n"
         "assert not ray_constants.ENABLE_RAY_CLUSTER, 'ray imported without parl environment: nodes on the network'\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_without_parls_environment(code)

@@ -25,6 +25,7 @@ from parl.experiment.runs.plot import evaluation_kinds, mean_band, plot_curves, 
 from parl.experiment.runs.seed_runs import parse_seeds, seed_command
 from parl.experiment.runs.statistics import bootstrap_interval, interquartile_mean, mean
 from parl.experiment.train.metrics import MetricsWriter
+from parl.testing.watching import running
 
 
 @pytest.mark.parametrize(
@@ -258,14 +259,6 @@ sys.exit(main(["train", config, "--seeds", seeds, "--jobs", jobs, "--quiet"]))
 '''
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.parametrize("signum, jobs", [(signal.SIGINT, 1), (signal.SIGTERM, 2)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_reaches_the_runs_going_on_and_no_other_starts(tmp_path, signum: int, jobs: int) -> None:
     config = write_config(tmp_path, {})
@@ -302,4 +295,4 @@ def test_a_signal_reaches_the_runs_going_on_and_no_other_starts(tmp_path, signum
     for seed in not_started:
         assert f"{seed:>6}  not started" in out
         assert not (log_dir / f"seed_{seed}").exists()
-    assert not [p for p in pids if _alive(int(p.read_text()))]  # each run ended on the one signal it got
+    assert not [p for p in pids if running(int(p.read_text()))]  # each run ended on the one signal it got

@@ -13,13 +13,13 @@ from typing import Any, Dict, Iterator, Optional
 
 import gymnasium
 import pytest
-import yaml
 
 import parl
 from parl.experiment.cli.commands import EXIT_STUCK, load_trained_tasks, main
 from parl.experiment.config.robot_config import load_config
 from parl.experiment.train import trainer as trainer_module
 from parl.runtime.watchdog import StuckAgent, describe_stuck
+from parl.testing.robots import cartpole_a2c_config, write_config
 
 from toys import WAIT, CountEnv, EchoAgent, FileEvent, echo_algorithm_func, wait_for
 
@@ -132,19 +132,9 @@ class StuckCartPole(gymnasium.Wrapper):
 
 
 CONFIG = {
-    "seed": 0,
-    "agents": 2,  # agent i resets its first episode with seed i
+    **cartpole_a2c_config(hidden_sizes=(16,), learning_rate=2e-3, sample_interval=4, max_env_steps=10_000_000),
+    # the two agents reset their first episodes with seeds 0 and 1: agent STUCK_ID meets the stuck seed
     "env": {"factory": f"{__name__}.StuckCartPole", "kwargs": {"stuck_seed": STUCK_ID}},
-    "agent": {"class": "parl.utils.GymAgent"},
-    "tasks": {
-        "RL": {
-            "model": {"class": "parl.models.MLPActorCritic", "obs_dim": 4, "num_actions": 2, "hidden_sizes": [16]},
-            "algorithm": {"class": "parl.algorithms.A2C", "gamma": 0.99, "learning_rate": 2e-3},
-            "helper": {"class": "parl.OnPolicyHelper", "sample_interval": 4},
-        }
-    },
-    "train": {"max_env_steps": 10_000_000},
-    "evaluation": {"every_steps": None, "episodes": 1},
     "checkpoint": {"every_steps": None, "every_minutes": None, "keep": 2},
 }
 
@@ -173,11 +163,8 @@ def interrupt_once_stuck(managers: list) -> threading.Thread:
 def test_a_signal_with_an_agent_stuck_writes_the_final_checkpoint_and_names_it(
     tmp_path, monkeypatch, capsys, placement: str
 ) -> None:
-    data = dict(CONFIG, placement=placement, log_dir=str(tmp_path / "run"))
-    if placement == "processes":
-        data["workers"] = 2
-    path = tmp_path / "stuck.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    changes = {"placement": placement, "workers": 2} if placement == "processes" else {"placement": placement}
+    path = write_config(tmp_path / "stuck.yaml", CONFIG, changes, log_dir=tmp_path / "run")
     managers: list = []
     build = trainer_module.build_manager
     monkeypatch.setattr(trainer_module, "build_manager", lambda config: managers.append(build(config)) or managers[-1])

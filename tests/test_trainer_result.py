@@ -13,13 +13,17 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 import pytest
 
-from parl.experiment.config.robot_config import ConfigError, load_config
+from parl.experiment.config.robot_config import ConfigError, RobotConfig, load_config
 from parl.experiment.evaluation.greedy import CONFIRM_FACTOR, final_seed
 from parl.experiment.train import trainer as trainer_module
 from parl.experiment.train.trainer import Trainer
 from parl.serving.computation_task import ComputationTask
 
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
+#: The example robot the end-to-end tests train.
+A2C_CARTPOLE = CONFIGS / "a2c_cartpole.yaml"
+#: Overrides of a seeded run that never reaches its target, so it trains to its step budget.
+FAR_FROM_TARGET = ("seed=7", "train.target_return=1e9")
 RESULT_KEYS = {"seed", "reached", "best_eval", "final_eval", "last_eval", "env_steps", "stop_reason", "updates"}
 
 
@@ -68,14 +72,16 @@ class EvaluationSpy:
         return self.calls[-1]
 
 
+def example_config(log_dir: Path, *overrides: str, name: str = "a2c_cartpole") -> RobotConfig:
+    """examples/configs/``name``.yaml logging to ``log_dir``, with ``overrides`` (``key=value``)."""
+    return load_config(str(CONFIGS / f"{name}.yaml"), [f"log_dir={log_dir}", *overrides])
+
+
 def run(
     tmp_path: Path, *overrides: str, name: str = "a2c_cartpole", made: Optional[List[Trainer]] = None, **options: Any
 ) -> Dict[str, Any]:
     """Train config ``name`` with ``overrides`` (Trainer ``options``); the Trainer is appended to ``made``."""
-    config = load_config(
-        str(CONFIGS / f"{name}.yaml"),
-        [f"log_dir={tmp_path / 'run'}", "seed=7", "evaluation.episodes=2", *overrides],
-    )
+    config = example_config(tmp_path / "run", "seed=7", "evaluation.episodes=2", *overrides, name=name)
     options.setdefault("progress", False)
     trainer = Trainer(config, **options)
     if made is not None:

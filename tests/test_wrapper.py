@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List, Tuple
+from typing import Callable, List, Sequence
 
 import numpy as np
 import pytest
@@ -32,24 +32,50 @@ from toys import (
 )
 
 
-def queue_behind_a_blocked_loop(
-    wrapper, queue, blocking_call, calls: Dict[int, callable]
-) -> Tuple[Sender, List[Sender]]:
-    """Block the loop serving ``queue`` with ``blocking_call``, queue every call of ``calls`` behind it,
-    then open the gate; returns the blocker and the senders of ``calls`` (in order), all finished."""
+def requests_behind_a_blocked_loop(wrapper, request: str, codes: Sequence[int]) -> List[Sender]:
+    """Block the wrapper's prediction loop (``request`` "predict") or training loop ("learn") with such a
+    request of agent 99 held inside the algorithm, queue one request of each agent of ``codes`` behind it,
+    then open the gate; returns the senders of ``codes`` (in order) once all, the blocker's too, have
+    finished without error."""
+
+    def call(code: int, marker: float = 0.0) -> Callable[[], object]:
+        if request == "predict":
+            return lambda: wrapper.communicator(code).predict({"obs": echo_obs(code, 0, marker)}, None)
+        return lambda: wrapper.communicator(code).learn(echo_batch(code, marker=marker))
+
     algorithm = wrapper.task.algorithm
-    puts = count_puts(queue)
-    blocker = Sender(blocking_call, "blocker")
+    puts = count_puts(wrapper.prediction_queue if request == "predict" else wrapper.training_queue)
+    blocker = Sender(call(99, PREDICT_BLOCK if request == "predict" else LEARN_BLOCK), "blocker")
     blocker.start()
     assert algorithm.entered.wait(WAIT)
-    waiting = [Sender(call, str(code)) for code, call in calls.items()]
+    waiting = [Sender(call(code), str(code)) for code in codes]
     for s in waiting:
         s.start()
-    assert acquire_n(puts, len(calls) + 1)
+    assert acquire_n(puts, len(waiting) + 1)
     algorithm.gate.set()
     for s in [blocker] + waiting:
-        assert s.done.wait(WAIT)
-    return blocker, waiting
+        assert s.done.wait(WAIT) and s.error is None, s.error
+    return waiting
+
+
+def queued_learners(wrapper, codes: Sequence[int]) -> List[Sender]:
+    """Started senders, one per agent of ``codes``, each learning one echo batch; returns once all their
+    batches are on the training queue."""
+    puts = count_puts(wrapper.training_queue)
+    learners = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in codes]
+    for s in learners:
+        s.start()
+    assert acquire_n(puts, len(learners))
+    return learners
+
+
+def learner_held_inside_learn(wrapper) -> Sender:
+    """A started sender of agent 9 whose update the algorithm holds (until its gate opens); returns once the
+    training thread is inside ``learn``."""
+    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
+    learner.start()
+    assert wrapper.task.algorithm.entered.wait(WAIT)
+    return learner
 
 
 # -- prediction batches ---------------------------------------------------------
@@ -58,13 +84,7 @@ def queue_behind_a_blocked_loop(
 def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> None:
     wrapper = make_wrapper(max_batchsize=3)
     algorithm = wrapper.task.algorithm
-    blocker, waiting = queue_behind_a_blocked_loop(
-        wrapper,
-        wrapper.prediction_queue,
-        lambda: wrapper.communicator(99).predict({"obs": echo_obs(99, 0, PREDICT_BLOCK)}, None),
-        {c: (lambda c=c: wrapper.communicator(c).predict({"obs": echo_obs(c, 0)}, None)) for c in range(7)},
-    )
-    assert all(s.error is None for s in [blocker] + waiting)
+    waiting = requests_behind_a_blocked_loop(wrapper, "predict", range(7))
     assert [len(b) for b in algorithm.prediction_batches] == [1, 3, 3, 1]
     assert all(int(s.result[0]["action"][0]) == 1000 * c for c, s in enumerate(waiting))
 
@@ -75,11 +95,7 @@ def test_a_full_prediction_batch_is_capped_by_max_batchsize(make_wrapper) -> Non
 def test_learn_waits_for_min_batchsize_agents(make_wrapper) -> None:
     wrapper = make_wrapper(min_batchsize=3, training_timeout=60.0)
     algorithm = wrapper.task.algorithm
-    puts = count_puts(wrapper.training_queue)
-    first = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in (0, 1)]
-    for s in first:
-        s.start()
-    assert acquire_n(puts, 2)
+    first = queued_learners(wrapper, (0, 1))
     # Two agents' batches are queued; with min_batchsize=3 nobody may be trained yet.
     assert not first[0].done.wait(0.3)
     assert algorithm.learn_batches == []
@@ -99,10 +115,7 @@ def test_an_update_waits_for_no_more_agents_than_can_send_as_the_placement_says(
     algorithm = wrapper.task.algorithm
     absent = [0]
     wrapper.limit_batch_wait(lambda: absent[0])
-    puts = count_puts(wrapper.training_queue)
-    first = Sender(lambda: wrapper.communicator(0).learn(echo_batch(0)), "0")
-    first.start()
-    assert acquire_n(puts, 1)
+    (first,) = queued_learners(wrapper, (0,))
     assert not first.done.wait(0.2) and algorithm.learn_batches == []  # none absent: it waits for three
     absent[0] = 2  # two cannot send: the waiting update is read again and learns the one batch at once
     assert first.done.wait(WAIT) and first.error is None and first.result["rows"] == 2.0
@@ -116,13 +129,7 @@ def test_an_update_waits_for_no_more_agents_than_can_send_as_the_placement_says(
 def test_max_training_batchsize_caps_the_batches_joined_per_update(make_wrapper) -> None:
     wrapper = make_wrapper(max_training_batchsize=2)
     algorithm = wrapper.task.algorithm
-    blocker, queued = queue_behind_a_blocked_loop(
-        wrapper,
-        wrapper.training_queue,
-        lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)),
-        {c: (lambda c=c: wrapper.communicator(c).learn(echo_batch(c))) for c in (0, 1, 2)},
-    )
-    assert all(s.error is None for s in [blocker] + queued)
+    requests_behind_a_blocked_loop(wrapper, "learn", (0, 1, 2))
     joined = [senders(b) for b in algorithm.learn_batches[1:]]
     assert sorted(len(j) for j in joined) == [1, 2]  # three waiting batches: one update of two, one of one
     assert sorted(c for j in joined for c in j) == [0, 1, 2]
@@ -155,11 +162,7 @@ def test_drain_learns_the_queued_batches_without_waiting_for_min_batchsize(make_
     # a long training_timeout): drain learns them at once, and stop then fails nothing.
     wrapper = make_wrapper(min_batchsize=3, training_timeout=60.0)
     algorithm = wrapper.task.algorithm
-    puts = count_puts(wrapper.training_queue)
-    waiting = [Sender(lambda c=c: wrapper.communicator(c).learn(echo_batch(c)), str(c)) for c in (0, 1)]
-    for s in waiting:
-        s.start()
-    assert acquire_n(puts, 2)
+    waiting = queued_learners(wrapper, (0, 1))
     assert not waiting[0].done.wait(0.2) and algorithm.learn_batches == []
     start = time.monotonic()
     assert wrapper.drain(timeout=WAIT)
@@ -179,9 +182,7 @@ def test_drain_learns_the_queued_batches_without_waiting_for_min_batchsize(make_
 def test_drain_waits_for_the_update_under_way_and_gives_up_at_its_timeout(make_wrapper) -> None:
     wrapper = make_wrapper()
     algorithm = wrapper.task.algorithm
-    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
-    learner.start()
-    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    learner = learner_held_inside_learn(wrapper)
     start = time.monotonic()
     assert not wrapper.drain(timeout=0.2)  # the update has not ended: not drained
     assert 0.2 <= time.monotonic() - start < WAIT
@@ -195,10 +196,7 @@ def test_drain_waits_for_the_update_under_way_and_gives_up_at_its_timeout(make_w
 
 def test_drain_of_a_paused_or_stopped_wrapper_returns_at_once(make_wrapper) -> None:
     wrapper = make_wrapper(min_batchsize=2, training_timeout=60.0)
-    puts = count_puts(wrapper.training_queue)
-    waiting = Sender(lambda: wrapper.communicator(0).learn(echo_batch(0)), "0")
-    waiting.start()
-    assert acquire_n(puts, 1)
+    (waiting,) = queued_learners(wrapper, (0,))
     wrapper.pause()
     start = time.monotonic()
     assert not wrapper.drain(timeout=WAIT)
@@ -243,9 +241,7 @@ def test_stop_waits_past_its_timeout_for_the_update_under_way(make_wrapper) -> N
     # whole and can be saved), not at its timeout with the training thread still inside the task.
     wrapper = make_wrapper()
     algorithm = wrapper.task.algorithm
-    learner = Sender(lambda: wrapper.communicator(9).learn(echo_batch(9, marker=LEARN_BLOCK)), "learner")
-    learner.start()
-    assert algorithm.entered.wait(WAIT)  # the training thread is inside learn
+    learner = learner_held_inside_learn(wrapper)
     stopper = Sender(lambda: wrapper.stop(timeout=0.05), "stopper")
     stopper.start()
     assert learner.done.wait(WAIT) and isinstance(learner.error, parl.core.errors.StoppedError)

@@ -56,6 +56,7 @@ from parl.testing.watching import (  # noqa: F401
     announcing,
     child_pids,
     parl_threads,
+    running,
     settles,
     stays,
     wait_for,
@@ -81,6 +82,32 @@ class TwoLayerModel(parl.Model):
 
     def value(self, x: paddle.Tensor) -> paddle.Tensor:
         return self.head(self.first(x))
+
+
+#: Known weights of :func:`linear_actor_critic`, so tests can recompute its outputs in numpy (:func:`linear_forward`).
+LINEAR_WEIGHTS = {
+    "logits.w": np.array([[0.3, -0.2], [0.1, 0.4]], np.float32),
+    "logits.b": np.array([0.0, 0.1], np.float32),
+    "critic.w": np.array([[0.5], [-0.3]], np.float32),
+    "critic.b": np.array([0.2], np.float32),
+}
+
+
+def linear_actor_critic() -> parl.models.MLPActorCritic:
+    """An actor-critic without hidden layers: 2 observation features, 2 discrete actions."""
+    return parl.models.MLPActorCritic(obs_dim=2, num_actions=2, hidden_sizes=())
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def linear_forward(weights: Dict[str, np.ndarray], obs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """What :func:`linear_actor_critic` with ``weights`` computes, in float64: the actions' log-probabilities
+    ``[B, 2]`` and the values ``[B, 1]``."""
+    logp = log_softmax(obs.astype(np.float64) @ weights["logits.w"] + weights["logits.b"])
+    return logp, obs.astype(np.float64) @ weights["critic.w"] + weights["critic.b"]
 
 
 # -- algorithms ---------------------------------------------------------------

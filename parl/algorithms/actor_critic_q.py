@@ -31,47 +31,61 @@ from parl.core.algorithm import Algorithm
 from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.continuous import ContinuousActorCritic
+from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.validation import check_range
+
+#: The arguments ActorCriticQ took before they were class attributes, and what replaced them (docs/api.md).
+OLD_ARGUMENTS = "ActorCriticQ(model_class=..., target_actor=...)"
+NEW_ATTRIBUTES = "the class attributes ActorCriticQ.model_class and ActorCriticQ.target_actor"
 
 
 class ActorCriticQ(Algorithm):
     """Base of off-policy actor-critic algorithms over a :class:`ContinuousActorCritic` model.
 
     Holds ``target_model``, a second model built by ``model_func``, whose
-    ``critic`` (and ``actor`` when ``target_actor``) start as copies of the
+    ``critic`` (and ``actor`` when :attr:`target_actor`) start as copies of the
     online ones and follow them by Polyak averaging every
     ``target_update_interval`` optimizer updates.
 
     Args:
-        model_class: the model type the subclass needs.
         gamma: discount, in [0, 1].
         tau: fraction of the online weights blended into the targets per sync.
-        target_actor: whether the actor has a target copy (DDPG, TD3) or not (SAC).
         target_update_interval: optimizer updates between target syncs.
+        model_class, target_actor: deprecated (they were arguments before they were class attributes):
+            given, they set the attributes for this object, with a DeprecationWarning.
     """
+
+    #: The model type the subclass needs.
+    model_class: Type[ContinuousActorCritic] = ContinuousActorCritic
+    #: Whether the actor has a target copy (DDPG, TD3) or not (SAC).
+    target_actor: bool = True
 
     def __init__(
         self,
         model_func: Callable[[], Model],
         *,
-        model_class: Type[ContinuousActorCritic],
         gamma: float,
         tau: float,
-        target_actor: bool,
         target_update_interval: int,
         learning_rate: float,
         grad_clip: Optional[float],
+        model_class: Optional[Type[ContinuousActorCritic]] = None,
+        target_actor: Optional[bool] = None,
     ) -> None:
+        if model_class is not None or target_actor is not None:
+            deprecated(OLD_ARGUMENTS, NEW_ATTRIBUTES, DEPRECATED_IN, stacklevel=3)  # at the subclass's call
+            self.model_class = self.model_class if model_class is None else model_class
+            self.target_actor = self.target_actor if target_actor is None else bool(target_actor)
         super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)
-        if not isinstance(self.model, model_class):
+        if not isinstance(self.model, self.model_class):
             raise ValueError(
-                f"{type(self).__name__} needs a parl.models.continuous.{model_class.__name__}, "
+                f"{type(self).__name__} needs a parl.models.continuous.{self.model_class.__name__}, "
                 f"got {type(self.model).__name__}"
             )
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
         self.target_model = model_func()
         pairs = [(self.model.critic, self.target_model.critic)]
-        if target_actor:
+        if self.target_actor:
             pairs.append((self.model.actor, self.target_model.actor))
         self.targets = TargetSync(pairs, tau=tau, interval=target_update_interval)
         for online, target in pairs:  # models are built when made; a checkpoint's targets are set afterwards

@@ -39,6 +39,9 @@ class DDPG(ActorCriticQ):
         grad_clip: global gradient-norm bound over all parameters, or None.
     """
 
+    model_class = DeterministicActorCritic
+    target_actor = True
+
     def __init__(
         self,
         model_func: Callable[[], Model],
@@ -51,10 +54,8 @@ class DDPG(ActorCriticQ):
     ) -> None:
         super().__init__(
             model_func,
-            model_class=DeterministicActorCritic,
             gamma=gamma,
             tau=tau,
-            target_actor=True,
             target_update_interval=target_update_interval,
             learning_rate=learning_rate,
             grad_clip=grad_clip,

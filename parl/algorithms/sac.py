@@ -44,6 +44,9 @@ class SAC(ActorCriticQ):
         grad_clip: global gradient-norm bound over all parameters, or None.
     """
 
+    model_class = GaussianActorCritic
+    target_actor = False
+
     def __init__(
         self,
         model_func: Callable[[], Model],
@@ -59,10 +62,8 @@ class SAC(ActorCriticQ):
     ) -> None:
         super().__init__(
             model_func,
-            model_class=GaussianActorCritic,
             gamma=gamma,
             tau=tau,
-            target_actor=False,
             target_update_interval=target_update_interval,
             learning_rate=learning_rate,
             grad_clip=grad_clip,

@@ -20,9 +20,9 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.counters import read_counter
-from parl.experience.frame_store import FrameStoreSetting, check_frame_store, frame_stack_inputs
+from parl.experience.frame_store import FrameStoreSetting, check_frame_store
 from parl.experience.n_step import NStepAccumulator, copy_transition
-from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, make_replay_buffer
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, replay_buffer_for
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.validation import check_int, check_positive, check_range
 
@@ -201,17 +201,7 @@ class ExpReplayHelper(AgentHelper):
             communicator.action_specs,
             communicator.reward_specs,
         )
-        self.buffer = make_replay_buffer(
-            self.capacity,
-            specs,
-            prioritized=self.prioritized,
-            alpha=self.alpha,
-            beta_start=self.beta_start,
-            beta_steps=self.beta_steps,
-            epsilon=self.priority_epsilon,
-            bootstrap_steps=self._n_step is not None,
-            frame_inputs=frame_stack_inputs(communicator.input_specs, self.frame_store),
-        )
+        self.buffer = replay_buffer_for(self, specs, bootstrap_steps=self._n_step is not None)
         if self.prioritized:
             self.buffer.added = self._restored_added
 

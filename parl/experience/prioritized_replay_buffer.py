@@ -19,13 +19,13 @@ segments of the priority mass.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence, Tuple, Union
+from typing import Mapping, Protocol, Sequence, Tuple, Union
 
 import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec
-from parl.experience.frame_store import FrameStore
+from parl.experience.frame_store import FrameStore, FrameStoreSetting, frame_stack_inputs
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
 from parl.validation import check_int, check_positive, check_range
@@ -168,3 +168,38 @@ def make_replay_buffer(
             frame_inputs=frame_inputs,
         )
     return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)
+
+
+class ReplayBufferSettings(Protocol):
+    """What :func:`replay_buffer_for` reads: an :class:`~parl.ExpReplayHelper` has these attributes, and so
+    has a distributed replay's shard settings (:class:`~parl.runtime.ray.replay.ReplaySettings`)."""
+
+    capacity: int
+    prioritized: bool
+    alpha: float
+    beta_start: float
+    beta_steps: int
+    priority_epsilon: float
+    frame_store: FrameStoreSetting
+
+
+def replay_buffer_for(
+    settings: ReplayBufferSettings, specs: Sequence[Sequence[Spec]], *, bootstrap_steps: bool
+) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
+    """:func:`make_replay_buffer` with ``settings``' capacity and priority settings, keeping as frame stacks
+    the input specs (``specs[0]``) that ``settings.frame_store`` picks.
+
+    Raises:
+        ValueError: ``frame_store`` is True and no input spec is a frame stack.
+    """
+    return make_replay_buffer(
+        settings.capacity,
+        specs,
+        prioritized=settings.prioritized,
+        alpha=settings.alpha,
+        beta_start=settings.beta_start,
+        beta_steps=settings.beta_steps,
+        epsilon=settings.priority_epsilon,
+        bootstrap_steps=bootstrap_steps,
+        frame_inputs=frame_stack_inputs(specs[0], settings.frame_store),
+    )

@@ -7,7 +7,7 @@ from typing import Dict, Optional, Sequence, Tuple, Union
 import paddle
 import paddle.nn.functional as F
 
-from parl.layers.layer_func import LayerFunc, ParamSpec, activation
+from parl.layers.layer_func import LayerFunc, ParamSpec, activation, check_count
 
 IntOrPair = Union[int, Sequence[int]]
 
@@ -37,9 +37,7 @@ class Conv2D(LayerFunc):
         bias: bool = True,
         name: Optional[str] = None,
     ) -> None:
-        if not isinstance(num_filters, int) or isinstance(num_filters, bool) or num_filters < 1:
-            raise ValueError(f"conv2d num_filters must be a positive integer, got {num_filters!r}")
-        self.num_filters = num_filters
+        self.num_filters = check_count("conv2d", "num_filters", num_filters)
         self.filter_size = _pair("filter_size", filter_size, 1)
         self.stride = _pair("stride", stride, 1)
         self.padding = _pair("padding", padding, 0)
@@ -68,14 +66,6 @@ class Conv2D(LayerFunc):
         return self._act(out) if self._act is not None else out
 
 
-def conv2d(
-    num_filters: int,
-    filter_size: IntOrPair,
-    stride: IntOrPair = 1,
-    padding: IntOrPair = 0,
-    act: Optional[str] = None,
-    bias: bool = True,
-    name: Optional[str] = None,
-) -> Conv2D:
-    """A 2-D convolution LayerFunc with ``num_filters`` output channels on NCHW input."""
-    return Conv2D(num_filters, filter_size, stride=stride, padding=padding, act=act, bias=bias, name=name)
+#: ``layers.conv2d(num_filters, filter_size, stride=1, padding=0, act=None, bias=True, name=None)``: a 2-D
+#: convolution LayerFunc with ``num_filters`` output channels on NCHW input.
+conv2d = Conv2D

@@ -7,7 +7,7 @@ from typing import Dict, Optional
 import paddle
 import paddle.nn.functional as F
 
-from parl.layers.layer_func import LayerFunc, ParamSpec
+from parl.layers.layer_func import LayerFunc, ParamSpec, check_count
 
 
 class Embedding(LayerFunc):
@@ -16,12 +16,9 @@ class Embedding(LayerFunc):
     same_in_both_modes = True
 
     def __init__(self, num_embeddings: int, embedding_dim: int, name: Optional[str] = None) -> None:
-        for arg, value in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"embedding {arg} must be a positive integer, got {value!r}")
+        self.num_embeddings = check_count("embedding", "num_embeddings", num_embeddings)
+        self.embedding_dim = check_count("embedding", "embedding_dim", embedding_dim)
         super().__init__("embedding", name)
-        self.num_embeddings = num_embeddings
-        self.embedding_dim = embedding_dim
 
     def param_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         init = paddle.nn.initializer.Normal(0.0, self.embedding_dim**-0.5)
@@ -32,6 +29,6 @@ class Embedding(LayerFunc):
         return F.embedding(x, self.params["w"])
 
 
-def embedding(num_embeddings: int, embedding_dim: int, name: Optional[str] = None) -> Embedding:
-    """An embedding LayerFunc with ``num_embeddings`` rows of size ``embedding_dim``."""
-    return Embedding(num_embeddings, embedding_dim, name=name)
+#: ``layers.embedding(num_embeddings, embedding_dim, name=None)``: an embedding LayerFunc with
+#: ``num_embeddings`` rows of size ``embedding_dim``.
+embedding = Embedding

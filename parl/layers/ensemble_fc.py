@@ -20,7 +20,7 @@ from typing import Dict, Optional
 import paddle
 from paddle import _C_ops
 
-from parl.layers.layer_func import LayerFunc, ParamSpec, activation
+from parl.layers.layer_func import LayerFunc, ParamSpec, activation, check_count
 
 
 class EnsembleFC(LayerFunc):
@@ -38,12 +38,9 @@ class EnsembleFC(LayerFunc):
     same_in_both_modes = True
 
     def __init__(self, size: int, members: int, act: Optional[str] = None, name: Optional[str] = None) -> None:
-        for label, value in (("size", size), ("members", members)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ensemble_fc {label} must be a positive integer, got {value!r}")
+        self.size = check_count("ensemble_fc", "size", size)
+        self.members = check_count("ensemble_fc", "members", members)
         super().__init__("ensemble_fc", name)
-        self.size = size
-        self.members = members
         self.act_name = act
         self._act = activation(act)
 
@@ -76,6 +73,6 @@ class EnsembleFC(LayerFunc):
         return self._act(out) if self._act is not None else out
 
 
-def ensemble_fc(size: int, members: int, act: Optional[str] = None, name: Optional[str] = None) -> EnsembleFC:
-    """An :class:`EnsembleFC` LayerFunc: ``members`` fully connected layers of ``size`` outputs each."""
-    return EnsembleFC(size, members, act=act, name=name)
+#: ``layers.ensemble_fc(size, members, act=None, name=None)``: ``members`` fully connected layers of
+#: ``size`` outputs each, as one :class:`EnsembleFC`.
+ensemble_fc = EnsembleFC

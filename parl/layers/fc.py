@@ -70,12 +70,6 @@ class FC(LayerFunc):
         return lambda x: act(matmul(x, w, False, False))
 
 
-def fc(
-    size: int,
-    act: Optional[str] = None,
-    bias: bool = True,
-    name: Optional[str] = None,
-    weight_init: Optional[paddle.nn.initializer.Initializer] = None,
-) -> FC:
-    """A fully connected LayerFunc with ``size`` outputs and activation ``act``."""
-    return FC(size, act=act, bias=bias, name=name, weight_init=weight_init)
+#: ``layers.fc(size, act=None, bias=True, name=None, weight_init=None)``: a fully connected LayerFunc with
+#: ``size`` outputs and activation ``act``.
+fc = FC

@@ -262,3 +262,14 @@ class training_mode:  # noqa: N801 - used as a context manager, like paddle.no_g
 
     def __exit__(self, *exc_info: object) -> None:
         _mode.training = self._previous
+
+
+def check_count(layer: str, name: str, value: object) -> int:
+    """``value`` as an int >= 1: a layer's size, width or count of rows, gates or members.
+
+    Raises:
+        ValueError: ``"<layer> <name> must be a positive integer, got <value>"``.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{layer} {name} must be a positive integer, got {value!r}")
+    return value

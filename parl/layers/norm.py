@@ -92,11 +92,9 @@ class BatchNorm(LayerFunc):
         return _C_ops.add(_C_ops.multiply(centered, scale), p["b"].reshape(shape))
 
 
-def layer_norm(epsilon: float = 1e-5, name: Optional[str] = None) -> LayerNorm:
-    """A layer-normalization LayerFunc over the last axis (size inferred on first call)."""
-    return LayerNorm(epsilon=epsilon, name=name)
-
-
-def batch_norm(momentum: float = 0.9, epsilon: float = 1e-5, name: Optional[str] = None) -> BatchNorm:
-    """A batch-normalization LayerFunc over axis 1 with running statistics "mean"/"var"."""
-    return BatchNorm(momentum=momentum, epsilon=epsilon, name=name)
+#: ``layers.layer_norm(epsilon=1e-5, name=None)``: a layer-normalization LayerFunc over the last axis (size
+#: inferred on first call).
+layer_norm = LayerNorm
+#: ``layers.batch_norm(momentum=0.9, epsilon=1e-5, name=None)``: a batch-normalization LayerFunc over axis 1
+#: with running statistics "mean"/"var".
+batch_norm = BatchNorm

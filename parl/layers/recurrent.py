@@ -13,23 +13,24 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 
-from parl.layers.layer_func import LayerFunc, ParamSpec
+from parl.layers.layer_func import LayerFunc, ParamSpec, check_count
 
 State = Any  # (h, c) for LSTM, h for GRU
 
 
 class _RecurrentCell(LayerFunc):
-    """Shared machinery of the one-step cells; subclasses define ``zero_state``,
-    ``_check_state``, ``_input_proj`` (x @ w_x + bias, any leading axes) and
+    """Shared machinery of the one-step cells; subclasses set :attr:`prefix` and :attr:`num_gates` and
+    define ``zero_state``, ``_check_state``, ``_input_proj`` (x @ w_x + bias, any leading axes) and
     ``_cell`` (one step from the projected input)."""
 
+    #: The prefix of the cell's layer names (``lstm_0``) and of its error messages.
+    prefix = ""
+    #: Gates fused in ``w_x`` and ``w_h``.
     num_gates = 1
 
-    def __init__(self, prefix: str, hidden_size: int, name: Optional[str]) -> None:
-        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or hidden_size < 1:
-            raise ValueError(f"{prefix} hidden_size must be a positive integer, got {hidden_size!r}")
-        super().__init__(prefix, name)
-        self.hidden_size = hidden_size
+    def __init__(self, hidden_size: int, name: Optional[str] = None) -> None:
+        self.hidden_size = check_count(self.prefix, "hidden_size", hidden_size)
+        super().__init__(self.prefix, name)
 
     def _weight_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         dtype = str(first_input.dtype).split(".")[-1]
@@ -78,11 +79,8 @@ class LSTM(_RecurrentCell):
     """LSTM cell: ``c' = f*c + i*g``, ``h' = o*tanh(c')``; state is (h, c); forget bias starts at 1."""
 
     same_in_both_modes = True
-
+    prefix = "lstm"
     num_gates = 4
-
-    def __init__(self, hidden_size: int, name: Optional[str] = None) -> None:
-        super().__init__("lstm", hidden_size, name)
 
     def param_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         specs = self._weight_specs(first_input)
@@ -118,11 +116,8 @@ class GRU(_RecurrentCell):
     """GRU cell: ``n = tanh(x_n + r*(h@w_hn + b_hn))``, ``h' = (1-z)*n + z*h``; state is h."""
 
     same_in_both_modes = True
-
+    prefix = "gru"
     num_gates = 3
-
-    def __init__(self, hidden_size: int, name: Optional[str] = None) -> None:
-        super().__init__("gru", hidden_size, name)
 
     def param_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         specs = self._weight_specs(first_input)
@@ -152,11 +147,7 @@ class GRU(_RecurrentCell):
         return h, h
 
 
-def lstm(hidden_size: int, name: Optional[str] = None) -> LSTM:
-    """A one-step LSTM cell LayerFunc: ``h, (h, c) = cell(x, (h, c))``."""
-    return LSTM(hidden_size, name=name)
-
-
-def gru(hidden_size: int, name: Optional[str] = None) -> GRU:
-    """A one-step GRU cell LayerFunc: ``h, h = cell(x, h)``."""
-    return GRU(hidden_size, name=name)
+#: ``layers.lstm(hidden_size)``: a one-step LSTM cell LayerFunc, ``h, (h, c) = cell(x, (h, c))``.
+lstm = LSTM
+#: ``layers.gru(hidden_size)``: a one-step GRU cell LayerFunc, ``h, h = cell(x, h)``.
+gru = GRU

@@ -136,8 +136,13 @@ class ActorCriticModel(Model):
     def sequence(
         self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
     ) -> Tuple[Distribution, paddle.Tensor]:
-        """Policy and value of every row, rows being consecutive time-ordered segments."""
-        raise NotImplementedError
+        """Policy and value of every row, rows being consecutive time-ordered segments.
+
+        This evaluates each row on its own, which is all a feedforward model needs; a recurrent
+        model overrides it to unroll each segment from the state stored with its first row.
+        """
+        dist, value, _ = self._step(plain, acting=False)(inputs, states)
+        return dist, value
 
 
 class MLPActorCritic(ActorCriticModel):
@@ -178,12 +183,6 @@ class MLPActorCritic(ActorCriticModel):
             return actor(obs), (None if critic is None else critic(obs)), {}
 
         return separate
-
-    def sequence(
-        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
-    ) -> Tuple[Distribution, paddle.Tensor]:
-        dist, value, _ = self._step(plain, acting=False)(inputs, states)
-        return dist, value
 
 
 class LSTMActorCritic(ActorCriticModel):

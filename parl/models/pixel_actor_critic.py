@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Tuple
 
 import paddle
 
 from parl import layers
 from parl.core.specs import SpecList
-from parl.layers.compiled import Bind, plain
-from parl.models.actor_critic import ActorCriticModel, Distribution, FeaturesFn, TensorDict
+from parl.layers.compiled import Bind
+from parl.models.actor_critic import ActorCriticModel, FeaturesFn, TensorDict
 from parl.models.atari_q_model import MIN_SCREEN_SIZE
 from parl.models.conv_torso import NATURE_CONVS, conv_layers, torso
 from parl.validation import check_int
@@ -47,9 +47,3 @@ class AtariActorCritic(ActorCriticModel):
             return h, h, {}
 
         return shared
-
-    def sequence(
-        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
-    ) -> Tuple[Distribution, paddle.Tensor]:
-        dist, value, _ = self._step(plain, acting=False)(inputs, states)
-        return dist, value

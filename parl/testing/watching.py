@@ -193,11 +193,23 @@ def child_pids() -> Set[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # ended meanwhile
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
+        fields = _stat_fields(int(entry))
+        if fields is not None and int(fields[1]) == me and fields[0] != "Z":
             out.add(int(entry))
     return out
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (read from ``/proc``: False where there is none)."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def _stat_fields(pid: int) -> Optional[List[str]]:
+    """The fields of ``/proc/<pid>/stat`` after the command's name (state, parent pid, ...), or None when
+    the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None

@@ -42,10 +42,10 @@ from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.specs import Spec
-from parl.experience.frame_store import FrameStoreSetting, frame_stack_inputs
+from parl.experience.frame_store import FrameStoreSetting
 from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import make_replay_buffer
+from parl.experience.prioritized_replay_buffer import replay_buffer_for
 
 logger = logging.getLogger("parl")
 
@@ -136,17 +136,7 @@ class ReplayShard:
     def __init__(
         self, specs: Tuple[List[Spec], List[Spec], List[Spec], List[Spec]], settings: ReplaySettings, seed: int
     ) -> None:
-        self.buffer = make_replay_buffer(
-            settings.capacity,
-            specs,
-            prioritized=settings.prioritized,
-            alpha=settings.alpha,
-            beta_start=settings.beta_start,
-            beta_steps=settings.beta_steps,
-            epsilon=settings.priority_epsilon,
-            bootstrap_steps=settings.bootstrap_steps,
-            frame_inputs=frame_stack_inputs(specs[0], settings.frame_store),
-        )
+        self.buffer = replay_buffer_for(settings, specs, bootstrap_steps=settings.bootstrap_steps)
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
         self.added = 0
