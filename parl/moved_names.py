@@ -139,29 +139,31 @@ PROXIED_MODULES: Dict[str, Moved] = {
     "parl.utils.cli": ("parl.experiment.train.launch", "parl.compat.example_cli"),
 }
 
-#: Old ``module.name`` -> its new home: the names that did not move with their module, and those of
-#: modules that stayed.
-MOVED_NAMES: Dict[str, Moved] = {
-    "parl.framework.agent.play_games": ("parl.runtime.runner.play_games", ""),
-    "parl.framework.agent_helper.OnPolicyHelper": ("parl.experience.helpers.OnPolicyHelper", ""),
-    "parl.framework.agent_helper.ExpReplayHelper": ("parl.experience.helpers.ExpReplayHelper", ""),
-    "parl.framework.batch_info.BatchInfo": ("parl.Transition", "parl.core.legacy_learn:BatchInfo"),
-    "parl.framework.batch_info.batch_info": ("parl.Transition.to_tensors", "parl.core.legacy_learn:batch_info"),
-    "parl.framework.communicator.Communicator": ("parl.serving.communicator.InProcessCommunicator", ""),
-    "parl.framework.computation_wrapper.PredictionTimer": ("parl.serving.stats.PredictionTimer", ""),
-    "parl.framework.computation_wrapper.StatsSnapshot": ("parl.serving.stats.StatsSnapshot", ""),
-    "parl.framework.computation_wrapper.WrapperStats": ("parl.serving.stats.WrapperStats", ""),
-    "parl.framework.fast_predict.LayersNotBuilt": ("parl.layers.LayersNotBuilt", ""),
-    "parl.framework.placement.AgentRunner": ("parl.runtime.runner.AgentRunner", ""),
-    "parl.framework.placement.RunnerContext": ("parl.runtime.runner.RunnerContext", ""),
-    "parl.framework.placement.ThreadRunner": ("parl.runtime.threads.ThreadRunner", ""),
-    "parl.framework.worker_pool.WorkerFailure": ("parl.runtime.processes.error_data.WorkerFailure", ""),
-    "parl.utils.evaluate": ("parl.experiment.evaluation.evaluate", ""),
-    "parl.utils.train_agents": ("parl.experiment.train.trainer.Trainer", "parl.compat.training:train_agents"),
-    "parl.utils.train_until": ("parl.experiment.train.trainer.Trainer", "parl.compat.training:train_until"),
-    "parl.utils.greedy_check": ("parl.experiment.evaluation.confirmed_check", "parl.compat.training:greedy_check"),
-    "dqn_cartpole.EpsilonGreedyAgent": ("parl.utils.EpsilonGreedyAgent", ""),
-}
+#: (old ``module.name``, new name, what old code gets or ""): the names that did not move with their
+#: module, and those of modules that stayed.
+_MOVED_NAMES: Tuple[Tuple[str, str, str], ...] = (
+    ("parl.framework.agent.play_games", "parl.runtime.runner.play_games", ""),
+    ("parl.framework.agent_helper.OnPolicyHelper", "parl.experience.helpers.OnPolicyHelper", ""),
+    ("parl.framework.agent_helper.ExpReplayHelper", "parl.experience.helpers.ExpReplayHelper", ""),
+    ("parl.framework.batch_info.BatchInfo", "parl.Transition", "parl.core.legacy_learn:BatchInfo"),
+    ("parl.framework.batch_info.batch_info", "parl.Transition.to_tensors", "parl.core.legacy_learn:batch_info"),
+    ("parl.framework.communicator.Communicator", "parl.serving.communicator.InProcessCommunicator", ""),
+    ("parl.framework.computation_wrapper.PredictionTimer", "parl.serving.stats.PredictionTimer", ""),
+    ("parl.framework.computation_wrapper.StatsSnapshot", "parl.serving.stats.StatsSnapshot", ""),
+    ("parl.framework.computation_wrapper.WrapperStats", "parl.serving.stats.WrapperStats", ""),
+    ("parl.framework.fast_predict.LayersNotBuilt", "parl.layers.LayersNotBuilt", ""),
+    ("parl.framework.placement.AgentRunner", "parl.runtime.runner.AgentRunner", ""),
+    ("parl.framework.placement.RunnerContext", "parl.runtime.runner.RunnerContext", ""),
+    ("parl.framework.placement.ThreadRunner", "parl.runtime.threads.ThreadRunner", ""),
+    ("parl.framework.worker_pool.WorkerFailure", "parl.runtime.processes.error_data.WorkerFailure", ""),
+    ("parl.utils.evaluate", "parl.experiment.evaluation.evaluate", ""),
+    ("parl.utils.train_agents", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_agents"),
+    ("parl.utils.train_until", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_until"),
+    ("parl.utils.greedy_check", "parl.experiment.evaluation.confirmed_check", "parl.compat.training:greedy_check"),
+    ("dqn_cartpole.EpsilonGreedyAgent", "parl.utils.EpsilonGreedyAgent", ""),
+)
+#: Old ``module.name`` -> its entry (new name, what old code gets).
+MOVED_NAMES: Dict[str, Moved] = {old: (new, serve) for old, new, serve in _MOVED_NAMES}
 
 #: Old ``module.name`` that no longer exists in any form -> what does its job now (for the error).
 REMOVED_NAMES: Dict[str, str] = {

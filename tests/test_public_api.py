@@ -303,17 +303,9 @@ def test_actor_critic_q_s_old_arguments_still_set_what_its_class_attributes_say(
         model_class = GaussianActorCritic  # the arguments below set the object's own
 
         def __init__(self, model_func: Callable[[], parl.Model]) -> None:
-            ActorCriticQ.__init__(
-                self,
-                model_func,
-                model_class=DeterministicActorCritic,
-                target_actor=True,
-                gamma=0.99,
-                tau=0.005,
-                target_update_interval=1,
-                learning_rate=1e-3,
-                grad_clip=None,
-            )
+            settings = {"gamma": 0.99, "tau": 0.005, "target_update_interval": 1, "learning_rate": 1e-3}
+            old = {"model_class": DeterministicActorCritic, "target_actor": True}
+            ActorCriticQ.__init__(self, model_func, grad_clip=None, **settings, **old)
 
     def model() -> parl.Model:
         return DeterministicActorCritic(obs_dim=3, action_dim=1, num_critics=1, hidden_sizes=(8,))
