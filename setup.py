@@ -1,11 +1,21 @@
 """Installs parl, a reinforcement-learning framework on PaddlePaddle for building robots."""
 
+import re
 from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 README = Path(__file__).with_name("README.md")
+
+
+def read_version() -> str:
+    """``parl.__version__``, read from parl/__init__.py as text: importing parl would import paddle."""
+    text = Path(__file__).with_name("parl").joinpath("__init__.py").read_text(encoding="utf-8")
+    match = re.search(r'^__version__ = "([^"]+)"$', text, flags=re.M)
+    if match is None:
+        raise RuntimeError('parl/__init__.py has no line __version__ = "..."')
+    return match.group(1)
 
 
 class BuildExt(build_ext):
@@ -30,7 +40,7 @@ COOPERATIVE = Extension(
 
 setup(
     name="parl",
-    version="0.1.0",
+    version=read_version(),
     description="Reinforcement learning on PaddlePaddle: agents, batching computation tasks, algorithms",
     long_description=README.read_text(encoding="utf-8") if README.exists() else "",
     long_description_content_type="text/markdown",

@@ -16,5 +16,15 @@ is examples/configs/dqn_cartpole.yaml.
 
 from parl.experiment.train.launch import example_config, launch
 
+
+def __getattr__(name: str) -> object:
+    """``EpsilonGreedyAgent``, which this example defined before parl 0.2.0: now
+    ``parl.utils.EpsilonGreedyAgent``, given with a DeprecationWarning (configs that name
+    ``dqn_cartpole.EpsilonGreedyAgent`` and scripts that import it keep working)."""
+    from parl.moved_names import moved_attribute
+
+    return moved_attribute("dqn_cartpole", name)
+
+
 if __name__ == "__main__":
     launch(example_config(__file__), description=__doc__)

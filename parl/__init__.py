@@ -21,7 +21,7 @@ from parl.threads import set_num_threads  # noqa: E402
 set_num_threads(_default_num_threads())
 
 from parl import layers  # noqa: E402
-from parl import moved_names as _moved_names  # noqa: E402,F401  (old module paths still import)
+from parl import moved_names as _moved_names  # noqa: E402  (old names still import)
 from parl.core.agent import Agent  # noqa: E402
 from parl.core.agent_helper import AgentHelper  # noqa: E402
 from parl.core.algorithm import Algorithm, create_algorithm_func  # noqa: E402
@@ -50,7 +50,13 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  
 from parl.serving.computation_task import ComputationTask  # noqa: E402
 from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated names of ``parl`` (``parl.framework``; docs/api.md), each with a DeprecationWarning."""
+    return _moved_names.moved_attribute(__name__, name)
+
 
 __all__ = [
     "Agent",

@@ -4,6 +4,7 @@ each other, directly or around a circle.
 Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
 
     experiment, utils, testing,        the user-facing top
+    compat                             what old names need besides a new path (0.1's train_agents, ...)
     parl/__init__
     algorithms                         math per algorithm
     models                             ready-made models
@@ -37,6 +38,7 @@ RANKS = {
     "experiment": 8,
     "utils": 8,
     "testing": 8,
+    "compat": 8,
     "__main__": 8,
     "": 8,  # parl/__init__.py
     "algorithms": 6,

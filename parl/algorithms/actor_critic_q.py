@@ -21,7 +21,6 @@ exactly that of the critic loss.
 
 from __future__ import annotations
 
-import warnings
 from typing import Callable, Dict, Mapping, Optional, Tuple, Type
 
 import numpy as np
@@ -32,7 +31,12 @@ from parl.core.algorithm import Algorithm
 from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.continuous import ContinuousActorCritic
+from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.validation import check_range
+
+#: The arguments ActorCriticQ took before they were class attributes, and what replaced them (docs/api.md).
+OLD_ARGUMENTS = "ActorCriticQ(model_class=..., target_actor=...)"
+NEW_ATTRIBUTES = "the class attributes ActorCriticQ.model_class and ActorCriticQ.target_actor"
 
 
 class ActorCriticQ(Algorithm):
@@ -69,12 +73,7 @@ class ActorCriticQ(Algorithm):
         target_actor: Optional[bool] = None,
     ) -> None:
         if model_class is not None or target_actor is not None:
-            warnings.warn(
-                "ActorCriticQ's model_class and target_actor arguments are deprecated: declare them as class "
-                "attributes of the subclass (ActorCriticQ.model_class, ActorCriticQ.target_actor)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            deprecated(OLD_ARGUMENTS, NEW_ATTRIBUTES, DEPRECATED_IN, stacklevel=3)  # at the subclass's call
             self.model_class = self.model_class if model_class is None else model_class
             self.target_actor = self.target_actor if target_actor is None else bool(target_actor)
         super().__init__(model_func, learning_rate=learning_rate, grad_clip=grad_clip)

@@ -57,6 +57,13 @@ class Algorithm:
             )
         return super().__new__(cls)
 
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        if "learn" in cls.__dict__:  # its learn also takes the eight arguments of parl before 0.2.0
+            from parl.core.legacy_learn import accept_both_forms
+
+            accept_both_forms(cls)
+
     def __init__(
         self,
         model_func: Callable[[], Model],

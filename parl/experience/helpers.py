@@ -137,6 +137,8 @@ class ExpReplayHelper(AgentHelper):
             (:class:`~parl.experience.frame_store.FrameStore`): ``"auto"`` those of uint8 specs of shape
             ``[k, H, W]`` with ``k < H, W`` (channel-first stacks such as ``[4, 84, 84]``), True the
             same but the model must have one, False none. Batches are the same either way.
+        sample_interval: deprecated since 0.2.0: stored steps between batches, the same as
+            ``updates_per_step=1/sample_interval`` (None: ``updates_per_step`` decides).
 
     Raises:
         ValueError: an option is out of its range (named in the message); at bind, ``frame_store=True``
@@ -160,8 +162,13 @@ class ExpReplayHelper(AgentHelper):
         gamma: float = 0.99,
         max_in_flight: int = 0,
         frame_store: Union[bool, Literal["auto"]] = "auto",
+        sample_interval: Optional[int] = None,
     ) -> None:
         super().__init__()
+        if sample_interval is not None:
+            from parl.experience.sample_interval import updates_per_step_of
+
+            updates_per_step = updates_per_step_of(sample_interval, updates_per_step)
         self.capacity = check_int("capacity", capacity, 1)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.warmup_steps = check_int("warmup_steps", warmup_steps, 0)

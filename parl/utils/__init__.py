@@ -3,6 +3,7 @@
 ``parl.utils.evaluate`` moved to :func:`parl.experiment.evaluation.evaluate` (deprecated here).
 """
 
+from parl.moved_names import moved_attribute as _moved_attribute
 from parl.utils.action_repeat import ActionRepeat
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
@@ -24,12 +25,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name == "evaluate":
-        from parl.moved_names import deprecated
-
-        deprecated("parl.utils.evaluate", "parl.experiment.evaluation.evaluate", since="0.2.0")
-        from parl.experiment.evaluation.greedy import evaluate
-
-        globals()["evaluate"] = evaluate  # warned once: ``from parl.utils import evaluate`` looks twice
-        return evaluate
-    raise AttributeError(f"module 'parl.utils' has no attribute {name!r}")
+    """The deprecated names of ``parl.utils`` (``evaluate``, ``train_agents``, ``train_until``,
+    ``greedy_check``; docs/api.md), each with a DeprecationWarning."""
+    return _moved_attribute(__name__, name)
