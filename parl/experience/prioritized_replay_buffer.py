@@ -25,6 +25,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec
+from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStore
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
@@ -143,7 +144,7 @@ class PrioritizedReplayBuffer:
 
 def make_replay_buffer(
     capacity: int,
-    specs: Sequence[Sequence[Spec]],
+    specs: TaskSpecs,
     *,
     prioritized: bool,
     alpha: float,
@@ -154,12 +155,15 @@ def make_replay_buffer(
     frame_inputs: Sequence[str] = (),
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
-    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs), keeping the
+    ``capacity`` transitions shaped by ``specs`` (a task's input, state, action and reward specs), keeping the
     inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized."""
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
-            *specs,
+            specs.inputs,
+            specs.states,
+            specs.actions,
+            specs.rewards,
             alpha=alpha,
             beta_start=beta_start,
             beta_steps=beta_steps,
@@ -167,4 +171,12 @@ def make_replay_buffer(
             bootstrap_steps=bootstrap_steps,
             frame_inputs=frame_inputs,
         )
-    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)
+    return ReplayBuffer(
+        capacity,
+        specs.inputs,
+        specs.states,
+        specs.actions,
+        specs.rewards,
+        bootstrap_steps=bootstrap_steps,
+        frame_inputs=frame_inputs,
+    )

@@ -44,7 +44,8 @@ from parl import wire
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
-from parl.core.specs import Layout, Spec, fits
+from parl.core.specs import Layout, fits
+from parl.core.task_specs import TaskSpecs
 from parl.serving.request_queue import Request
 
 ArrayDict = Dict[str, np.ndarray]
@@ -179,16 +180,14 @@ class Slot:
         agent_id: int,
         task: str,
         arena: SharedArena,
-        input_specs: Sequence[Spec],
-        state_specs: Sequence[Spec],
-        action_specs: Sequence[Spec],
+        specs: TaskSpecs,
     ) -> None:
         self.number = number
         self.agent_id = agent_id
         self.task = task
         handles = [
-            {s.name: arena.reserve(s.shape, s.dtype) for s in specs}
-            for specs in (input_specs, state_specs, action_specs, state_specs)
+            {s.name: arena.reserve(s.shape, s.dtype) for s in listed}
+            for listed in (specs.inputs, specs.states, specs.actions, specs.states)
         ]
         self.inputs: ArrayDict = handles[0]  # handles until bind_views
         self.states: ArrayDict = handles[1]
@@ -335,7 +334,7 @@ class ShmCommunicator(Communicator):
         self,
         *,
         agent_id: int,
-        specs: Tuple[List[Spec], List[Spec], List[Spec], List[Spec]],
+        specs: TaskSpecs,
         slot: Slot,
         request_fd: int,
         reply_fd: int,
@@ -344,7 +343,7 @@ class ShmCommunicator(Communicator):
         publish_counters: Callable[[], None],
     ) -> None:
         self.agent_id = agent_id
-        self.input_specs, self.state_specs, self.action_specs, self.reward_specs = specs
+        self._take_specs(slot.task, specs)
         self._slot = slot
         self._number = SLOT_NUMBER.pack(slot.number)
         self._request_fd = request_fd
@@ -352,7 +351,6 @@ class ShmCommunicator(Communicator):
         self._send = send
         self._stopped = stopped
         self._publish_counters = publish_counters
-        self._name_task(slot.task)
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None

@@ -231,9 +231,7 @@ class WorkerPool:
                 if task not in self.wrappers:
                     raise ValueError(f"agent {agent.id} has a helper for task {task!r}, which has no wrapper")
                 comm = helper.communicator
-                slot = Slot(
-                    len(self._slots), agent.id, task, self._arena, comm.input_specs, comm.state_specs, comm.action_specs
-                )
+                slot = Slot(len(self._slots), agent.id, task, self._arena, comm.specs)
                 slot.timer = self.wrappers[task].stats.prediction_timer()
                 self._slots.append(slot)
                 self._slot_of[(position, task)] = slot
@@ -673,13 +671,11 @@ class _WorkerRuntime:
             agent = pool.agents[position]
             reply_r, _ = self.reply_fds[agent.id]
             for task, helper in agent.helpers.items():
-                comm = helper.communicator
-                specs = (comm.input_specs, comm.state_specs, comm.action_specs, comm.reward_specs)
                 # The helper was bound in the parent with these same specs: only the transport changes.
                 helper._set_transport(
                     ShmCommunicator(
                         agent_id=agent.id,
-                        specs=specs,
+                        specs=helper.communicator.specs,
                         slot=pool._slot_of[(position, task)],
                         request_fd=child["request_fd"],
                         reply_fd=reply_r,

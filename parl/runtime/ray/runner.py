@@ -213,8 +213,7 @@ class RayRunner(AgentRunner):
         for name, task in tasks.items():
             helpers = [agent.helpers[name] for agent in agents if name in agent.helpers]
             settings = ReplaySettings.from_helpers(name, helpers, count)
-            specs = (task.input_specs, task.state_specs, task.action_specs, task.reward_specs)
-            shards = [shard_class.remote(specs, settings, int(np.random.randint(2**31))) for _ in range(count)]
+            shards = [shard_class.remote(task.specs, settings, int(np.random.randint(2**31))) for _ in range(count)]
             self._shards.extend(shards)
             out[name] = shards
             learner = ReplayLearner(
