@@ -291,7 +291,17 @@ class ComputationTask:
             ValueError: ``batch`` is not a Transition, or its row structure does not fit its rows.
             NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
         """
-        check_transition(batch, f"task {self.name!r}: learn")
+        return self.learn_checked(check_transition(batch, f"task {self.name!r}: learn"))
+
+    def learn_checked(self, batch: Transition[np.ndarray]) -> Costs:
+        """:meth:`learn` for a batch its caller has already checked to be a Transition: the
+        :class:`~parl.ComputationWrapper`, which checks each agent's batch where it enters (so a bad
+        one fails its sender alone) and joins them.
+
+        Raises:
+            ValueError: the batch's row structure does not fit its rows.
+            NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
+        """
         if self.normalizer is not None:
             with self._weights_lock:  # statistics change under prediction batches
                 batch = batch._replace(

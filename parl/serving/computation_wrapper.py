@@ -291,9 +291,11 @@ class ComputationWrapper:
         stats.training_batches += 1
         stats.training_requests += len(requests)
         try:
+            # Each agent's batch is checked here, once, where it enters the task (the task does not
+            # check the joined batch again): a batch that is no Transition fails its sender alone.
             batches = [check_transition(r.payload, f"agent {r.agent_id}'s training batch") for r in requests]
             sizes = [b.batch_size for b in batches]
-            costs = task.learn(_join_batches(batches))
+            costs = task.learn_checked(_join_batches(batches))
             replies = _split_costs(costs, sizes)
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
             _fail(self._training.take_back(len(requests)) or [], f"training in task {task.name!r}", exc)
