@@ -69,8 +69,7 @@ class InProcessCommunicator(Communicator):
             result = waiter.wait(self._wrapper.is_stopped)
         finally:
             self._resumed_at = end = perf_counter()
-        requests, seconds = self._timer.total  # latency the agent sees, for metrics
-        self._timer.total = (requests + 1, seconds + end - start)
+        self._timer.book(1, end - start)  # the latency the agent saw, for metrics
         return result
 
     def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:

@@ -202,8 +202,7 @@ def serve(queue: PredictionQueue, ready: List[Tuple[Parked, Row]], path: HotPath
         comm._resumed_at = perf_counter()
         comm._greenlet.switch(row)
     if queue.timer is not None:  # every agent of the batch has been resumed once: the latency they saw, summed
-        requests, seconds = queue.timer.total
-        queue.timer.total = (requests + n, seconds + path.resumed_sum(batch) - parked)
+        queue.timer.book(n, path.resumed_sum(batch) - parked)
     return n
 
 

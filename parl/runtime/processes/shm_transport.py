@@ -285,10 +285,8 @@ class SlotReply(Reply):
     def _count(self) -> None:
         """Book the prediction's time in the parent, from its arrival to its reply."""
         slot = self.slot
-        timer = slot.timer
-        if timer is not None:  # written by the prediction loop only, replaced whole
-            requests, seconds = timer.total
-            timer.total = (requests + 1, seconds + perf_counter() - slot.requested_at)
+        if slot.timer is not None:  # written by the prediction loop only
+            slot.timer.book(1, perf_counter() - slot.requested_at)
 
 
 class LearnReply(Reply):
