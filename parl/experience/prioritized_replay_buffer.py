@@ -19,6 +19,7 @@ segments of the priority mass.
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping, Sequence, Tuple, Union
 
 import numpy as np
@@ -144,7 +145,7 @@ class PrioritizedReplayBuffer:
 
 def make_replay_buffer(
     capacity: int,
-    specs: TaskSpecs,
+    specs: Union[TaskSpecs, Sequence[Sequence[Spec]]],
     *,
     prioritized: bool,
     alpha: float,
@@ -156,7 +157,15 @@ def make_replay_buffer(
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
     ``capacity`` transitions shaped by ``specs`` (a task's input, state, action and reward specs), keeping the
-    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized."""
+    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized.
+    A tuple of the four spec lists is still taken, with a DeprecationWarning."""
+    if not isinstance(specs, TaskSpecs):
+        warnings.warn(
+            "make_replay_buffer: a tuple of four spec lists is deprecated; pass a parl.core.task_specs.TaskSpecs",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        specs = TaskSpecs(*specs)
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
