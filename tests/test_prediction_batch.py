@@ -70,6 +70,18 @@ def accelerators() -> List[Tuple[str, Optional[object]]]:
     return out
 
 
+def assert_gathered_as_defined(specs: TaskSpecs, samples: Sequence[Tuple[object, Optional[object]]]) -> None:
+    """Every path of the cooperative scheduler (checks included) gathers ``samples`` into the batch the
+    definition makes of them, keeping every request."""
+    expected = definition(specs, samples)
+    for name, join in accelerators():
+        batch = parked(samples)
+        gathered, inputs, states = batching._gather(queue_of(specs), batch, join)
+        assert gathered == batch, name
+        assert_same_arrays(inputs, expected[0])
+        assert_same_arrays(states, expected[1])
+
+
 # -- stacking ----------------------------------------------------------------------------------
 
 ONE_INPUT_CASES = [
@@ -97,12 +109,7 @@ def test_exact_samples_stack_alike_on_every_path(spec: Spec, n: int) -> None:
         assert joined is not None, name
         assert_same_arrays(joined[0], expected[0])
         assert joined[1] == {}
-    for name, join in accelerators():
-        batch = parked(samples)
-        gathered, inputs, states = batching._gather(queue_of(specs), batch, join)
-        assert gathered == batch, name
-        assert_same_arrays(inputs, expected[0])
-        assert states == {}
+    assert_gathered_as_defined(specs, samples)
 
 
 F32 = Spec("obs", [2], "float32")
@@ -144,12 +151,7 @@ def test_an_unusual_sample_makes_the_definitions_batch_on_every_path(case: str) 
         if joined is not None:
             assert_same_arrays(joined[0], expected[0])
             assert joined[1] == {}
-    for name, join in accelerators():
-        batch = parked(samples)
-        gathered, inputs, states = batching._gather(queue_of(specs), batch, join)
-        assert gathered == batch, name
-        assert_same_arrays(inputs, expected[0])
-        assert states == {}
+    assert_gathered_as_defined(specs, samples)
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
@@ -185,11 +187,7 @@ def test_several_specs_and_states_stack_by_spec_in_spec_order() -> None:
             np.testing.assert_array_equal(expected[field][spec.name], np.stack([s[field][spec.name] for s in samples]))
     for name, join in accelerators():
         assert batching._joined(layout, parked(samples), join) is None, name
-        batch = parked(samples)
-        gathered, inputs, states = batching._gather(queue_of(specs), batch, join)
-        assert gathered == batch
-        assert_same_arrays(inputs, expected[0])
-        assert_same_arrays(states, expected[1])
+    assert_gathered_as_defined(specs, samples)
 
 
 def test_an_empty_batch_stacks_to_nothing() -> None:

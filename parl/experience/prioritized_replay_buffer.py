@@ -166,13 +166,11 @@ def make_replay_buffer(
             stacklevel=2,
         )
         specs = TaskSpecs(*specs)
+    lists = (specs.inputs, specs.states, specs.actions, specs.rewards)  # the buffers' own signature
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
-            specs.inputs,
-            specs.states,
-            specs.actions,
-            specs.rewards,
+            *lists,
             alpha=alpha,
             beta_start=beta_start,
             beta_steps=beta_steps,
@@ -180,12 +178,4 @@ def make_replay_buffer(
             bootstrap_steps=bootstrap_steps,
             frame_inputs=frame_inputs,
         )
-    return ReplayBuffer(
-        capacity,
-        specs.inputs,
-        specs.states,
-        specs.actions,
-        specs.rewards,
-        bootstrap_steps=bootstrap_steps,
-        frame_inputs=frame_inputs,
-    )
+    return ReplayBuffer(capacity, *lists, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)

@@ -35,7 +35,7 @@ import paddle
 from parl.core.algorithm import Algorithm, Predictor
 from parl.core.batch import Transition, check_transition
 from parl.core.model import Model, named_models
-from parl.core.specs import Spec, zeros
+from parl.core.specs import zeros
 from parl.core.task_specs import TaskSpecs
 from parl.layers.compiled import reads_mode
 from parl.layers.layer_func import LayersNotBuilt, training_mode
@@ -62,6 +62,11 @@ Costs = Dict[str, Union[float, np.ndarray]]
 
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
+
+
+def _specs_of(group: str, doc: str) -> property:
+    """A read-only property giving the task's ``specs.<group>``."""
+    return property(lambda task: getattr(task.specs, group), doc=doc)
 
 
 class ComputationTask:
@@ -140,25 +145,10 @@ class ComputationTask:
             raise ValueError(f"task {self.name!r}: normalize_inputs names {bad}, float inputs are {sorted(floats)}")
         return InputNormalizer({n: floats[n] for n in names}, clip=input_clip) if names else None
 
-    @property
-    def input_specs(self) -> List[Spec]:
-        """The observations an agent sends with each prediction (``specs.inputs``)."""
-        return self.specs.inputs
-
-    @property
-    def state_specs(self) -> List[Spec]:
-        """The recurrent states sent and answered with them (``specs.states``)."""
-        return self.specs.states
-
-    @property
-    def action_specs(self) -> List[Spec]:
-        """The actions a prediction answers (``specs.actions``)."""
-        return self.specs.actions
-
-    @property
-    def reward_specs(self) -> List[Spec]:
-        """The rewards a training batch carries (``specs.rewards``)."""
-        return self.specs.rewards
+    input_specs = _specs_of("inputs", "The observations an agent sends with each prediction (``specs.inputs``).")
+    state_specs = _specs_of("states", "The recurrent states sent and answered with them (``specs.states``).")
+    action_specs = _specs_of("actions", "The actions a prediction answers (``specs.actions``).")
+    reward_specs = _specs_of("rewards", "The rewards a training batch carries (``specs.rewards``).")
 
     def share_locks_with(self, other: "ComputationTask") -> None:
         """Use ``other``'s weights and learn locks from now on.
