@@ -35,6 +35,7 @@ from parl.core.communicator import Communicator
 from parl.core.specs import check_dict
 from parl.serving.computation_task import ComputationTask
 from parl.serving.prediction_batch import BatchLayout, Row, split_replies, stack_samples
+from parl.serving.stats import PredictionTimer
 
 ArrayDict = Dict[str, np.ndarray]
 #: ``predict_batch(n, inputs, states)``: the task's actions and next states for a stacked batch of ``n``.
@@ -67,8 +68,8 @@ class PredictionQueue:
             another number of rows than asked).
         prediction_error: the exception each agent of a failed batch gets, made from the original
             (one instance per agent).
-        timer: a :class:`~parl.serving.stats.WrapperStats` prediction timer whose ``total``
-            (requests, seconds) sums the latency the agents saw, per batch; None: not timed.
+        timer: a :class:`~parl.serving.stats.PredictionTimer` (a wrapper's) that books the latency
+            the agents saw, per batch; None: not timed.
     """
 
     __slots__ = ("task", "timer", "pending", "max_batchsize", "predict_batch", "prediction_error", "layout", "what")
@@ -80,7 +81,7 @@ class PredictionQueue:
         max_batchsize: int,
         predict_batch: PredictBatch,
         prediction_error: Callable[[BaseException], BaseException],
-        timer: Optional[object] = None,
+        timer: Optional[PredictionTimer] = None,
     ) -> None:
         self.task = task
         self.timer = timer
