@@ -23,14 +23,15 @@ import numpy as np
 
 import parl
 from parl.core.specs import Spec
+from parl.core.task_specs import TaskSpecs
 from parl.experience.prioritized_replay_buffer import make_replay_buffer
 
 FRAMES, SIZE = 4, 84
-SPECS = (
-    [Spec("obs", [FRAMES, SIZE, SIZE], "uint8")],
-    [],
-    [Spec("action", [1], "int64")],
-    [Spec("reward", [1], "float32")],
+SPECS = TaskSpecs(
+    inputs=[Spec("obs", [FRAMES, SIZE, SIZE], "uint8")],
+    states=[],
+    actions=[Spec("action", [1], "int64")],
+    rewards=[Spec("reward", [1], "float32")],
 )
 
 

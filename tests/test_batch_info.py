@@ -146,6 +146,30 @@ def test_a_wrapper_fails_only_the_sender_of_a_batch_that_is_not_a_transition(mak
     assert wrapper.communicator(4).learn(echo_batch(4))["rows"] == 2.0  # the training loop goes on
 
 
+def test_a_training_request_is_checked_once_where_it_enters(make_wrapper, monkeypatch) -> None:
+    import parl.serving.computation_task as task_module
+    import parl.serving.computation_wrapper as wrapper_module
+
+    checked = []
+
+    def counting(module):
+        original = module.check_transition
+
+        def check(value, what):
+            checked.append(what)
+            return original(value, what)
+
+        monkeypatch.setattr(module, "check_transition", check)
+
+    counting(task_module)
+    counting(wrapper_module)
+    wrapper = make_wrapper(EchoAlgorithm())
+    assert wrapper.communicator(3).learn(echo_batch(3))["rows"] == 2.0
+    assert checked == ["agent 3's training batch"]
+    wrapper.task.learn(echo_batch(4))  # called directly, the task checks at its own door
+    assert checked == ["agent 3's training batch", "task 'T': learn"]
+
+
 def test_every_field_is_a_dict_of_arrays_the_episode_end_or_row_structure() -> None:
     assert set(Transition._fields) == set(DICT_FIELDS) | {"next_episode_end"} | set(ROW_FIELDS)
 

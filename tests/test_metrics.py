@@ -14,9 +14,19 @@ import pytest
 import parl
 from parl.experiment.train.metrics import METRICS_FILE, MetricsWriter, RobotMetrics, task_values
 from parl.layers.optimizer import Adam, global_grad_norm, grad_norm_value
+from parl.serving.stats import PredictionTimer, WrapperStats
 
 from tensorboard_events import read_scalar_events
-from toys import LEARN_FAIL, EchoAlgorithm, echo_batch, echo_obs
+from toys import (
+    LEARN_FAIL,
+    WAIT,
+    CountEnv,
+    EchoAlgorithm,
+    ReportingEchoAgent,
+    echo_algorithm_func,
+    echo_batch,
+    echo_obs,
+)
 
 
 class FakeClock:
@@ -30,6 +40,35 @@ class FakeClock:
 
 
 # -- WrapperStats ----------------------------------------------------------------
+
+
+def test_a_prediction_timer_books_requests_and_seconds_together() -> None:
+    timer = PredictionTimer()
+    timer.book(1, 0.25)
+    timer.book(3, 0.5)
+    assert timer.total == (4, 0.75)
+    stats = WrapperStats()
+    stats.prediction_timer().book(2, 1.0)
+    stats.add_predictions(3, 7, 4, (7, 2.0))  # answered by copies of the task elsewhere
+    snapshot = stats.snapshot()
+    assert (snapshot.timed_predictions, snapshot.prediction_seconds) == (9, 3.0)
+    assert (snapshot.prediction_batches, snapshot.predictions, snapshot.max_prediction_batch) == (3, 7, 4)
+
+
+@pytest.mark.parametrize("placement", ["threads", "cooperative", "processes"])
+def test_every_placement_books_prediction_latency_through_the_timer(placement, monkeypatch) -> None:
+    booked = []
+    book = PredictionTimer.book
+    monkeypatch.setattr(PredictionTimer, "book", lambda timer, n, seconds: booked.append(n) or book(timer, n, seconds))
+    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement=placement)
+    for i in range(3):
+        manager.add_agent(ReportingEchoAgent(CountEnv(i), num_games=2), {"T": parl.OnPolicyHelper()})
+    manager.start()
+    assert len(manager.join(timeout=WAIT)) == 6
+    manager.stop()
+    snapshot = manager.wrappers["T"].stats.snapshot()
+    assert sum(booked) == snapshot.timed_predictions == snapshot.predictions > 0
+    assert snapshot.prediction_seconds > 0
 
 
 def test_wrapper_stats_count_predictions_updates_rows_and_costs(make_wrapper) -> None:

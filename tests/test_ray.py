@@ -5,6 +5,7 @@ optional. The tests that need Ray run on the session's local cluster (tests/conf
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import ipaddress
 import json
@@ -92,7 +93,7 @@ def test_weights_from_the_object_store_are_copied_where_read_only() -> None:
 
 
 ECHO_TASK = parl.ComputationTask("T", echo_algorithm_func()())
-REPLAY_SPECS = (ECHO_TASK.input_specs, ECHO_TASK.state_specs, ECHO_TASK.action_specs, ECHO_TASK.reward_specs)
+REPLAY_SPECS = ECHO_TASK.specs
 
 
 def helper_with(**kwargs: object) -> ExpReplayHelper:
@@ -124,7 +125,7 @@ def test_a_shard_stores_rows_and_samples_them_with_slots_when_prioritized() -> N
 
 
 def test_a_shard_keeps_frame_stacks_as_its_helpers_say() -> None:
-    frame_specs = ([Spec("obs", [4, 6, 7], "uint8")],) + REPLAY_SPECS[1:]
+    frame_specs = dataclasses.replace(REPLAY_SPECS, inputs=[Spec("obs", [4, 6, 7], "uint8")])
     settings = ReplaySettings.from_helpers("RL", [helper_with()], shards=1)
     assert settings.frame_store == "auto"
     assert list(ReplayShard(frame_specs, settings, seed=0).buffer.frame_stores) == ["obs"]

@@ -283,3 +283,16 @@ def test_on_policy_cache_is_not_changed_by_an_agent_reusing_its_arrays() -> None
     helper.learn()
     np.testing.assert_array_equal(comm.batches[0].inputs["obs"][:, 0], [0, 1, 2])
     np.testing.assert_array_equal(comm.batches[0].actions["action"][:, 0], [0, 1, 2])
+
+
+def test_make_replay_buffer_takes_task_specs_and_still_a_tuple_with_a_warning() -> None:
+    from parl.core.task_specs import TaskSpecs
+    from parl.experience.prioritized_replay_buffer import make_replay_buffer
+
+    lists = (specs(("obs", [2], "float32")), [], specs(("action", [1], "int64")), specs(("reward", [1], "float32")))
+    settings = dict(prioritized=False, alpha=0.6, beta_start=0.4, beta_steps=10, epsilon=1e-6, bootstrap_steps=False)
+    buffer = make_replay_buffer(8, TaskSpecs(*lists), **settings)
+    with pytest.warns(DeprecationWarning, match="TaskSpecs"):
+        old = make_replay_buffer(8, lists, **settings)
+    assert type(old) is type(buffer) is parl.ReplayBuffer
+    assert old.capacity == buffer.capacity == 8

@@ -39,6 +39,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec, check_dict
+from parl.core.task_specs import TaskSpecs
 
 ArrayDict = Dict[str, np.ndarray]
 
@@ -47,10 +48,7 @@ class SpecsOfTask(Protocol):
     """What a transport reads of a computation task it serves in its own process: the name and specs."""
 
     name: str
-    input_specs: List[Spec]
-    state_specs: List[Spec]
-    action_specs: List[Spec]
-    reward_specs: List[Spec]
+    specs: TaskSpecs
 
 
 class Communicator(abc.ABC):
@@ -73,11 +71,20 @@ class Communicator(abc.ABC):
         self._what_input, self._what_state = f"{self._what} input", f"{self._what} state"
 
     def _take_task(self, task: SpecsOfTask) -> None:
-        """Take ``task``'s four spec lists (the same lists, not copies) and name it in errors, as every
+        """Take ``task``'s specs (the same lists, not copies) and name it in errors, as every
         transport that sits beside the task in one process does."""
-        self.input_specs, self.state_specs = task.input_specs, task.state_specs
-        self.action_specs, self.reward_specs = task.action_specs, task.reward_specs
-        self._name_task(task.name)
+        self._take_specs(task.name, task.specs)
+
+    def _take_specs(self, name: str, specs: TaskSpecs) -> None:
+        """Take ``specs`` (the same lists, not copies) and name task ``name`` in errors."""
+        self.input_specs, self.state_specs = specs.inputs, specs.states
+        self.action_specs, self.reward_specs = specs.actions, specs.rewards
+        self._name_task(name)
+
+    @property
+    def specs(self) -> TaskSpecs:
+        """The four spec lists as one value (what crosses to a transport in another process)."""
+        return TaskSpecs(self.input_specs, self.state_specs, self.action_specs, self.reward_specs)
 
     agent_id: int
     input_specs: List[Spec]

@@ -20,6 +20,7 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.counters import read_counter
+from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting, check_frame_store
 from parl.experience.n_step import NStepAccumulator, copy_transition
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, replay_buffer_for
@@ -195,11 +196,9 @@ class ExpReplayHelper(AgentHelper):
         self._restored_added = 0  # transitions added before a resume, until the buffer exists
 
     def _on_bind(self, communicator: Communicator) -> None:
-        specs = (
-            communicator.input_specs,
-            communicator.state_specs,
-            communicator.action_specs,
-            communicator.reward_specs,
+        # The four attributes of the Communicator interface (a transport need not be a Communicator).
+        specs = TaskSpecs(
+            communicator.input_specs, communicator.state_specs, communicator.action_specs, communicator.reward_specs
         )
         self.buffer = replay_buffer_for(self, specs, bootstrap_steps=self._n_step is not None)
         if self.prioritized:

@@ -19,12 +19,14 @@ segments of the priority mass.
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping, Protocol, Sequence, Tuple, Union
 
 import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.specs import Spec
+from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStore, FrameStoreSetting, frame_stack_inputs
 from parl.experience.replay_buffer import ReplayBuffer
 from parl.experience.sum_tree import SumTree
@@ -143,7 +145,7 @@ class PrioritizedReplayBuffer:
 
 def make_replay_buffer(
     capacity: int,
-    specs: Sequence[Sequence[Spec]],
+    specs: Union[TaskSpecs, Sequence[Sequence[Spec]]],
     *,
     prioritized: bool,
     alpha: float,
@@ -154,12 +156,21 @@ def make_replay_buffer(
     frame_inputs: Sequence[str] = (),
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """A :class:`PrioritizedReplayBuffer` (``prioritized``) or a uniform :class:`ReplayBuffer` of
-    ``capacity`` transitions shaped by ``specs`` (input, state, action and reward specs), keeping the
-    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized."""
+    ``capacity`` transitions shaped by ``specs`` (a task's input, state, action and reward specs), keeping the
+    inputs named in ``frame_inputs`` as frame stacks; the priority settings are read only when prioritized.
+    A tuple of the four spec lists is still taken, with a DeprecationWarning."""
+    if not isinstance(specs, TaskSpecs):
+        warnings.warn(
+            "make_replay_buffer: a tuple of four spec lists is deprecated; pass a parl.core.task_specs.TaskSpecs",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        specs = TaskSpecs(*specs)
+    lists = (specs.inputs, specs.states, specs.actions, specs.rewards)  # the buffers' own signature
     if prioritized:
         return PrioritizedReplayBuffer(
             capacity,
-            *specs,
+            *lists,
             alpha=alpha,
             beta_start=beta_start,
             beta_steps=beta_steps,
@@ -167,7 +178,7 @@ def make_replay_buffer(
             bootstrap_steps=bootstrap_steps,
             frame_inputs=frame_inputs,
         )
-    return ReplayBuffer(capacity, *specs, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)
+    return ReplayBuffer(capacity, *lists, bootstrap_steps=bootstrap_steps, frame_inputs=frame_inputs)
 
 
 class ReplayBufferSettings(Protocol):
@@ -184,10 +195,10 @@ class ReplayBufferSettings(Protocol):
 
 
 def replay_buffer_for(
-    settings: ReplayBufferSettings, specs: Sequence[Sequence[Spec]], *, bootstrap_steps: bool
+    settings: ReplayBufferSettings, specs: TaskSpecs, *, bootstrap_steps: bool
 ) -> Union[ReplayBuffer, PrioritizedReplayBuffer]:
     """:func:`make_replay_buffer` with ``settings``' capacity and priority settings, keeping as frame stacks
-    the input specs (``specs[0]``) that ``settings.frame_store`` picks.
+    the input specs that ``settings.frame_store`` picks.
 
     Raises:
         ValueError: ``frame_store`` is True and no input spec is a frame stack.
@@ -201,5 +212,5 @@ def replay_buffer_for(
         beta_steps=settings.beta_steps,
         epsilon=settings.priority_epsilon,
         bootstrap_steps=bootstrap_steps,
-        frame_inputs=frame_stack_inputs(specs[0], settings.frame_store),
+        frame_inputs=frame_stack_inputs(specs.inputs, settings.frame_store),
     )

@@ -1,7 +1,9 @@
-"""The on-disk format of one task's checkpoint: safetensors arrays plus JSON metadata.
+"""The on-disk format of one task's checkpoint: safetensors arrays plus JSON metadata, and whether
+a checkpoint fits the task it is loaded into.
 
-    write_task_checkpoint("ckpt/RL.json", metadata, arrays)   # ckpt/RL.json and ckpt/RL.safetensors
+    write_task_checkpoint("ckpt/RL.json", *task_contents(target, steps, optimizer_state))
     metadata, arrays = read_task_checkpoint("ckpt/RL.json")    # verified, or CheckpointError
+    check_task_checkpoint(TaskCheckpoint("ckpt/RL.json", metadata, arrays), target)  # or CheckpointError
 
 ``<name>.safetensors`` holds every array (weights, optimizer state, normalizer
 statistics, algorithm arrays) under keys ``<section>/<path>``; ``<name>.json``
@@ -12,6 +14,9 @@ a file that is a link, a FIFO or a device, or larger than its bound (the arrays
 file: what its manifest declares), before reading it; then checks the checksums,
 every manifest entry, every array against the manifest, and that every float
 array is finite; model weights must also stay within :data:`MAX_ABS_WEIGHT`.
+:func:`check_task_checkpoint` then checks the checkpoint against its task (a
+:class:`CheckpointTarget`): algorithm, specs, models, weights, optimizer state and
+normalizer, so that :class:`~parl.ComputationTask` restores only what fits it.
 """
 
 from __future__ import annotations
@@ -21,12 +26,19 @@ import json
 import math
 import os
 import re
+from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
+import paddle
 import safetensors.numpy
 
+from parl.core.algorithm import Algorithm
+from parl.core.model import Model, named_models
+from parl.core.task_specs import TaskSpecs
+from parl.layers.optimizer import Optimizer, OptimizerStateError
 from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
+from parl.serving.transforms import InputNormalizer
 from parl.validation import short_repr
 
 #: ``format`` of the metadata file.
@@ -314,3 +326,360 @@ def _read_file(
     if expected_sha256 is not None and _sha256(data) != expected_sha256.get(os.path.basename(path)):
         raise CheckpointError(f"{path}: SHA-256 differs from {recorded_in}'s (changed or damaged)")
     return data
+
+
+# -- a task's checkpoint: what it holds, and whether it fits the task -----------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointTarget:
+    """The task a checkpoint is written from or read into, as the checks see it.
+
+    Attributes:
+        task: the task's name (in messages and in the metadata).
+        algorithm: its algorithm (models, parameters, optimizer kind, state).
+        specs: its specs, which a checkpoint must match exactly.
+        normalizer: its input normalizer (None: it normalizes no inputs).
+        optimizer: its optimizer once made (at the first update); None before.
+    """
+
+    task: str
+    algorithm: Algorithm
+    specs: TaskSpecs
+    normalizer: Optional[InputNormalizer]
+    optimizer: Optional[Optimizer]
+
+
+class TaskCheckpoint:
+    """A task checkpoint read and verified against a task (:func:`check_task_checkpoint`).
+
+    Attributes:
+        path: the metadata file it was read from.
+        metadata: its JSON metadata.
+        sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
+    """
+
+    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
+        self.path = path
+        self.metadata = metadata
+        self.sections = sections
+
+
+def task_contents(
+    target: CheckpointTarget, update_steps: int, optimizer_state: Optional[Mapping[str, object]]
+) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
+    """The metadata and the array sections of a checkpoint of ``target`` now (read them while the
+    task is still: under its locks), for :func:`write_task_checkpoint`. ``optimizer_state`` is keyed
+    by structure (:func:`to_structural`); None: the task has no optimizer state yet.
+
+    Raises:
+        ValueError: the algorithm's state is not JSON scalars and numpy arrays.
+    """
+    scalars, arrays = split_algorithm_state(target.algorithm)
+    weights = {attr: model.get_weights() for attr, model in named_models(target.algorithm)}
+    sections: Dict[str, Dict[str, object]] = {
+        "weights": weights,  # type: ignore[dict-item]
+        "optimizer": dict(optimizer_state or {}),
+        "normalizer": target.normalizer.state_dict() if target.normalizer is not None else {},  # type: ignore[dict-item]
+        "algorithm": arrays,  # type: ignore[dict-item]
+    }
+    metadata = {
+        "task": target.task,
+        "algorithm": type(target.algorithm).__name__,
+        "models": sorted(weights),  # a model with no built layer has no array
+        "specs": spec_lists(target.specs),
+        "update_steps": update_steps,
+        "has_optimizer": optimizer_state is not None,
+        "has_normalizer": target.normalizer is not None,
+        "algorithm_state": scalars,
+    }
+    return metadata, sections
+
+
+def spec_lists(specs: TaskSpecs) -> Dict[str, List[list]]:
+    """``specs`` as the metadata records them: ``[name, shape, dtype]`` per spec, by group."""
+    groups = {"inputs": specs.inputs, "states": specs.states, "actions": specs.actions, "rewards": specs.rewards}
+    return {group: [[s.name, list(s.shape), s.dtype.name] for s in listed] for group, listed in groups.items()}
+
+
+def split_algorithm_state(algorithm: Algorithm) -> Tuple[Dict[str, object], Dict[str, np.ndarray]]:
+    """The algorithm's :meth:`~parl.Algorithm.state` as (JSON scalars, numpy arrays).
+
+    Raises:
+        ValueError: the state is not a dict of string keys to JSON scalars and numpy arrays.
+    """
+    state = algorithm.state()
+    if not isinstance(state, Mapping):
+        raise ValueError(f"{type(algorithm).__name__}.state() must return a dict, got {type(state).__name__}")
+    scalars: Dict[str, object] = {}
+    arrays: Dict[str, np.ndarray] = {}
+    for key, value in state.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{type(algorithm).__name__}.state() key {key!r} is not a string")
+        if isinstance(value, np.ndarray):
+            arrays[key] = value
+        elif isinstance(value, np.generic):
+            scalars[key] = value.item()
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            scalars[key] = value
+        else:
+            raise ValueError(
+                f"{type(algorithm).__name__}.state()[{key!r}] must be a JSON scalar or numpy array, "
+                f"got {type(value).__name__}"
+            )
+    return scalars, arrays
+
+
+# Optimizer state is keyed by generated parameter names, which differ between processes;
+# checkpoints key it by model structure instead (``<model>/<layer path>.<suffix>``).
+def structural_names(algorithm: Algorithm) -> List[Tuple[str, str]]:
+    """(generated parameter name, structural name) for every parameter of the algorithm's models."""
+    pairs = []
+    for attr, model in named_models(algorithm):
+        for path, layer in model.named_layers():
+            for suffix, param in layer.params.items():
+                pairs.append((param.name, f"{attr}/{path}.{suffix}"))
+    return pairs
+
+
+def to_structural(state: Mapping[str, object], algorithm: Algorithm) -> dict:
+    """Optimizer ``state`` keyed by generated names, keyed by structure instead (tensors as numpy)."""
+    return _rename(state, structural_names(algorithm))
+
+
+def from_structural(state: Mapping[str, object], algorithm: Algorithm) -> dict:
+    """Inverse of :func:`to_structural`, for this process's parameter names."""
+    return _rename(state, [(b, a) for a, b in structural_names(algorithm)])
+
+
+def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
+    # Longest names first, so "fc_1.w" never claims the state of "fc_1.w_x".
+    pairs = sorted(pairs, key=lambda p: -len(p[0]))
+    return _rename_sorted(state, pairs)
+
+
+def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
+    out = {}
+    for key, value in state.items():
+        for old, new in pairs:
+            if key == old or key.startswith(old + "_"):
+                key = new + key[len(old) :]
+                break
+        if isinstance(value, paddle.Tensor):
+            value = value.numpy()
+        elif isinstance(value, dict):
+            value = _rename_sorted(value, pairs)
+        out[key] = value
+    return out
+
+
+def check_model_names(weights: Mapping[str, object], algorithm: Algorithm, task: str, source: str) -> None:
+    """``weights`` holds a model for each model of ``algorithm`` and no other.
+
+    Raises:
+        ValueError: naming ``source``, the models it holds and those of task ``task``'s algorithm.
+    """
+    models = dict(named_models(algorithm))
+    if set(weights) != set(models):
+        raise ValueError(
+            f"{source}: holds models {sorted(weights)}, the algorithm of task {task!r} has {sorted(models)}"
+        )
+
+
+def check_task_checkpoint(checkpoint: TaskCheckpoint, target: CheckpointTarget) -> None:
+    """Whether ``checkpoint`` (read by :func:`read_task_checkpoint`) can be restored into ``target``:
+    its algorithm class, specs, models, weight shapes, the weights of every trained parameter (once
+    the task has trained), its optimizer state and its normalizer settings and statistics. Models the
+    metadata lists with no arrays get an empty weights entry.
+
+    Raises:
+        CheckpointError: one line naming the file and what does not fit.
+    """
+    path, meta, sections = checkpoint.path, checkpoint.metadata, checkpoint.sections
+    algorithm = type(target.algorithm).__name__
+    if meta.get("algorithm") != algorithm:
+        raise CheckpointError(
+            f"{path} holds a {meta.get('algorithm')!r} algorithm, task {target.task!r} has {algorithm!r}"
+        )
+    saved_specs = meta.get("specs")
+    if not isinstance(saved_specs, dict):
+        raise CheckpointError(f"{path}: metadata has no specs")
+    for group, expected in spec_lists(target.specs).items():
+        if saved_specs.get(group) != expected:
+            raise CheckpointError(
+                f"{path}: {group} specs {saved_specs.get(group)} differ from task {target.task!r}'s {expected}"
+            )
+    models = meta.get("models")
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise CheckpointError(f"{path}: metadata has no list of models")
+    for model in models:
+        sections["weights"].setdefault(model, {})
+    steps = meta.get("update_steps")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise CheckpointError(f"{path}: update_steps must be an int >= 0, got {steps!r}")
+    if not isinstance(meta.get("algorithm_state"), dict) or not isinstance(meta.get("has_optimizer"), bool):
+        raise CheckpointError(f"{path}: metadata lacks algorithm_state or has_optimizer")
+    normalizer = target.normalizer
+    if meta.get("has_normalizer") != (normalizer is not None):
+        has = "has" if meta.get("has_normalizer") else "has no"
+        raise CheckpointError(
+            f"{path} {has} input normalizer statistics, but task {target.task!r} "
+            f"{'does not normalize' if normalizer is None else 'normalizes'} inputs"
+        )
+    try:
+        if normalizer is not None:
+            _check_normalizer_arrays(normalizer.state_dict(), sections["normalizer"])
+            normalizer.check_state_dict(sections["normalizer"])  # values: no negative variance or count
+        _check_weights(sections["weights"], target)
+        if steps > 0 or meta["has_optimizer"]:
+            _check_trained_weights(sections["weights"], steps, target.algorithm)
+        if meta["has_optimizer"]:
+            _check_optimizer_state(sections["weights"], sections["optimizer"], target)
+        elif sections["optimizer"]:
+            raise ValueError("holds optimizer state, but its metadata says has_optimizer is false")
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def _check_weights(weights: Mapping[str, object], target: CheckpointTarget) -> None:
+    """Model names, layer names, and the shape and dtype of every weight of a built layer (or of a
+    layer whose twin in a model of the same class and layout is built)."""
+    check_model_names(weights, target.algorithm, target.task, "the file")
+    models = named_models(target.algorithm)
+    for attr, model in models:
+        given = weights[attr]
+        if not isinstance(given, Mapping):
+            raise ValueError(f"weights of model {attr!r} are not a dict")
+        layers = {path for path, _ in model.named_layers()}
+        current = _weights_to_expect(model, models)
+        for key, value in given.items():
+            if not isinstance(value, np.ndarray) or key.rpartition(".")[0] not in layers:
+                raise ValueError(f"weight {attr}/{key} names no layer of {type(model).__name__}")
+            if key in current and (value.shape != current[key].shape or value.dtype != current[key].dtype):
+                raise ValueError(
+                    f"weight {attr}/{key} is {value.dtype.name}{list(value.shape)}, "
+                    f"the model has {current[key].dtype.name}{list(current[key].shape)}"
+                )
+        for path in {key.rpartition(".")[0] for key in given}:
+            saved = sorted(k for k in given if k.rpartition(".")[0] == path)
+            expected = sorted(k for k in current if k.rpartition(".")[0] == path)
+            if expected and saved != expected:
+                raise ValueError(f"weights of layer {attr}/{path} are {saved}, the model has {expected}")
+
+
+def _check_trained_weights(weights: Mapping[str, Mapping[str, np.ndarray]], steps: int, algorithm: Algorithm) -> None:
+    """A checkpoint of a task that has trained (``steps`` updates, or optimizer state) holds the
+    weights of every parameter the algorithm trains (of the layers built here): without them the
+    task would go on, silently, from fresh weights (loading keeps a layer the file lacks as it is)."""
+    trained = {param.name for param in algorithm.parameters()}
+    missing: Dict[str, List[str]] = {}
+    for name, structural in structural_names(algorithm):
+        attr, _, key = structural.partition("/")
+        if name in trained and key not in weights[attr]:
+            missing.setdefault(attr, []).append(key)
+    for attr, keys in missing.items():
+        what = f"weights of model {attr!r}" if not weights[attr] else f"weights {_some(keys)} of model {attr!r}"
+        raise ValueError(
+            f"holds no {what}, which the task trains (update_steps {steps}); it would go on from fresh ones"
+        )
+
+
+def _check_optimizer_state(
+    weights: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object], target: CheckpointTarget
+) -> None:
+    """``given`` (a checkpoint's optimizer state) is what the task's optimizer can step from: the
+    entries of :func:`_optimizer_to_expect`, each of the same shape and dtype, and (where the
+    optimizer has ``check_state_dict``, as parl's do) plausible values. An optimizer without
+    ``check_state_dict`` (a paddle optimizer) is compared with only once the task has made it."""
+    algorithm = target.algorithm
+    optimizer = _optimizer_to_expect(weights, target)
+    if optimizer is None:
+        if given:
+            raise ValueError(f"holds optimizer state, but the algorithm of task {target.task!r} trains nothing")
+        return
+    check = getattr(optimizer, "check_state_dict", None)
+    if check is None and optimizer is not target.optimizer:
+        return  # another kind (paddle's) may make its state at its first step: a fresh one shows none
+    _check_same_arrays("optimizer state", to_structural(optimizer.state_dict(), algorithm), given)
+    if check is not None:
+        try:
+            check(from_structural(given, algorithm))
+        except OptimizerStateError as exc:
+            key = next(iter(to_structural({exc.key: None}, algorithm)))  # named as the file names it
+            raise ValueError(f"optimizer state entry {key!r} {exc.problem}") from None
+
+
+def _optimizer_to_expect(
+    weights: Mapping[str, Mapping[str, np.ndarray]], target: CheckpointTarget
+) -> Optional[Optimizer]:
+    """The optimizer a checkpoint's optimizer state must fit: the task's own once it is made (at
+    the first update); before, a fresh one from the algorithm, dropped after the check, for the
+    algorithm's parameters and for stand-ins (zeros named ``<model>/<layer>.<suffix>``, shaped as
+    ``weights``) of the layers only learning builds: those with weights in the checkpoint that
+    neither prediction nor a built twin (a target network's online model) gives shapes here.
+    None when there is nothing to train."""
+    if target.optimizer is not None:
+        return target.optimizer
+    algorithm = target.algorithm
+    models = named_models(algorithm)
+    parameters = list(algorithm.parameters())
+    for attr, model in models:
+        built = _weights_to_expect(model, models)
+        for key, value in sorted(weights[attr].items()):
+            if key not in built:
+                stand_in = paddle.to_tensor(np.zeros(value.shape, value.dtype))
+                stand_in.name = f"{attr}/{key}"
+                parameters.append(stand_in)
+    return algorithm.make_optimizer(parameters) if parameters else None
+
+
+def _weights_to_expect(model: Model, models: List[Tuple[str, Model]]) -> Dict[str, np.ndarray]:
+    """``model``'s weights, and for a layer it has not built, the weights of the same layer in another
+    of ``models`` of the same class and layer layout that has built it (a target network not synced
+    yet takes the shapes of its online model)."""
+    weights = model.get_weights()
+    layout = [path for path, _ in model.named_layers()]
+    for _, other in models:
+        if other is not model and type(other) is type(model) and [p for p, _ in other.named_layers()] == layout:
+            for key, value in other.get_weights().items():
+                weights.setdefault(key, value)
+    return weights
+
+
+def _check_normalizer_arrays(expected: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]) -> None:
+    if set(given) != set(expected):
+        raise ValueError(f"normalizer statistics are for inputs {sorted(given)}, expected {sorted(expected)}")
+    for name, stats in expected.items():
+        stats = dict(stats)
+        got = given[name]
+        count = got.get("count") if isinstance(got, Mapping) else None
+        # The count is one number, kept as a 0-d or a one-element array.
+        if not isinstance(count, np.ndarray) or count.size != 1:
+            raise ValueError(f"normalizer statistics of {name!r} need a one-element 'count', got {count!r}")
+        stats["count"] = count
+        _check_same_arrays(f"normalizer statistics of {name!r}", stats, got, dtypes=False)
+
+
+def _check_same_arrays(what: str, expected: Mapping[str, object], given: object, *, dtypes: bool = True) -> None:
+    """``given`` has exactly ``expected``'s keys, each array of the same shape (and dtype)."""
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{what} is {type(given).__name__}, expected entries {_some(sorted(expected))}")
+    missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
+    if missing or extra:
+        parts = [f"lacks {_some(missing)}"] if missing else []
+        parts += [f"has entries {_some(extra)} it should not"] if extra else []
+        raise ValueError(f"{what} {' and '.join(parts)}")
+    for key, value in expected.items():
+        if isinstance(value, Mapping):
+            _check_same_arrays(f"{what}/{key}", value, given[key], dtypes=dtypes)
+            continue
+        want, got = np.asarray(value), given[key]
+        if not isinstance(got, np.ndarray) or got.shape != want.shape or (dtypes and got.dtype != want.dtype):
+            desc = f"{got.dtype.name}{list(got.shape)}" if isinstance(got, np.ndarray) else type(got).__name__
+            raise ValueError(f"{what} entry {key!r} is {desc}, expected {want.dtype.name}{list(want.shape)}")
+
+
+def _some(names: List[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, and how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{names[:shown]}{more}"

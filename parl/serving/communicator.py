@@ -20,7 +20,8 @@ import numpy as np
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.serving.computation_task import ComputationTask
-from parl.serving.request_queue import Request, RequestQueue
+from parl.serving.request import Request, Waiter
+from parl.serving.request_queue import RequestQueue
 from parl.serving.stats import WrapperStats
 
 ArrayDict = Dict[str, np.ndarray]
@@ -50,7 +51,7 @@ class InProcessCommunicator(Communicator):
         task = wrapper.task
         self._take_task(task)
         self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
-        self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
+        self._in_flight: Deque[Waiter] = deque()  # the replies of training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its
         # reply: read by the runner's watchdog (parl.runtime.watchdog) to tell an agent in its environment.
         self._parked_at = 0.0
@@ -61,33 +62,32 @@ class InProcessCommunicator(Communicator):
     ) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one sample; raises ValueError on data that breaks the specs."""
         inputs, states = self.checked(inputs, states)
-        request = Request(self.agent_id, (inputs, states))
+        waiter = Waiter()
         self._parked_at = start = perf_counter()
         try:
-            self._wrapper.prediction_queue.put(request)
-            result = request.wait(self._wrapper.is_stopped)
+            self._wrapper.prediction_queue.put(Request(self.agent_id, (inputs, states), waiter))
+            result = waiter.wait(self._wrapper.is_stopped)
         finally:
             self._resumed_at = end = perf_counter()
-        requests, seconds = self._timer.total  # latency the agent sees, for metrics
-        self._timer.total = (requests + 1, seconds + end - start)
+        self._timer.book(1, end - start)  # the latency the agent saw, for metrics
         return result
 
     def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
         """Send a training batch (already checked by the helper); returns the costs of the update
         (floats, and this batch's rows of a per-row ``td_error``)."""
-        request = Request(self.agent_id, batch)
+        waiter = Waiter()
         self._parked_at = perf_counter()
         try:
-            self._wrapper.training_queue.put(request)
-            return request.wait(self._wrapper.is_stopped)
+            self._wrapper.training_queue.put(Request(self.agent_id, batch, waiter))
+            return waiter.wait(self._wrapper.is_stopped)
         finally:
             self._resumed_at = perf_counter()
 
     def put_batch(self, batch: Transition[np.ndarray]) -> None:
         """Queue a training batch for the wrapper's training thread and return at once."""
-        request = Request(self.agent_id, batch)
-        self._wrapper.training_queue.put(request)
-        self._in_flight.append(request)
+        waiter = Waiter()
+        self._wrapper.training_queue.put(Request(self.agent_id, batch, waiter))
+        self._in_flight.append(waiter)
 
     def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
@@ -97,11 +97,9 @@ class InProcessCommunicator(Communicator):
             self._parked_at = perf_counter()
         try:
             while in_flight and (wait and not done or in_flight[0].ready()):
-                request = in_flight[0]
-                if done and request.error is not None:
+                if done and in_flight[0].failed():
                     break  # raised by the next call, once these costs are taken
-                in_flight.popleft()
-                done.append(request.wait(self._wrapper.is_stopped))  # raises the update's error
+                done.append(in_flight.popleft().wait(self._wrapper.is_stopped))  # raises the update's error
         finally:
             if wait:
                 self._resumed_at = perf_counter()

@@ -35,12 +35,24 @@ import paddle
 from parl.core.algorithm import Algorithm, Predictor
 from parl.core.batch import Transition, check_transition
 from parl.core.model import Model, named_models
-from parl.core.specs import Spec, normalize_specs, zeros
+from parl.core.specs import zeros
+from parl.core.task_specs import TaskSpecs
 from parl.layers.compiled import reads_mode
 from parl.layers.layer_func import LayersNotBuilt, training_mode
-from parl.layers.optimizer import Optimizer, OptimizerStateError, grad_norm_value, grads_finite
+from parl.layers.optimizer import Optimizer, grad_norm_value, grads_finite
 from parl.layers.tensors import ReusedTensors, has_grad, set_has_grad, tensor
-from parl.serving.checkpoint_format import CheckpointError, read_task_checkpoint, write_task_checkpoint
+from parl.serving.checkpoint_format import (
+    CheckpointError,
+    CheckpointTarget,
+    TaskCheckpoint,
+    check_model_names,
+    check_task_checkpoint,
+    from_structural,
+    read_task_checkpoint,
+    task_contents,
+    to_structural,
+    write_task_checkpoint,
+)
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpdates
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
@@ -52,19 +64,9 @@ Costs = Dict[str, Union[float, np.ndarray]]
 NORMALIZER_KEY = "_input_normalizer"
 
 
-class TaskCheckpoint:
-    """A task checkpoint read and verified by :meth:`ComputationTask.read_checkpoint`.
-
-    Attributes:
-        path: the metadata file it was read from.
-        metadata: its JSON metadata.
-        sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
-    """
-
-    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
-        self.path = path
-        self.metadata = metadata
-        self.sections = sections
+def _specs_of(group: str, doc: str) -> property:
+    """A read-only property giving the task's ``specs.<group>``."""
+    return property(lambda task: getattr(task.specs, group), doc=doc)
 
 
 class ComputationTask:
@@ -101,11 +103,8 @@ class ComputationTask:
         self.name = name
         self.algorithm = algorithm
         model = algorithm.model
-        owner = f"{type(model).__name__} (task {name!r})"
-        self.input_specs: List[Spec] = normalize_specs(model.get_input_specs(), owner)
-        self.state_specs: List[Spec] = normalize_specs(model.get_state_specs(), owner)
-        self.action_specs: List[Spec] = normalize_specs(model.get_action_specs(), owner)
-        self.reward_specs: List[Spec] = normalize_specs(model.get_reward_specs(), owner)
+        #: The model's specs, checked and normalized.
+        self.specs = TaskSpecs.of_model(model, f"{type(model).__name__} (task {name!r})")
         self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
         self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
@@ -145,6 +144,11 @@ class ComputationTask:
         if bad:
             raise ValueError(f"task {self.name!r}: normalize_inputs names {bad}, float inputs are {sorted(floats)}")
         return InputNormalizer({n: floats[n] for n in names}, clip=input_clip) if names else None
+
+    input_specs = _specs_of("inputs", "The observations an agent sends with each prediction (``specs.inputs``).")
+    state_specs = _specs_of("states", "The recurrent states sent and answered with them (``specs.states``).")
+    action_specs = _specs_of("actions", "The actions a prediction answers (``specs.actions``).")
+    reward_specs = _specs_of("rewards", "The rewards a training batch carries (``specs.rewards``).")
 
     def share_locks_with(self, other: "ComputationTask") -> None:
         """Use ``other``'s weights and learn locks from now on.
@@ -277,7 +281,17 @@ class ComputationTask:
             ValueError: ``batch`` is not a Transition, or its row structure does not fit its rows.
             NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
         """
-        check_transition(batch, f"task {self.name!r}: learn")
+        return self.learn_checked(check_transition(batch, f"task {self.name!r}: learn"))
+
+    def learn_checked(self, batch: Transition[np.ndarray]) -> Costs:
+        """:meth:`learn` for a batch its caller has already checked to be a Transition: the
+        :class:`~parl.ComputationWrapper`, which checks each agent's batch where it enters (so a bad
+        one fails its sender alone) and joins them.
+
+        Raises:
+            ValueError: the batch's row structure does not fit its rows.
+            NonFiniteUpdatesError: ``max_skipped_updates`` steps in a row were skipped.
+        """
         if self.normalizer is not None:
             with self._weights_lock:  # statistics change under prediction batches
                 batch = batch._replace(
@@ -365,7 +379,7 @@ class ComputationTask:
             self._optimizer = self.algorithm.make_optimizer(params)
             self._parameters = list(params)
             if self._pending_optimizer_state is not None:
-                self._optimizer.set_state_dict(self._from_structural(self._pending_optimizer_state))
+                self._optimizer.set_state_dict(from_structural(self._pending_optimizer_state, self.algorithm))
                 self._pending_optimizer_state = None
         return self._optimizer
 
@@ -403,26 +417,10 @@ class ComputationTask:
         """
         with self._learn_lock, self._weights_lock:
             if self._optimizer is not None:
-                optimizer = self._to_structural(self._optimizer.state_dict())
+                optimizer = to_structural(self._optimizer.state_dict(), self.algorithm)
             else:
                 optimizer = self._pending_optimizer_state
-            scalars, arrays = _split_algorithm_state(self.algorithm)
-            sections = {
-                "weights": self._algorithm_weights(),
-                "optimizer": optimizer or {},
-                "normalizer": self.normalizer.state_dict() if self.normalizer is not None else {},
-                "algorithm": arrays,
-            }
-            metadata = {
-                "task": self.name,
-                "algorithm": type(self.algorithm).__name__,
-                "models": sorted(sections["weights"]),  # a model with no built layer has no array
-                "specs": self._spec_lists(),
-                "update_steps": self.update_steps,
-                "has_optimizer": optimizer is not None,
-                "has_normalizer": self.normalizer is not None,
-                "algorithm_state": scalars,
-            }
+            metadata, sections = task_contents(self._checkpoint_target(), self.update_steps, optimizer)
         write_task_checkpoint(path, metadata, sections)
 
     def load(self, path: str) -> None:
@@ -458,7 +456,7 @@ class ComputationTask:
         checkpoint = TaskCheckpoint(path, metadata, sections)
         self.build_layers()
         with self._learn_lock, self._weights_lock:
-            self._check_checkpoint(checkpoint)
+            check_task_checkpoint(checkpoint, self._checkpoint_target())
         return checkpoint
 
     def apply_checkpoint(self, checkpoint: "TaskCheckpoint") -> None:
@@ -468,7 +466,7 @@ class ComputationTask:
             CheckpointError: the checkpoint does not fit the task (checked again, before any change).
         """
         with self._learn_lock, self._weights_lock:
-            self._check_checkpoint(checkpoint)
+            check_task_checkpoint(checkpoint, self._checkpoint_target())
             state = dict(checkpoint.metadata["algorithm_state"])
             state.update(checkpoint.sections["algorithm"])
             try:
@@ -488,149 +486,12 @@ class ComputationTask:
                 if self._optimizer is None:
                     self._pending_optimizer_state = optimizer
                 else:
-                    self._optimizer.set_state_dict(self._from_structural(optimizer))
+                    self._optimizer.set_state_dict(from_structural(optimizer, self.algorithm))
                     self._pending_optimizer_state = None
 
-    def _spec_lists(self) -> Dict[str, List[list]]:
-        return {
-            group: [[s.name, list(s.shape), s.dtype.name] for s in specs]
-            for group, specs in (
-                ("inputs", self.input_specs),
-                ("states", self.state_specs),
-                ("actions", self.action_specs),
-                ("rewards", self.reward_specs),
-            )
-        }
-
-    def _check_checkpoint(self, checkpoint: "TaskCheckpoint") -> None:
-        path, meta, sections = checkpoint.path, checkpoint.metadata, checkpoint.sections
-        algorithm = type(self.algorithm).__name__
-        if meta.get("algorithm") != algorithm:
-            raise CheckpointError(
-                f"{path} holds a {meta.get('algorithm')!r} algorithm, task {self.name!r} has {algorithm!r}"
-            )
-        specs = self._spec_lists()
-        saved_specs = meta.get("specs")
-        if not isinstance(saved_specs, dict):
-            raise CheckpointError(f"{path}: metadata has no specs")
-        for group, expected in specs.items():
-            if saved_specs.get(group) != expected:
-                raise CheckpointError(
-                    f"{path}: {group} specs {saved_specs.get(group)} differ from task {self.name!r}'s {expected}"
-                )
-        models = meta.get("models")
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            raise CheckpointError(f"{path}: metadata has no list of models")
-        for model in models:
-            sections["weights"].setdefault(model, {})
-        steps = meta.get("update_steps")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise CheckpointError(f"{path}: update_steps must be an int >= 0, got {steps!r}")
-        if not isinstance(meta.get("algorithm_state"), dict) or not isinstance(meta.get("has_optimizer"), bool):
-            raise CheckpointError(f"{path}: metadata lacks algorithm_state or has_optimizer")
-        if meta.get("has_normalizer") != (self.normalizer is not None):
-            has = "has" if meta.get("has_normalizer") else "has no"
-            raise CheckpointError(
-                f"{path} {has} input normalizer statistics, but task {self.name!r} "
-                f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
-            )
-        try:
-            if self.normalizer is not None:
-                _check_normalizer_arrays(self.normalizer.state_dict(), sections["normalizer"])
-                self.normalizer.check_state_dict(sections["normalizer"])  # values: no negative variance or count
-            self._check_weights(sections["weights"])
-            if steps > 0 or meta["has_optimizer"]:
-                self._check_trained_weights(sections["weights"], steps)
-            if meta["has_optimizer"]:
-                self._check_optimizer_state(sections["weights"], sections["optimizer"])
-            elif sections["optimizer"]:
-                raise ValueError("holds optimizer state, but its metadata says has_optimizer is false")
-        except ValueError as exc:
-            raise CheckpointError(f"{path}: {exc}") from None
-
-    def _check_weights(self, weights: Mapping[str, object]) -> None:
-        """Model names, layer names, and the shape and dtype of every weight of a built layer (or of a
-        layer whose twin in a model of the same class and layout is built)."""
-        self._check_model_names(weights, "the file")
-        models = self._models()
-        for attr, model in models:
-            given = weights[attr]
-            if not isinstance(given, Mapping):
-                raise ValueError(f"weights of model {attr!r} are not a dict")
-            layers = {path for path, _ in model.named_layers()}
-            current = _weights_to_expect(model, models)
-            for key, value in given.items():
-                if not isinstance(value, np.ndarray) or key.rpartition(".")[0] not in layers:
-                    raise ValueError(f"weight {attr}/{key} names no layer of {type(model).__name__}")
-                if key in current and (value.shape != current[key].shape or value.dtype != current[key].dtype):
-                    raise ValueError(
-                        f"weight {attr}/{key} is {value.dtype.name}{list(value.shape)}, "
-                        f"the model has {current[key].dtype.name}{list(current[key].shape)}"
-                    )
-            for path in {key.rpartition(".")[0] for key in given}:
-                saved = sorted(k for k in given if k.rpartition(".")[0] == path)
-                expected = sorted(k for k in current if k.rpartition(".")[0] == path)
-                if expected and saved != expected:
-                    raise ValueError(f"weights of layer {attr}/{path} are {saved}, the model has {expected}")
-
-    def _check_trained_weights(self, weights: Mapping[str, Mapping[str, np.ndarray]], steps: int) -> None:
-        """A checkpoint of a task that has trained (``steps`` updates, or optimizer state) holds the
-        weights of every parameter the algorithm trains (of the layers built here): without them the
-        task would go on, silently, from fresh weights (loading keeps a layer the file lacks as it is)."""
-        trained = {param.name for param in self.algorithm.parameters()}
-        missing: Dict[str, List[str]] = {}
-        for name, structural in self._param_names():
-            attr, _, key = structural.partition("/")
-            if name in trained and key not in weights[attr]:
-                missing.setdefault(attr, []).append(key)
-        for attr, keys in missing.items():
-            what = f"weights of model {attr!r}" if not weights[attr] else f"weights {_some(keys)} of model {attr!r}"
-            raise ValueError(
-                f"holds no {what}, which the task trains (update_steps {steps}); it would go on from fresh ones"
-            )
-
-    def _check_optimizer_state(
-        self, weights: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]
-    ) -> None:
-        """``given`` (a checkpoint's optimizer state) is what the task's optimizer can step from: the
-        entries of :meth:`_optimizer_to_expect`, each of the same shape and dtype, and (where the
-        optimizer has ``check_state_dict``, as parl's do) plausible values. An optimizer without
-        ``check_state_dict`` (a paddle optimizer) is compared with only once the task has made it."""
-        optimizer = self._optimizer_to_expect(weights)
-        if optimizer is None:
-            if given:
-                raise ValueError(f"holds optimizer state, but the algorithm of task {self.name!r} trains nothing")
-            return
-        check = getattr(optimizer, "check_state_dict", None)
-        if check is None and optimizer is not self._optimizer:
-            return  # another kind (paddle's) may make its state at its first step: a fresh one shows none
-        _check_same_arrays("optimizer state", self._to_structural(optimizer.state_dict()), given)
-        if check is not None:
-            try:
-                check(self._from_structural(given))
-            except OptimizerStateError as exc:
-                key = next(iter(self._to_structural({exc.key: None})))  # named as the file names it
-                raise ValueError(f"optimizer state entry {key!r} {exc.problem}") from None
-
-    def _optimizer_to_expect(self, weights: Mapping[str, Mapping[str, np.ndarray]]) -> Optional[Optimizer]:
-        """The optimizer a checkpoint's optimizer state must fit: the task's own once it is made (at
-        the first update); before, a fresh one from the algorithm, dropped after the check, for the
-        algorithm's parameters and for stand-ins (zeros named ``<model>/<layer>.<suffix>``, shaped as
-        ``weights``) of the layers only learning builds: those with weights in the checkpoint that
-        neither prediction nor a built twin (a target network's online model) gives shapes here.
-        None when there is nothing to train."""
-        if self._optimizer is not None:
-            return self._optimizer
-        models = self._models()
-        parameters = list(self.algorithm.parameters())
-        for attr, model in models:
-            built = _weights_to_expect(model, models)
-            for key, value in sorted(weights[attr].items()):
-                if key not in built:
-                    stand_in = paddle.to_tensor(np.zeros(value.shape, value.dtype))
-                    stand_in.name = f"{attr}/{key}"
-                    parameters.append(stand_in)
-        return self.algorithm.make_optimizer(parameters) if parameters else None
+    def _checkpoint_target(self) -> CheckpointTarget:
+        """This task as the checkpoint format writes and checks it (read under the task's locks)."""
+        return CheckpointTarget(self.name, self.algorithm, self.specs, self.normalizer, self._optimizer)
 
     def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
         if (state is None) != (self.normalizer is None):
@@ -638,13 +499,6 @@ class ComputationTask:
             raise ValueError(
                 f"{source} {has} input normalizer statistics, but task {self.name!r} "
                 f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
-            )
-
-    def _check_model_names(self, weights: Mapping[str, object], source: str) -> None:
-        models = dict(self._models())
-        if set(weights) != set(models):
-            raise ValueError(
-                f"{source}: holds models {sorted(weights)}, the algorithm of task {self.name!r} has {sorted(models)}"
             )
 
     def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
@@ -668,7 +522,7 @@ class ComputationTask:
         stats = weights.pop(NORMALIZER_KEY, None)
         with self._weights_lock:
             self._check_normalizer_state(stats, "the weights")
-            self._check_model_names(weights, "the weights")
+            check_model_names(weights, self.algorithm, self.name, "the weights")
             self._set_algorithm_weights(weights)
             self._set_normalizer_state(stats, "the weights")
 
@@ -697,125 +551,12 @@ class ComputationTask:
         return {attr: model.get_weights() for attr, model in self._models()}
 
     def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
-        self._check_model_names(weights, f"task {self.name!r}")
+        check_model_names(weights, self.algorithm, self.name, f"task {self.name!r}")
         for attr, model in self._models():
             model.set_weights(weights[attr])
 
     def _models(self) -> List[Tuple[str, Model]]:
         return named_models(self.algorithm)
-
-    # Optimizer state is keyed by generated parameter names, which differ
-    # between processes; checkpoints key it by model structure instead.
-    def _param_names(self) -> List[Tuple[str, str]]:
-        pairs = []
-        for attr, model in self._models():
-            for path, layer in model.named_layers():
-                for suffix, param in layer.params.items():
-                    pairs.append((param.name, f"{attr}/{path}.{suffix}"))
-        return pairs
-
-    def _to_structural(self, state: Mapping[str, object]) -> dict:
-        return _rename(state, self._param_names())
-
-    def _from_structural(self, state: Mapping[str, object]) -> dict:
-        return _rename(state, [(b, a) for a, b in self._param_names()])
-
-
-def _rename(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
-    # Longest names first, so "fc_1.w" never claims the state of "fc_1.w_x".
-    pairs = sorted(pairs, key=lambda p: -len(p[0]))
-    return _rename_sorted(state, pairs)
-
-
-def _rename_sorted(state: Mapping[str, object], pairs: List[Tuple[str, str]]) -> dict:
-    out = {}
-    for key, value in state.items():
-        for old, new in pairs:
-            if key == old or key.startswith(old + "_"):
-                key = new + key[len(old) :]
-                break
-        if isinstance(value, paddle.Tensor):
-            value = value.numpy()
-        elif isinstance(value, dict):
-            value = _rename_sorted(value, pairs)
-        out[key] = value
-    return out
-
-
-def _weights_to_expect(model: Model, models: List[Tuple[str, Model]]) -> ArrayDict:
-    """``model``'s weights, and for a layer it has not built, the weights of the same layer in another
-    of ``models`` of the same class and layer layout that has built it (a target network not synced
-    yet takes the shapes of its online model)."""
-    weights = model.get_weights()
-    layout = [path for path, _ in model.named_layers()]
-    for _, other in models:
-        if other is not model and type(other) is type(model) and [p for p, _ in other.named_layers()] == layout:
-            for key, value in other.get_weights().items():
-                weights.setdefault(key, value)
-    return weights
-
-
-def _split_algorithm_state(algorithm: Algorithm) -> Tuple[Dict[str, object], ArrayDict]:
-    """The algorithm's :meth:`~parl.Algorithm.state` as (JSON scalars, numpy arrays)."""
-    state = algorithm.state()
-    if not isinstance(state, Mapping):
-        raise ValueError(f"{type(algorithm).__name__}.state() must return a dict, got {type(state).__name__}")
-    scalars: Dict[str, object] = {}
-    arrays: ArrayDict = {}
-    for key, value in state.items():
-        if not isinstance(key, str):
-            raise ValueError(f"{type(algorithm).__name__}.state() key {key!r} is not a string")
-        if isinstance(value, np.ndarray):
-            arrays[key] = value
-        elif isinstance(value, np.generic):
-            scalars[key] = value.item()
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            scalars[key] = value
-        else:
-            raise ValueError(
-                f"{type(algorithm).__name__}.state()[{key!r}] must be a JSON scalar or numpy array, "
-                f"got {type(value).__name__}"
-            )
-    return scalars, arrays
-
-
-def _check_normalizer_arrays(expected: Mapping[str, Mapping[str, np.ndarray]], given: Mapping[str, object]) -> None:
-    if set(given) != set(expected):
-        raise ValueError(f"normalizer statistics are for inputs {sorted(given)}, expected {sorted(expected)}")
-    for name, stats in expected.items():
-        stats = dict(stats)
-        got = given[name]
-        count = got.get("count") if isinstance(got, Mapping) else None
-        # The count is one number, kept as a 0-d or a one-element array.
-        if not isinstance(count, np.ndarray) or count.size != 1:
-            raise ValueError(f"normalizer statistics of {name!r} need a one-element 'count', got {count!r}")
-        stats["count"] = count
-        _check_same_arrays(f"normalizer statistics of {name!r}", stats, got, dtypes=False)
-
-
-def _check_same_arrays(what: str, expected: Mapping[str, object], given: object, *, dtypes: bool = True) -> None:
-    """``given`` has exactly ``expected``'s keys, each array of the same shape (and dtype)."""
-    if not isinstance(given, Mapping):
-        raise ValueError(f"{what} is {type(given).__name__}, expected entries {_some(sorted(expected))}")
-    missing, extra = sorted(set(expected) - set(given)), sorted(set(given) - set(expected))
-    if missing or extra:
-        parts = [f"lacks {_some(missing)}"] if missing else []
-        parts += [f"has entries {_some(extra)} it should not"] if extra else []
-        raise ValueError(f"{what} {' and '.join(parts)}")
-    for key, value in expected.items():
-        if isinstance(value, Mapping):
-            _check_same_arrays(f"{what}/{key}", value, given[key], dtypes=dtypes)
-            continue
-        want, got = np.asarray(value), given[key]
-        if not isinstance(got, np.ndarray) or got.shape != want.shape or (dtypes and got.dtype != want.dtype):
-            desc = f"{got.dtype.name}{list(got.shape)}" if isinstance(got, np.ndarray) else type(got).__name__
-            raise ValueError(f"{what} entry {key!r} is {desc}, expected {want.dtype.name}{list(want.shape)}")
-
-
-def _some(names: List[str], shown: int = 3) -> str:
-    """The first ``shown`` of ``names``, and how many more there are."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return f"{names[:shown]}{more}"
 
 
 def _cost_value(name: str, value: Union[paddle.Tensor, float, np.ndarray]) -> Union[float, np.ndarray]:

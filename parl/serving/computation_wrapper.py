@@ -32,10 +32,11 @@ import numpy as np
 from parl.affinity import pin_current_thread
 from parl.core.batch import Transition, check_transition, join
 from parl.core.errors import RemoteError
-from parl.core.specs import stack
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_task import ComputationTask
-from parl.serving.request_queue import POLL_INTERVAL, InService, Request, RequestQueue
+from parl.serving.prediction_batch import BatchLayout, check_rows, split_replies, stack_samples
+from parl.serving.request import Request
+from parl.serving.request_queue import POLL_INTERVAL, InService, RequestQueue
 from parl.serving.stats import WrapperStats
 from parl.validation import check_int, check_positive
 
@@ -73,6 +74,7 @@ class ComputationWrapper:
                 f"min_batchsize ({min_batchsize}) must not exceed the most agents' batches joined per update "
                 f"({self.max_training_batchsize})"
             )
+        self._layout = BatchLayout(task.specs)  # how its prediction requests stack
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
         self._predicting = InService()  # the batch the prediction loop is answering
@@ -231,7 +233,7 @@ class ComputationWrapper:
 
     # -- loops --------------------------------------------------------------
     def _prediction_loop(self) -> None:
-        task, queue = self.task, self.prediction_queue
+        batch_layout, queue = self._layout, self.prediction_queue
         while not self._stop.is_set():
             if not self._serving.wait(POLL_INTERVAL):
                 continue
@@ -243,17 +245,18 @@ class ComputationWrapper:
                 continue
             n = len(requests)
             try:
-                inputs = stack([r.payload[0] for r in requests], task.input_specs)
-                states = stack([r.payload[1] for r in requests], task.state_specs)
+                payloads = [r.payload for r in requests]  # (inputs, states), checked by each sender's transport
+                inputs, states = stack_samples(batch_layout, [p[0] for p in payloads], [p[1] for p in payloads])
                 actions, next_states = self.predict_batch(n, inputs, states)
+                replies = split_replies(actions, next_states, n)
             except Exception as exc:  # noqa: BLE001 - forwarded to every sender
                 for request in self._predicting.take_back(n) or ():
                     request.finish(error=self.prediction_error(exc))
                 continue
             if self._predicting.take_back(n) is None:
                 continue  # stopped meanwhile: the senders have their StoppedError
-            for request, action_row, state_row in zip(requests, _rows(actions, n), _rows(next_states, n)):
-                request.finish((action_row, state_row))
+            for request, reply in zip(requests, replies):
+                request.finish(reply)
 
     def _training_loop(self) -> None:
         queue = self.training_queue
@@ -288,9 +291,11 @@ class ComputationWrapper:
         stats.training_batches += 1
         stats.training_requests += len(requests)
         try:
+            # Each agent's batch is checked here, once, where it enters the task (the task does not
+            # check the joined batch again): a batch that is no Transition fails its sender alone.
             batches = [check_transition(r.payload, f"agent {r.agent_id}'s training batch") for r in requests]
             sizes = [b.batch_size for b in batches]
-            costs = task.learn(_join_batches(batches))
+            costs = task.learn_checked(_join_batches(batches))
             replies = _split_costs(costs, sizes)
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
             _fail(self._training.take_back(len(requests)) or [], f"training in task {task.name!r}", exc)
@@ -355,25 +360,6 @@ def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, o
     bounds = np.cumsum(sizes)[:-1]
     pieces = {k: np.split(costs[k], bounds) for k in per_row}
     return [{**costs, **{k: pieces[k][i] for k in per_row}} for i in range(len(sizes))]
-
-
-def check_rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> None:
-    """Check that a prediction answered one row per request of its batch of ``n``.
-
-    Raises:
-        ValueError: naming the output and its number of rows.
-    """
-    for name, values in (*actions.items(), *next_states.items()):
-        if len(values) != n:
-            raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
-
-
-def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:
-    """Split a batch dict into ``n`` per-sample dicts (row views, no copies)."""
-    if not batch:
-        return [{} for _ in range(n)]
-    names = list(batch)
-    return [dict(zip(names, row)) for row in zip(*batch.values())]
 
 
 def _pinned(loop: Callable[[], None], cpus: Optional[Set[int]]) -> None:

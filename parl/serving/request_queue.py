@@ -1,9 +1,10 @@
-"""Requests between agent threads and a wrapper thread, with a cheap hand-off.
+"""Queues of requests between agents and a wrapper thread, with a cheap hand-off.
 
-An agent thread puts a :class:`Request` and blocks on the request's own lock;
-the wrapper thread takes a batch of requests, computes, and releases each
-lock. A released lock wakes exactly one thread, which is the cheapest hand-off
-CPython offers.
+An agent thread puts a :class:`~parl.serving.request.Request` and blocks on its
+:class:`~parl.serving.request.Waiter`; the wrapper thread takes a batch of
+requests, computes, and finishes each, which releases the waiter's lock. A
+released lock wakes exactly one thread, which is the cheapest hand-off CPython
+offers.
 
 Stopping reaches every waiting agent at once, without the agents polling: the
 queue fails its pending requests when it is closed, and a loop keeps the
@@ -22,48 +23,12 @@ import time
 from typing import Callable, List, Optional, Sequence, Union
 
 from parl.core.errors import StoppedError
+from parl.serving.request import STOP_CHECK_INTERVAL, Request
+
+__all__ = ["POLL_INTERVAL", "STOP_CHECK_INTERVAL", "InService", "Request", "RequestQueue"]
 
 #: How often a wrapper loop with nothing to do re-checks whether the robot is stopping, in seconds.
 POLL_INTERVAL = 0.05
-#: How often an agent blocked on a request re-checks whether the robot is stopping, in seconds
-#: (stopping fails its request at once; this only bounds the wait if something else holds it).
-STOP_CHECK_INTERVAL = 1.0
-
-
-class Request:
-    """One agent's request and, once finished, its result or error."""
-
-    __slots__ = ("agent_id", "payload", "result", "error", "_done")
-
-    def __init__(self, agent_id: int, payload: object) -> None:
-        self.agent_id = agent_id
-        self.payload = payload
-        self.result: object = None
-        self.error: Optional[BaseException] = None
-        self._done = threading.Lock()
-        self._done.acquire()
-
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
-        """Hand the result (or the error) back and wake the waiting agent."""
-        self.result = result
-        self.error = error
-        self._done.release()
-
-    def ready(self) -> bool:
-        """Whether the request is finished (never blocks)."""
-        if self._done.acquire(blocking=False):
-            self._done.release()
-            return True
-        return False
-
-    def wait(self, is_stopped: Callable[[], bool]) -> object:
-        """Block until finished; raises the error, or StoppedError if the robot stops first."""
-        while not self._done.acquire(timeout=STOP_CHECK_INTERVAL):
-            if is_stopped():
-                raise StoppedError("the robot was stopped while this agent waited for a reply")
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class RequestQueue:

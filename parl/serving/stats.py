@@ -1,7 +1,7 @@
 """WrapperStats: the cumulative counters of one ComputationWrapper, and snapshots of them.
 
-Both loops of a wrapper (and the communicators that time their own requests)
-keep cumulative counters here; a metrics reader takes
+Both loops of a wrapper keep cumulative counters here, and every placement books
+the latency its agents saw through :meth:`PredictionTimer.book`; a metrics reader takes
 :meth:`WrapperStats.snapshot` now and then and works with the differences
 between two snapshots, so nothing is ever reset under a writer.
 """
@@ -19,14 +19,20 @@ Total = Tuple[float, int, int]
 
 
 class PredictionTimer:
-    """Prediction requests of one communicator and the seconds its agent waited for them, as one
-    ``(requests, seconds)`` tuple: written only by that agent's thread, replaced whole so a reader
-    never sees one without the other."""
+    """Prediction requests and the seconds their agents waited for them, as one ``(requests,
+    seconds)`` tuple: the one place prediction latency is booked (:meth:`book`), by every
+    placement. Each timer has one writer (an agent's thread, a scheduler, a prediction loop),
+    and the tuple is replaced whole so a reader never sees one without the other."""
 
     __slots__ = ("total",)
 
     def __init__(self) -> None:
         self.total: Tuple[int, float] = (0, 0.0)
+
+    def book(self, requests: int, seconds: float) -> None:
+        """Add ``requests`` answered predictions that kept their agents waiting ``seconds`` in all."""
+        done, waited = self.total
+        self.total = (done + requests, waited + seconds)
 
 
 class _TrainingTotals(NamedTuple):
@@ -118,8 +124,7 @@ class WrapperStats:
         self.max_prediction_batch = max(self.max_prediction_batch, max_batch)
         if self._elsewhere is None:
             self._elsewhere = self.prediction_timer()
-        requests, seconds = self._elsewhere.total
-        self._elsewhere.total = (requests + timed[0], seconds + timed[1])
+        self._elsewhere.book(timed[0], timed[1])
 
     def record_update(
         self, rows: int, costs: Mapping[str, object], grad_norm: Total, learning_rate: Optional[float]

@@ -13,10 +13,12 @@ agents of the batch one after the other, each with its row. The cooperative plac
 (:mod:`parl.runtime.cooperative.runner`) and the concurrent episodes of evaluation
 (:mod:`parl.runtime.cooperative.episodes`) are both built on these pieces.
 
-The per-step pieces (parking, joining the samples, handing out the rows) run in the C extension
-``parl.runtime.cooperative._cooperative`` when it was built at install time, else as the Python
-twins in this module, which behave the same; ``EXTENSION`` tells which (``PARL_NO_EXTENSION=1``
-turns it off).
+A batch is what :mod:`parl.serving.prediction_batch` defines (how samples stack, how outputs split
+into rows); this module reaches it faster. The per-step pieces (parking, joining the samples,
+handing out the rows) run in the C extension ``parl.runtime.cooperative._cooperative`` when it was
+built at install time, else as the Python twins in this module, which behave the same; both are
+accelerators of that definition, tested against it. ``EXTENSION`` tells which run
+(``PARL_NO_EXTENSION=1`` turns it off).
 """
 
 from __future__ import annotations
@@ -30,13 +32,12 @@ import numpy as np
 from greenlet import getcurrent
 
 from parl.core.communicator import Communicator
-from parl.core.specs import all_finite, check_dict, fits, layout
+from parl.core.specs import check_dict
 from parl.serving.computation_task import ComputationTask
-from parl.serving.computation_wrapper import check_rows
+from parl.serving.prediction_batch import BatchLayout, Row, split_replies, stack_samples
+from parl.serving.stats import PredictionTimer
 
 ArrayDict = Dict[str, np.ndarray]
-#: One agent's share of a prediction batch: its actions and next states.
-Row = Tuple[ArrayDict, ArrayDict]
 #: ``predict_batch(n, inputs, states)``: the task's actions and next states for a stacked batch of ``n``.
 PredictBatch = Callable[[int, ArrayDict, ArrayDict], Tuple[ArrayDict, ArrayDict]]
 
@@ -67,26 +68,11 @@ class PredictionQueue:
             another number of rows than asked).
         prediction_error: the exception each agent of a failed batch gets, made from the original
             (one instance per agent).
-        timer: a :class:`~parl.serving.stats.WrapperStats` prediction timer whose ``total``
-            (requests, seconds) sums the latency the agents saw, per batch; None: not timed.
+        timer: a :class:`~parl.serving.stats.PredictionTimer` (a wrapper's) that books the latency
+            the agents saw, per batch; None: not timed.
     """
 
-    __slots__ = (
-        "task",
-        "timer",
-        "pending",
-        "max_batchsize",
-        "predict_batch",
-        "prediction_error",
-        "input_specs",
-        "state_specs",
-        "one_input",
-        "what_input",
-        "what_state",
-        "float_inputs",
-        "float_states",
-        "ranged",
-    )
+    __slots__ = ("task", "timer", "pending", "max_batchsize", "predict_batch", "prediction_error", "layout", "what")
 
     def __init__(
         self,
@@ -95,7 +81,7 @@ class PredictionQueue:
         max_batchsize: int,
         predict_batch: PredictBatch,
         prediction_error: Callable[[BaseException], BaseException],
-        timer: Optional[object] = None,
+        timer: Optional[PredictionTimer] = None,
     ) -> None:
         self.task = task
         self.timer = timer
@@ -103,19 +89,10 @@ class PredictionQueue:
         self.max_batchsize = max_batchsize
         self.predict_batch = predict_batch
         self.prediction_error = prediction_error
-        self.input_specs = layout(task.input_specs)
-        self.state_specs = layout(task.state_specs)
-        #: Specs whose values only the full check reads (a declared range).
-        self.ranged = any(not s.floating and s.value_range is not None for s in task.input_specs + task.state_specs)
-        #: The common case, one input spec of at least one dimension and no state, checked on the
-        #: joined batch (None otherwise).
-        one = len(self.input_specs) == 1 and not self.state_specs and self.input_specs[0][1] and not self.ranged
-        self.one_input = self.input_specs[0] if one else None
-        self.what_input = f"task {task.name!r} input"
-        self.what_state = f"task {task.name!r} state"
-        #: The float specs, whose stacked values must be finite.
-        self.float_inputs = [s.name for s in task.input_specs if s.floating]
-        self.float_states = [s.name for s in task.state_specs if s.floating]
+        #: How the task's samples stack (its one-input case is joined by the fast paths here).
+        self.layout = BatchLayout(task.specs)
+        #: The input and state labels of the full check's errors.
+        self.what = (f"task {task.name!r} input", f"task {task.name!r} state")
 
 
 class Parked(Communicator):
@@ -226,8 +203,7 @@ def serve(queue: PredictionQueue, ready: List[Tuple[Parked, Row]], path: HotPath
         comm._resumed_at = perf_counter()
         comm._greenlet.switch(row)
     if queue.timer is not None:  # every agent of the batch has been resumed once: the latency they saw, summed
-        requests, seconds = queue.timer.total
-        queue.timer.total = (requests + n, seconds + path.resumed_sum(batch) - parked)
+        queue.timer.book(n, path.resumed_sum(batch) - parked)
     return n
 
 
@@ -248,15 +224,6 @@ def throw(agent_greenlet: greenlet.greenlet, error: BaseException) -> None:
         pass
 
 
-def _stack(values: List[np.ndarray], n: int, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """The checked samples of one spec (each of ``shape`` and ``dtype``) as one fresh ``[n, *shape]``
-    array. Joining them end to end and reshaping is the fastest way measured here (about 0.2 us a
-    row for CartPole observations, against 0.5 us for row assignment and 0.9 us for np.stack)."""
-    if not shape:
-        return np.array(values, dtype)
-    return np.concatenate(values).reshape((n,) + shape)
-
-
 def _stage(
     batch: List[Parked],
     actions: Mapping[str, np.ndarray],
@@ -264,9 +231,10 @@ def _stage(
     ready: List[Tuple[Parked, Row]],
     hand_out=None,
 ) -> float:
-    """Queue on ``ready`` each request of ``batch`` with its row of the results, last first (the
-    agents are resumed from its end); returns the sum of their park times. ``hand_out`` is the
-    extension's (None: done here), used for the common case, one action and no next state.
+    """Queue on ``ready`` each request of ``batch`` with its reply (its row of the results, as
+    :func:`~parl.serving.prediction_batch.split_replies` splits them), last first (the agents are
+    resumed from its end); returns the sum of their park times. ``hand_out`` is the extension's twin
+    of the split (None: split here), used for the common case, one action and no next state.
 
     Raises:
         ValueError: the task answered another number of rows than the batch holds.
@@ -274,7 +242,7 @@ def _stage(
     if hand_out is not None and len(actions) == 1 and not next_states:
         ((name, values),) = actions.items()
         return hand_out(batch, name, values, ready)
-    rows = _rows(actions, next_states, len(batch))
+    rows = split_replies(actions, next_states, len(batch))
     ready.extend(zip(reversed(batch), reversed(rows)))
     return sum([c._parked_at for c in batch])
 
@@ -282,28 +250,6 @@ def _stage(
 def _resumed_sum(batch: List[Parked]) -> float:
     """The sum of the resume times of the requests of ``batch``."""
     return sum([c._resumed_at for c in batch])
-
-
-def _rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.ndarray], n: int) -> List[Row]:
-    """Split the batch results into ``n`` per-sample ``(actions, next_states)`` pairs (row views, no copies).
-
-    Raises:
-        ValueError: the task answered another number of rows than ``n`` (checked before by
-            ``ComputationWrapper.predict_batch``; checked again here as the extension's ``hand_out``,
-            this function's twin, must before it writes any row).
-    """
-    check_rows(actions, next_states, n)
-    if len(actions) == 1 and not next_states:
-        ((name, values),) = actions.items()
-        return [({name: row}, {}) for row in values]
-    return list(zip(_split(actions, n), _split(next_states, n)))
-
-
-def _split(batch: Mapping[str, np.ndarray], n: int) -> List[ArrayDict]:
-    if not batch:
-        return [{} for _ in range(n)]
-    names = list(batch)
-    return [dict(zip(names, row)) for row in zip(*batch.values())]
 
 
 def _gather(queue: PredictionQueue, batch: List[Parked], join=None) -> Tuple[List[Parked], ArrayDict, ArrayDict]:
@@ -318,22 +264,24 @@ def _gather(queue: PredictionQueue, batch: List[Parked], join=None) -> Tuple[Lis
     a declared range always take the full check. ``join`` is the extension's (None: joined here),
     which answers None when any sample is unusual.
     """
-    stacked = _joined(queue, batch, join)
+    batch_layout = queue.layout
+    stacked = _joined(batch_layout, batch, join)
     if stacked is None:
-        batch = _checked(queue, batch, every=queue.ranged)
-        stacked = _stacked(queue, batch)
-        if queue.ranged:  # every sample took the full check, its values included
+        batch = _checked(queue, batch, every=batch_layout.ranged)
+        stacked = _stacked(batch_layout, batch)
+        if batch_layout.ranged:  # every sample took the full check, its values included
             return (batch, *stacked)
-    if _finite(queue, stacked):
+    if batch_layout.all_finite(*stacked):
         return (batch, *stacked)
     batch = _checked(queue, batch, every=True)
-    return (batch, *_stacked(queue, batch))
+    return (batch, *_stacked(batch_layout, batch))
 
 
-def _joined(queue: PredictionQueue, batch: List[Parked], join=None) -> Optional[Tuple[ArrayDict, ArrayDict]]:
-    """The common case (one input spec of at least one dimension, no state, no declared range):
-    the samples joined in one pass when every one fits the spec exactly, else None."""
-    one = queue.one_input
+def _joined(batch_layout: BatchLayout, batch: List[Parked], join=None) -> Optional[Tuple[ArrayDict, ArrayDict]]:
+    """:func:`~parl.serving.prediction_batch.stack_samples` of the common case (one input spec of at
+    least one dimension, no state, no declared range) in one pass, when every sample fits the spec
+    exactly; else None. ``join`` is the extension's twin of this (None: joined here)."""
+    one = batch_layout.one_input
     if one is None:
         return None
     name, shape, dtype = one
@@ -360,49 +308,26 @@ def _joined(queue: PredictionQueue, batch: List[Parked], join=None) -> Optional[
     return ({name: joined.reshape((n,) + shape)}, {}) if fitting else None
 
 
-def _stacked(queue: PredictionQueue, batch: List[Parked]) -> Tuple[ArrayDict, ArrayDict]:
-    """The samples of ``batch`` (each of its spec's exact shape and dtype) stacked by spec."""
-    n = len(batch)
-    if not n:
-        return {}, {}
-    inputs = {
-        name: _stack([c._inputs[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.input_specs
-    }
-    if not queue.state_specs:
-        return inputs, {}
-    states = {
-        name: _stack([c._states[name] for c in batch], n, shape, dtype) for name, shape, dtype in queue.state_specs
-    }
-    return inputs, states
-
-
-def _finite(queue: PredictionQueue, stacked: Tuple[ArrayDict, ArrayDict]) -> bool:
-    """Whether the float inputs and states of a stacked batch are all finite."""
-    inputs, states = stacked
-    return all(all_finite(inputs[name]) for name in queue.float_inputs if name in inputs) and all(
-        all_finite(states[name]) for name in queue.float_states if name in states
-    )
+def _stacked(batch_layout: BatchLayout, batch: List[Parked]) -> Tuple[ArrayDict, ArrayDict]:
+    """The samples of ``batch`` (each fitting the specs exactly) stacked by spec."""
+    states = [c._states for c in batch] if batch_layout.states else ()
+    return stack_samples(batch_layout, [c._inputs for c in batch], states)
 
 
 def _checked(queue: PredictionQueue, batch: List[Parked], every: bool = False) -> List[Parked]:
     """The requests of ``batch`` whose samples pass the full check (converted in place where they
     convert); the others get the check's error (a ValueError naming the problem) thrown in and are
     left out. Samples that fit the specs exactly are taken without it unless ``every``."""
-    inputs, states = queue.input_specs, queue.state_specs
-    if every:
-        misfits = batch
-    else:
-        misfits = [c for c in batch if not (fits(inputs, c._inputs) and fits(states, c._states or {}))]
+    batch_layout = queue.layout
+    misfits = batch if every else [c for c in batch if not batch_layout.fits(c._inputs, c._states)]
     if not misfits:
         return batch
-    task = queue.task
+    specs, (what_input, what_state) = batch_layout.specs, queue.what
     refused = []
     for comm in misfits:
         try:
-            comm._inputs = check_dict(task.input_specs, comm._inputs, queue.what_input)
-            comm._states = check_dict(
-                task.state_specs, comm._states if comm._states is not None else {}, queue.what_state
-            )
+            comm._inputs = check_dict(specs.inputs, comm._inputs, what_input)
+            comm._states = check_dict(specs.states, comm._states if comm._states is not None else {}, what_state)
         except Exception as exc:  # noqa: BLE001 - ValueError as a rule; whatever it is, it fails this agent only
             refused.append((comm, exc))
     if not refused:

@@ -73,7 +73,8 @@ from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.runtime.watchdog import idle_agents
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_wrapper import ComputationWrapper
-from parl.serving.request_queue import POLL_INTERVAL, Request
+from parl.serving.request import Reply, Request
+from parl.serving.request_queue import POLL_INTERVAL
 
 logger = logging.getLogger("parl")
 
@@ -123,7 +124,7 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         """Send a training batch (already checked by the helper); returns the costs of the update."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
-        request = _TrainingRequest(self.agent_id, batch, self._runner, self._greenlet)
+        request = Request(self.agent_id, batch, _Resume(self._runner, self._greenlet))
         self._parked_at = perf_counter()
         try:
             self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
@@ -135,7 +136,7 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         """Queue a training batch for the wrapper's training thread and go on at once (no park)."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
-        request = _TrainingRequest(self.agent_id, batch, self._runner, None)
+        request = Request(self.agent_id, batch, _Resume(self._runner, None))
         self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
         self._in_flight.append(request)
 
@@ -177,39 +178,25 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
 _ParkedInC = parked_in_c(CooperativeCommunicator, EXTENSION, "_ParkedInC")
 
 
-class _TrainingRequest(Request):
-    """A training request whose reply resumes a parked greenlet instead of waking a thread.
+class _Resume(Reply):
+    """The reply of a cooperative agent's training request: the scheduler resumes the agent parked on
+    it, instead of a thread being woken.
 
-    ``greenlet`` is the agent parked on it (set at once by ``learn``; by ``take_costs`` only when
-    it waits for a batch handed over with ``put_batch``), None while nobody waits: ``finish`` then
-    only marks it ``done``.
+    ``greenlet`` is the agent parked on the request (set at once by ``learn``; by ``take_costs`` only
+    when it waits for a batch handed over with ``put_batch``), None while nobody waits: the reply
+    then only marks the request ``done``. Both are read and written under the runner's lock.
     """
 
     __slots__ = ("runner", "greenlet", "done")
 
-    def __init__(
-        self, agent_id: int, payload: object, runner: "CooperativeRunner", agent: Optional[greenlet.greenlet]
-    ) -> None:
-        # No lock to block on (Request's): the wrapper's training thread calls finish, which
-        # hands the request to the scheduler.
-        self.agent_id = agent_id
-        self.payload = payload
-        self.result: object = None
-        self.error: Optional[BaseException] = None
+    def __init__(self, runner: "CooperativeRunner", agent: Optional[greenlet.greenlet]) -> None:
         self.runner = runner
         self.greenlet = agent
         self.done = False
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
-        self.result = result
-        self.error = error
-        self.runner._training_done(self)
-
-    def ready(self) -> bool:
-        return self.done
-
-    def wait(self, is_stopped) -> object:  # pragma: no cover - the agent parks instead
-        raise RuntimeError("a cooperative training request is not waited on")
+    def deliver(self, request: Request) -> None:
+        # Called by the wrapper's training thread (or by stop): the scheduler takes it from there.
+        self.runner._training_done(request, self)
 
 
 class CooperativeRunner(AgentRunner):
@@ -221,7 +208,7 @@ class CooperativeRunner(AgentRunner):
         self._queues: Dict[int, _TaskQueue] = {}  # id(wrapper) -> queue
         self._communicators: Dict[int, List[CooperativeCommunicator]] = {}  # agent id -> its communicators
         self._cond = threading.Condition(threading.Lock())
-        self._replies: List[_TrainingRequest] = []  # training requests finished, agents to resume
+        self._replies: List[Request] = []  # training requests finished whose agents are to be resumed
         #: Agents whose prediction rows are ready, with their rows, last to run first: each agent
         #: that parks hands over to the last one (agent to agent: one switch per step).
         self.ready: List[Tuple[CooperativeCommunicator, Row]] = []
@@ -299,24 +286,25 @@ class CooperativeRunner(AgentRunner):
             self._cond.notify()
 
     # -- the scheduler thread -----------------------------------------------------
-    def _training_done(self, request: _TrainingRequest) -> None:
-        """Called by a wrapper's training thread (or by stop) for each finished training request:
-        its agent, if one is parked on it, is resumed by the scheduler."""
+    def _training_done(self, request: Request, reply: _Resume) -> None:
+        """Called by a wrapper's training thread (or by stop) for each finished training request
+        (``reply`` is its reply): its agent, if one is parked on it, is resumed by the scheduler."""
         with self._cond:
-            request.done = True
-            if request.greenlet is None:
+            reply.done = True
+            if reply.greenlet is None:
                 return
             self._replies.append(request)
         self._wake_scheduler()
 
-    def _claim(self, request: _TrainingRequest, agent: Optional[greenlet.greenlet]) -> bool:
+    def _claim(self, request: Request, agent: Optional[greenlet.greenlet]) -> bool:
         """Whether ``request`` is still in flight; if so and ``agent`` is given, the agent is to be
         resumed with its reply (and must park). A finished request's result or error is read by the caller."""
+        reply = request.reply
         with self._cond:
-            if request.done:
+            if reply.done:
                 return False
             if agent is not None:
-                request.greenlet = agent
+                reply.greenlet = agent
             return True
 
     def _main(self) -> None:
@@ -362,10 +350,11 @@ class CooperativeRunner(AgentRunner):
                     done = replies[:]
                     replies.clear()
                 for request in done:
+                    agent = request.reply.greenlet
                     if request.error is not None:
-                        throw(request.greenlet, request.error)
+                        throw(agent, request.error)
                     else:
-                        request.greenlet.switch(request.result)
+                        agent.switch(request.result)
                 served = True
             if self._poll():
                 served = True

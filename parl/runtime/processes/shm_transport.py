@@ -9,9 +9,9 @@ states) and a reply area (actions, next states).
         copy the checked inputs into the slot; write the slot's 4-byte number to the
         worker's request pipe; block reading the agent's reply pipe
     parent, the worker's I/O thread:
-        read slot numbers; put one SlotRequest per number (views of the slot, no copy)
-        on the task's ``wrapper.prediction_queue``
-    parent, the wrapper's prediction loop (SlotRequest.finish):
+        read slot numbers; put one Request per number (views of the slot, no copy, its
+        reply a SlotReply) on the task's ``wrapper.prediction_queue``
+    parent, the wrapper's prediction loop (SlotReply.deliver):
         copy the batch's row into the slot's reply area; write one byte (REPLY_OK)
         to the agent's reply pipe
 
@@ -25,7 +25,7 @@ specs (an extra output, another dtype) is sent whole as a :mod:`parl.wire` frame
 Training batches are sent per many steps, as :mod:`parl.wire` frames on the
 worker's message pipe (:func:`send_message`); the costs come back on the
 agent's reply pipe (REPLY_COSTS and a frame) from the wrapper's training loop
-(:class:`LearnRequest`). Nothing read from a pipe is unpickled: a frame that
+(:class:`LearnReply`). Nothing read from a pipe is unpickled: a frame that
 does not decode raises ValueError (:func:`receive_message`).
 """
 
@@ -44,8 +44,9 @@ from parl import wire
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError, StoppedError
-from parl.core.specs import Layout, Spec, fits
-from parl.serving.request_queue import Request
+from parl.core.specs import Layout, fits
+from parl.core.task_specs import TaskSpecs
+from parl.serving.request import Reply, Request
 
 ArrayDict = Dict[str, np.ndarray]
 
@@ -179,16 +180,14 @@ class Slot:
         agent_id: int,
         task: str,
         arena: SharedArena,
-        input_specs: Sequence[Spec],
-        state_specs: Sequence[Spec],
-        action_specs: Sequence[Spec],
+        specs: TaskSpecs,
     ) -> None:
         self.number = number
         self.agent_id = agent_id
         self.task = task
         handles = [
-            {s.name: arena.reserve(s.shape, s.dtype) for s in specs}
-            for specs in (input_specs, state_specs, action_specs, state_specs)
+            {s.name: arena.reserve(s.shape, s.dtype) for s in listed}
+            for listed in (specs.inputs, specs.states, specs.actions, specs.states)
         ]
         self.inputs: ArrayDict = handles[0]  # handles until bind_views
         self.states: ArrayDict = handles[1]
@@ -239,27 +238,27 @@ def error_reply(error: BaseException) -> bytes:
     return REPLY_ERROR + wire.pack(text)
 
 
-class SlotRequest(Request):
-    """A prediction request whose reply is written into its slot and signalled on the agent's pipe.
+class SlotReply(Reply):
+    """The reply of a prediction request from the agent of ``slot``: written into the slot's reply
+    area and signalled on the agent's pipe ``reply_fd``.
 
-    ``finish`` runs in the wrapper's prediction loop (or in ``RequestQueue.close``); it
-    never raises, so a worker that died cannot break the loop.
+    ``deliver`` runs in the wrapper's prediction loop (or in ``RequestQueue.close``); it never
+    raises, so a worker that died cannot break the loop.
     """
 
-    __slots__ = ("slot", "reply_fd", "start")
+    __slots__ = ("slot", "reply_fd")
 
     def __init__(self, slot: Slot, reply_fd: int) -> None:
-        super().__init__(slot.agent_id, slot.payload)
         self.slot = slot
         self.reply_fd = reply_fd
-        self.start = perf_counter()
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+    def deliver(self, request: Request) -> None:
         slot = self.slot
         slot.answered_at = perf_counter()  # before the reply: the agent's next request comes after it
+        error = request.error
         try:
             if error is None:
-                actions, next_states = result
+                actions, next_states = request.result
                 action_layout, state_layout = slot.reply_layout
                 if fits(action_layout, actions) and fits(state_layout, next_states):
                     for name, view in slot.actions.items():
@@ -284,31 +283,30 @@ class SlotRequest(Request):
             pass  # the worker is gone (EPIPE): nobody waits for this reply
 
     def _count(self) -> None:
-        timer = self.slot.timer
-        if timer is not None:  # written by the prediction loop only, replaced whole
-            requests, seconds = timer.total
-            timer.total = (requests + 1, seconds + perf_counter() - self.start)
+        """Book the prediction's time in the parent, from its arrival to its reply."""
+        slot = self.slot
+        if slot.timer is not None:  # written by the prediction loop only
+            slot.timer.book(1, perf_counter() - slot.requested_at)
 
 
-class LearnRequest(Request):
-    """A training request of the agent of ``slot``, whose costs go back onto its reply pipe
-    ``reply_fd`` as a :mod:`parl.wire` frame (answered at the slot's ``answered_at``)."""
+class LearnReply(Reply):
+    """The reply of a training request from the agent of ``slot``: its costs go back onto the agent's
+    reply pipe ``reply_fd`` as a :mod:`parl.wire` frame (answered at the slot's ``answered_at``)."""
 
     __slots__ = ("reply_fd", "slot")
 
-    def __init__(self, slot: Slot, batch: Transition[np.ndarray], reply_fd: int) -> None:
-        super().__init__(slot.agent_id, batch)
+    def __init__(self, slot: Slot, reply_fd: int) -> None:
         self.reply_fd = reply_fd
         self.slot = slot
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+    def deliver(self, request: Request) -> None:
         self.slot.answered_at = perf_counter()
-        data = None
+        error, data = request.error, None
         if error is None:
             try:
-                data = REPLY_COSTS + wire.pack(result)
+                data = REPLY_COSTS + wire.pack(request.result)
             except ValueError as exc:  # the agent gets the error instead of the costs
-                error = RemoteError(f"sending the costs to agent {self.agent_id}", exc)
+                error = RemoteError(f"sending the costs to agent {request.agent_id}", exc)
         try:
             write_all(self.reply_fd, error_reply(error) if data is None else data)
         except OSError:
@@ -335,7 +333,7 @@ class ShmCommunicator(Communicator):
         self,
         *,
         agent_id: int,
-        specs: Tuple[List[Spec], List[Spec], List[Spec], List[Spec]],
+        specs: TaskSpecs,
         slot: Slot,
         request_fd: int,
         reply_fd: int,
@@ -344,7 +342,7 @@ class ShmCommunicator(Communicator):
         publish_counters: Callable[[], None],
     ) -> None:
         self.agent_id = agent_id
-        self.input_specs, self.state_specs, self.action_specs, self.reward_specs = specs
+        self._take_specs(slot.task, specs)
         self._slot = slot
         self._number = SLOT_NUMBER.pack(slot.number)
         self._request_fd = request_fd
@@ -352,7 +350,6 @@ class ShmCommunicator(Communicator):
         self._send = send
         self._stopped = stopped
         self._publish_counters = publish_counters
-        self._name_task(slot.task)
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None

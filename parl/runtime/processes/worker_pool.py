@@ -79,17 +79,18 @@ from parl.runtime.processes.error_data import describe_agent_error, rebuild_agen
 from parl.runtime.processes.shm_transport import (
     REPLY_STOPPED,
     SLOT_NUMBER,
-    LearnRequest,
+    LearnReply,
     SharedArena,
     ShmCommunicator,
     Slot,
-    SlotRequest,
+    SlotReply,
     receive_message,
     send_message,
 )
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import idle_agents
 from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.request import Request
 from parl.validation import check_int, check_positive
 
 logger = logging.getLogger("parl")
@@ -231,9 +232,7 @@ class WorkerPool:
                 if task not in self.wrappers:
                     raise ValueError(f"agent {agent.id} has a helper for task {task!r}, which has no wrapper")
                 comm = helper.communicator
-                slot = Slot(
-                    len(self._slots), agent.id, task, self._arena, comm.input_specs, comm.state_specs, comm.action_specs
-                )
+                slot = Slot(len(self._slots), agent.id, task, self._arena, comm.specs)
                 slot.timer = self.wrappers[task].stats.prediction_timer()
                 self._slots.append(slot)
                 self._slot_of[(position, task)] = slot
@@ -422,7 +421,7 @@ class WorkerPool:
                         if not data:
                             poller.unregister(request_fd)
                             continue
-                        requests: List[SlotRequest] = []
+                        requests: List[Request] = []
                         leftover = self._requests(worker, leftover + data, requests)
                         self._queue(requests)
                     elif fd == message_fd:
@@ -465,7 +464,7 @@ class WorkerPool:
         logger.warning("ending %s (pid %s): %s", worker.name, worker.process.pid, reason)
         worker.process.kill()
 
-    def _requests(self, worker: _Worker, data: bytes, into: List[SlotRequest]) -> bytes:
+    def _requests(self, worker: _Worker, data: bytes, into: List[Request]) -> bytes:
         """One prediction request per slot number in ``data``, appended to ``into``; returns an
         incomplete tail.
 
@@ -479,17 +478,16 @@ class WorkerPool:
             if number >= len(slots) or slots[number].agent_id not in reply_fds:
                 raise ValueError(f"slot number {number}, which is not one of {worker.name}'s agents'")
             slot = slots[number]
-            request = SlotRequest(slot, reply_fds[slot.agent_id])
-            slot.requested_at = request.start
-            requests.append(request)
+            slot.requested_at = time.perf_counter()
+            requests.append(Request(slot.agent_id, slot.payload, SlotReply(slot, reply_fds[slot.agent_id])))
         into.extend(requests)
         return data[whole:]
 
-    def _queue(self, requests: List[SlotRequest]) -> None:
+    def _queue(self, requests: List[Request]) -> None:
         """Put prediction requests on their tasks' queues (a stopped wrapper answers them at once)."""
         for request in requests:
             try:
-                self.wrappers[request.slot.task].prediction_queue.put(request)
+                self.wrappers[request.reply.slot.task].prediction_queue.put(request)
             except StoppedError as exc:
                 request.finish(error=exc)
 
@@ -511,7 +509,7 @@ class WorkerPool:
             slot.requested_at = time.perf_counter()
             if isinstance(batch, tuple) and len(batch) == len(Transition._fields):
                 batch = Transition(*batch)  # else the wrapper tells the agent what it sent
-            request = LearnRequest(slot, batch, worker.reply_fds[slot.agent_id])
+            request = Request(slot.agent_id, batch, LearnReply(slot, worker.reply_fds[slot.agent_id]))
             try:
                 self.wrappers[slot.task].training_queue.put(request)
             except StoppedError as exc:
@@ -673,13 +671,11 @@ class _WorkerRuntime:
             agent = pool.agents[position]
             reply_r, _ = self.reply_fds[agent.id]
             for task, helper in agent.helpers.items():
-                comm = helper.communicator
-                specs = (comm.input_specs, comm.state_specs, comm.action_specs, comm.reward_specs)
                 # The helper was bound in the parent with these same specs: only the transport changes.
                 helper._set_transport(
                     ShmCommunicator(
                         agent_id=agent.id,
-                        specs=specs,
+                        specs=helper.communicator.specs,
                         slot=pool._slot_of[(position, task)],
                         request_fd=child["request_fd"],
                         reply_fd=reply_r,

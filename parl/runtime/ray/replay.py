@@ -1,6 +1,6 @@
 """Distributed replay: replay shards as Ray actors, written by the workers, sampled by the learner.
 
-    shards = [ray.remote(ReplayShard).remote(capacity, specs, settings) for _ in range(n)]
+    shards = [ray.remote(ReplayShard).remote(task.specs, settings, seed) for _ in range(n)]
     helper.store_only(ShardWriter("RL", shards, first=3))        # in a worker: transitions go to the shards
     learner = ReplayLearner(communicator, shards, settings, ...)  # on the driver: sample, learn, re-prioritize
 
@@ -41,7 +41,7 @@ import numpy as np
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
-from parl.core.specs import Spec
+from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting
 from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
@@ -133,9 +133,7 @@ def _helper_settings(helper: ExpReplayHelper) -> tuple:
 class ReplayShard:
     """One shard (made a Ray actor by the runner): a replay buffer of the task's specs."""
 
-    def __init__(
-        self, specs: Tuple[List[Spec], List[Spec], List[Spec], List[Spec]], settings: ReplaySettings, seed: int
-    ) -> None:
+    def __init__(self, specs: TaskSpecs, settings: ReplaySettings, seed: int) -> None:
         self.buffer = replay_buffer_for(settings, specs, bootstrap_steps=settings.bootstrap_steps)
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)

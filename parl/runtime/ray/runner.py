@@ -58,7 +58,7 @@ from parl.runtime.ray.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.ray.worker import RolloutWorker
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.computation_wrapper import ComputationWrapper, is_segment
-from parl.serving.request_queue import Request
+from parl.serving.request import Callback, Request
 from parl.validation import check_int
 
 logger = logging.getLogger("parl")
@@ -97,20 +97,6 @@ class _Slot:
     stored: Dict[str, int] = field(default_factory=dict)  # this generation's rows sent to shards
     stored_before: Dict[str, int] = field(default_factory=dict)  # earlier generations'
     threads: List[threading.Thread] = field(default_factory=list)
-
-
-class _RemoteRequest(Request):
-    """A worker's training request queued in a driver wrapper; finishing it calls ``on_finish``."""
-
-    __slots__ = ("_on_finish",)
-
-    def __init__(self, agent_id: int, payload: object, on_finish) -> None:
-        super().__init__(agent_id, payload)
-        self._on_finish = on_finish
-
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
-        super().finish(result, error)
-        self._on_finish(result, error)
 
 
 class RayRunner(AgentRunner):
@@ -213,8 +199,7 @@ class RayRunner(AgentRunner):
         for name, task in tasks.items():
             helpers = [agent.helpers[name] for agent in agents if name in agent.helpers]
             settings = ReplaySettings.from_helpers(name, helpers, count)
-            specs = (task.input_specs, task.state_specs, task.action_specs, task.reward_specs)
-            shards = [shard_class.remote(specs, settings, int(np.random.randint(2**31))) for _ in range(count)]
+            shards = [shard_class.remote(task.specs, settings, int(np.random.randint(2**31))) for _ in range(count)]
             self._shards.extend(shards)
             out[name] = shards
             learner = ReplayLearner(
@@ -327,7 +312,7 @@ class RayRunner(AgentRunner):
                 )
 
         try:
-            self.context.wrappers[task].training_queue.put(_RemoteRequest(agent_id, batch, finished))
+            self.context.wrappers[task].training_queue.put(Request(agent_id, batch, Callback(finished)))
         except StoppedError:
             return
 

@@ -179,8 +179,7 @@ class RlxServer:
         if conn.wants_to_write:
             self._watch(conn)
         if act:
-            self.stats.act_seconds += now - conn.received_at
-            self.stats.acts += 1
+            self.stats.act_latency.book(1, now - conn.received_at)
         conn.answered(now)
 
     def end(self, conn: Connection, code: Optional[str], reason: str, *, counter: Optional[str] = None) -> None:

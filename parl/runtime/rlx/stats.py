@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from typing import Deque, Dict, List, Optional, Tuple
 
+from parl.serving.stats import PredictionTimer
+
 #: Client metrics kept between two reads; beyond it the oldest go.
 MAX_CLIENT_METRICS = 10_000
 
@@ -29,8 +31,9 @@ class ServerStats:
         refused: connections refused as busy (every slot taken, or memory below the floor).
         errors: connections ended for a broken frame or message, a wrong token or version.
         timeouts: connections ended by a timeout.
-        act_seconds, acts: the server's part of each action's latency (from the request read to
-            the action written) summed, and the actions counted.
+        act_latency: the server's part of each action's latency (from the request read to the
+            action written), booked as every placement books prediction latency; ``acts`` and
+            ``act_seconds`` read it.
         dropped_metrics: client metrics dropped from a full queue (unread for MAX_CLIENT_METRICS more).
         throttled_metrics: client metrics dropped for coming faster than their connection's
             ``max_metrics_per_second``.
@@ -42,13 +45,22 @@ class ServerStats:
         self.refused = 0
         self.errors = 0
         self.timeouts = 0
-        self.act_seconds = 0.0
-        self.acts = 0
+        self.act_latency = PredictionTimer()
         self.dropped_metrics = 0
         self.throttled_metrics = 0
         self._client_metrics: Deque[Tuple[Optional[int], str, float]] = deque(maxlen=MAX_CLIENT_METRICS)
         self._last = {name: 0 for name in _COUNTERS}
         self._last_acts = (0.0, 0)
+
+    @property
+    def acts(self) -> int:
+        """Actions answered so far."""
+        return self.act_latency.total[0]
+
+    @property
+    def act_seconds(self) -> float:
+        """The server's part of their latency, summed."""
+        return self.act_latency.total[1]
 
     def client_metric(self, step: Optional[int], name: str, value: float) -> None:
         """Keep one client metric until :meth:`rows` reads it."""
@@ -64,7 +76,7 @@ class ServerStats:
             value = getattr(self, name)
             row[f"rlx/{name}"] = float(value - self._last[name])
             self._last[name] = value
-        seconds, acts = self.act_seconds, self.acts
+        acts, seconds = self.act_latency.total
         if acts > self._last_acts[1]:
             row["rlx/act_latency_ms"] = 1000.0 * (seconds - self._last_acts[0]) / (acts - self._last_acts[1])
         self._last_acts = (seconds, acts)
