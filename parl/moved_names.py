@@ -101,6 +101,12 @@ MOVED_IN_0_2 = {
     "parl.experiment.core_claims": "parl.core_claims",
     "parl.experiment.safe_files": "parl.serving.safe_files",
     "parl.utils.evaluation": "parl.experiment.evaluation.greedy",
+    # pieces two placements share, out of a sibling placement's folder
+    "parl.runtime.processes.error_data": "parl.runtime.error_data",
+    "parl.runtime.cooperative.episodes": "parl.runtime.episodes",
+    "parl.runtime.ray.session": "parl.runtime.ray_cluster.session",
+    "parl.runtime.ray.address": "parl.runtime.ray_cluster.address",
+    "parl.runtime.ray.local_cluster": "parl.runtime.ray_cluster.local_cluster",
 }
 
 

@@ -11,7 +11,7 @@ and switches straight to the next agent whose row is ready, or, with none left, 
 that breaks the specs raises its ValueError in its own agent only), predicts once, and resumes the
 agents of the batch one after the other, each with its row. The cooperative placement
 (:mod:`parl.runtime.cooperative.runner`) and the concurrent episodes of evaluation
-(:mod:`parl.runtime.cooperative.episodes`) are both built on these pieces.
+(:mod:`parl.runtime.episodes`) are both built on these pieces.
 
 The per-step pieces (parking, joining the samples, handing out the rows) run in the C extension
 ``parl.runtime.cooperative._cooperative`` when it was built at install time, else as the Python

@@ -34,7 +34,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 
@@ -43,7 +43,6 @@ from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.specs import Spec
 from parl.experience.frame_store import FrameStoreSetting
-from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
 from parl.experience.prioritized_replay_buffer import replay_buffer_for
 
@@ -66,6 +65,28 @@ AHEAD_UPDATES = 64
 SHARD_RESTARTS = 3
 
 
+@runtime_checkable
+class ReplayHelper(Protocol):
+    """What a distributed replay reads of a task's helpers (:class:`~parl.ExpReplayHelper` is one): the
+    settings of the replay each keeps, and :meth:`store_only` to send what it stores to the shards."""
+
+    capacity: int
+    batch_size: int
+    warmup_steps: int
+    updates_per_step: float
+    prioritized: bool
+    alpha: float
+    beta_start: float
+    beta_steps: int
+    priority_epsilon: float
+    n_step: int
+    gamma: float
+    frame_store: FrameStoreSetting
+
+    def store_only(self, writer: "ShardWriter") -> None:
+        """Hand every transition to ``writer`` from now on, after the n-step sums, and send no batches."""
+
+
 @dataclass(frozen=True)
 class ReplaySettings:
     """A distributed replay of one task, read from its agents' :class:`~parl.ExpReplayHelper` s."""
@@ -85,18 +106,18 @@ class ReplaySettings:
     @classmethod
     def from_helpers(cls, task: str, helpers: Sequence[object], shards: int) -> "ReplaySettings":
         """The settings for ``shards`` shards serving ``helpers`` (one per agent), which must all be
-        ExpReplayHelpers with the same settings.
+        :class:`ReplayHelper` s (ExpReplayHelpers) with the same settings.
 
         Raises:
-            ValueError: a helper is not an ExpReplayHelper, or two helpers differ.
+            ValueError: a helper keeps no replay (is no ReplayHelper), or two helpers differ.
         """
-        if not helpers or not all(isinstance(h, ExpReplayHelper) for h in helpers):
+        if not helpers or not all(isinstance(h, ReplayHelper) for h in helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
         per_agent = [_helper_settings(h) for h in helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h: ExpReplayHelper = helpers[0]  # type: ignore[assignment]
+        h: ReplayHelper = helpers[0]  # type: ignore[assignment]
         agents_per_shard = len(helpers) / shards
         return cls(
             capacity=max(1, int(h.capacity * agents_per_shard)),
@@ -113,7 +134,7 @@ class ReplaySettings:
         )
 
 
-def _helper_settings(helper: ExpReplayHelper) -> tuple:
+def _helper_settings(helper: ReplayHelper) -> tuple:
     return (
         helper.capacity,
         helper.batch_size,
