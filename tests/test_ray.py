@@ -26,7 +26,14 @@ import parl
 from parl.core.specs import Spec
 from parl.experience.helpers import ExpReplayHelper
 from parl.runtime.ray.broadcast import Broadcaster, writable_weights
-from parl.runtime.ray.replay import Allowance, ReplayHelper, ReplayLearner, ReplaySettings, ReplayShard
+from parl.runtime.ray.replay import (
+    REPLAY_KNOBS,
+    Allowance,
+    ReplayLearner,
+    ReplaySettings,
+    ReplayShard,
+    is_replay_helper,
+)
 from parl.serving.transforms import InputNormalizer
 
 from toys import (
@@ -112,9 +119,10 @@ def test_replay_settings_come_from_the_agents_helpers_and_must_agree() -> None:
 
 def test_replay_settings_read_what_a_helper_keeps_of_its_replay_not_its_class() -> None:
     helper = helper_with(n_step=3)
-    kept = {name: getattr(helper, name) for name in ReplayHelper.__annotations__}
+    kept = {name: getattr(helper, name) for name in REPLAY_KNOBS}
     own = SimpleNamespace(**kept, store_only=lambda writer: None)  # a helper of another class, the same replay
-    assert isinstance(own, ReplayHelper) and not isinstance(parl.OnPolicyHelper(), ReplayHelper)
+    assert is_replay_helper(own) and not is_replay_helper(parl.OnPolicyHelper())
+    assert not is_replay_helper(SimpleNamespace(store_only=lambda writer: None))  # no replay settings
     assert ReplaySettings.from_helpers("RL", [own, helper], shards=1) == ReplaySettings.from_helpers(
         "RL", [helper, helper], shards=1
     )

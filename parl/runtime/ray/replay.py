@@ -65,26 +65,36 @@ AHEAD_UPDATES = 64
 SHARD_RESTARTS = 3
 
 
+#: What a distributed replay reads of each helper of a task: the settings of the replay it keeps
+#: (attributes of these names, as :class:`~parl.ExpReplayHelper` has them).
+REPLAY_KNOBS = (
+    "capacity",
+    "batch_size",
+    "warmup_steps",
+    "updates_per_step",
+    "prioritized",
+    "alpha",
+    "beta_start",
+    "beta_steps",
+    "priority_epsilon",
+    "n_step",
+    "gamma",
+    "frame_store",
+)
+
+
 @runtime_checkable
 class ReplayHelper(Protocol):
-    """What a distributed replay reads of a task's helpers (:class:`~parl.ExpReplayHelper` is one): the
-    settings of the replay each keeps, and :meth:`store_only` to send what it stores to the shards."""
-
-    capacity: int
-    batch_size: int
-    warmup_steps: int
-    updates_per_step: float
-    prioritized: bool
-    alpha: float
-    beta_start: float
-    beta_steps: int
-    priority_epsilon: float
-    n_step: int
-    gamma: float
-    frame_store: FrameStoreSetting
+    """A helper that keeps a replay (:class:`~parl.ExpReplayHelper` is one): it has the attributes of
+    :data:`REPLAY_KNOBS`, and :meth:`store_only` sends what it would store to the shards instead."""
 
     def store_only(self, writer: "ShardWriter") -> None:
         """Hand every transition to ``writer`` from now on, after the n-step sums, and send no batches."""
+
+
+def is_replay_helper(helper: object) -> bool:
+    """Whether ``helper`` is a :class:`ReplayHelper` with every attribute of :data:`REPLAY_KNOBS`."""
+    return isinstance(helper, ReplayHelper) and all(hasattr(helper, knob) for knob in REPLAY_KNOBS)
 
 
 @dataclass(frozen=True)
@@ -111,13 +121,13 @@ class ReplaySettings:
         Raises:
             ValueError: a helper keeps no replay (is no ReplayHelper), or two helpers differ.
         """
-        if not helpers or not all(isinstance(h, ReplayHelper) for h in helpers):
+        if not helpers or not all(is_replay_helper(h) for h in helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
         per_agent = [_helper_settings(h) for h in helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h: ReplayHelper = helpers[0]  # type: ignore[assignment]
+        h = helpers[0]
         agents_per_shard = len(helpers) / shards
         return cls(
             capacity=max(1, int(h.capacity * agents_per_shard)),
@@ -135,20 +145,7 @@ class ReplaySettings:
 
 
 def _helper_settings(helper: ReplayHelper) -> tuple:
-    return (
-        helper.capacity,
-        helper.batch_size,
-        helper.warmup_steps,
-        helper.updates_per_step,
-        helper.prioritized,
-        helper.alpha,
-        helper.beta_start,
-        helper.beta_steps,
-        helper.priority_epsilon,
-        helper.n_step,
-        helper.gamma,
-        helper.frame_store,
-    )
+    return tuple(getattr(helper, knob) for knob in REPLAY_KNOBS)
 
 
 class ReplayShard:
