@@ -19,6 +19,7 @@ from parl.experiment.config.build import agent_seed, build_manager, make_agent, 
 from parl.experiment.config.robot_config import ConfigError, RobotConfig, load_config
 from parl.models import MLPActorCritic
 from parl.runtime.cooperative.options import CooperativeOptions
+from parl.runtime.processes.options import MAX_WORKERS as MAX_PROCESSES
 from parl.runtime.processes.options import ProcessesOptions
 from parl.runtime.threads.options import ThreadsOptions
 from parl.utils import GymAgent, LinearSchedule
@@ -551,7 +552,7 @@ def test_the_placement_block_is_a_name_and_that_placements_options(tmp_path: Pat
         "placement.worker: unknown key for placement 'processes'; did you mean 'workers'?"
     )
     assert error_of(path, ["placement.name=processes", "placement.workers=0"]) == (
-        "placement.workers: expected an integer >= 1, got 0"
+        f"placement.workers: expected an integer in [1, {MAX_PROCESSES}], got 0"
     )
     assert error_of(path, ["placement.name=processes", "placement.heartbeat_timeout=.inf"]) == (
         "placement.heartbeat_timeout: expected a finite number, got inf"

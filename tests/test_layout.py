@@ -208,8 +208,10 @@ def test_the_checks_catch_a_circle_and_an_upward_import():
 PLACEMENT_PACKAGES = tuple(module.rsplit(".", 1)[0] for module in registry.BUILT_IN)
 #: String literals of ``parl/experiment`` that equal a placement's name but name something else: module -> words.
 NOT_PLACEMENTS = {
-    "parl.experiment.tune": {"ray"},  # the Ray library (sys.modules) and Ray Tune's folder: parl tune runs on Ray Tune
-    "parl.experiment.tune_log": {"ray"},  # Ray's logger
+    "parl.experiment.runs.tune": {
+        "ray"
+    },  # the Ray library (sys.modules) and Ray Tune's folder: parl tune runs on Ray Tune
+    "parl.experiment.runs.tune_log": {"ray"},  # Ray's logger
 }
 
 
@@ -240,4 +242,4 @@ def test_the_placement_check_catches_an_import_and_a_name():
     source = 'from parl.runtime.ray.options import RayOptions\nif placement == "processes":\n    pass\n'
     found = placement_mentions("parl.experiment.x", source, {"parl.runtime.ray.options", "parl.runtime.manager"})
     assert found == ["imports parl.runtime.ray.options", "line 2: 'processes'"]
-    assert placement_mentions("parl.experiment.tune", 'TUNE_FOLDER = "ray"', set()) == []
+    assert placement_mentions("parl.experiment.runs.tune", 'TUNE_FOLDER = "ray"', set()) == []
