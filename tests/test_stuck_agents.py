@@ -54,10 +54,9 @@ def release() -> Iterator[FileEvent]:
 def test_the_watchdog_names_a_stuck_agent_once_and_stop_returns_it(robot, release, caplog) -> None:
     manager = parl.Manager(
         {"T": parl.TaskSettings(echo_algorithm_func())},
-        placement=robot.case.placement,
+        placement=robot.case.placement_options(),
         thread_placement="os",
         stall_seconds=STALL,
-        **robot.case.options,
     )
     robot.managers.append(manager)  # stopped, and checked for leftovers, after the test
     manager.add_agent(EchoAgent(CountEnv(0)), {"T": parl.OnPolicyHelper(sample_interval=2)})

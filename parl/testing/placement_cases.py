@@ -71,6 +71,15 @@ class PlacementCase:
         if not self.id:
             object.__setattr__(self, "id", self.placement)
 
+    def placement_options(self) -> object:
+        """What ``parl.Manager(placement=...)`` takes for this case: the placement's options, made of
+        :attr:`options` and the defaults.
+
+        Raises:
+            ValueError: an unknown placement, or an option it does not take.
+        """
+        return registry.entry(self.placement).make_options(self.options)
+
 
 def placement_cases() -> List[PlacementCase]:
     """A case for every entry of :mod:`parl.runtime.registry`, in registration order, each followed
@@ -118,7 +127,7 @@ class Robots:
         settings["normalize_inputs"] = normalize_inputs
         manager = parl.Manager(
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
-            placement=registry.entry(self.case.placement).make_options(self.case.options),
+            placement=self.case.placement_options(),
             thread_placement="os",
             restart_agents=restart_agents,
         )
