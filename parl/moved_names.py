@@ -161,7 +161,7 @@ _MOVED_NAMES: Tuple[Tuple[str, str, str], ...] = (
     ("parl.framework.placement.AgentRunner", "parl.runtime.runner.AgentRunner", ""),
     ("parl.framework.placement.RunnerContext", "parl.runtime.runner.RunnerContext", ""),
     ("parl.framework.placement.ThreadRunner", "parl.runtime.threads.ThreadRunner", ""),
-    ("parl.framework.worker_pool.WorkerFailure", "parl.runtime.processes.error_data.WorkerFailure", ""),
+    ("parl.framework.worker_pool.WorkerFailure", "parl.runtime.error_data.WorkerFailure", ""),
     ("parl.utils.evaluate", "parl.experiment.evaluation.evaluate", ""),
     ("parl.utils.train_agents", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_agents"),
     ("parl.utils.train_until", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_until"),

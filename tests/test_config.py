@@ -562,7 +562,7 @@ def test_the_placement_block_is_a_name_and_that_placements_options(tmp_path: Pat
 
 def test_the_placement_keys_of_before_the_block_still_load_with_a_deprecation_warning(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
-    warned = "config key heartbeat_timeout is deprecated: set placement.heartbeat_timeout"
+    warned = "config key heartbeat_timeout is deprecated since parl .*: use placement.heartbeat_timeout"
     with pytest.warns(DeprecationWarning, match=warned):
         config = load_config(path, ["placement=processes", "heartbeat_timeout=2.5"])
     assert config.placement.options.heartbeat_timeout == 2.5

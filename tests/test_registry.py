@@ -108,7 +108,7 @@ def test_an_option_the_placement_does_not_take_is_refused_naming_the_placements_
 
 
 def test_a_placement_registered_with_option_names_still_works_as_before() -> None:
-    with pytest.warns(DeprecationWarning, match="a sequence of option names is deprecated"):
+    with pytest.warns(DeprecationWarning, match=r"registry.register\(..., options=<option names>\) is deprecated"):
         registry.register("mine", "parl.runtime.threads:ThreadRunner", options=("workers",), description="test")
     try:
         assert "mine" in registry.names()

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import warnings
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
+from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.runtime.runner import AgentRunner, RunnerContext
 
 #: The built-in placements, in registration order: the module of each that calls :func:`register`.
@@ -50,6 +50,10 @@ DEFAULT = "threads"
 
 #: Manager features a placement may refuse (:attr:`Placement.refuses`).
 FEATURES = ("restart_agents",)
+
+#: :func:`register` with option names, the form before options types (deprecated), and its successor.
+OLD_REGISTER = "registry.register(..., options=<option names>)"
+NEW_REGISTER = "registry.register(..., options=<an options type>)"
 
 
 @dataclass(frozen=True)
@@ -196,12 +200,7 @@ def register(
     if options is None:
         options = _named_options(name, ())
     elif not isinstance(options, type):
-        warnings.warn(
-            f"register({name!r}, options={tuple(options)!r}): a sequence of option names is deprecated; "
-            "pass the placement's options type (a frozen dataclass), options=MyOptions",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        deprecated(OLD_REGISTER, NEW_REGISTER, DEPRECATED_IN)
         options = _named_options(name, tuple(options))
     for kind in (options, config_options):
         if kind is not None:
@@ -306,12 +305,8 @@ def placement_and_options(placement: object, legacy: Optional[Mapping[str, objec
                 f"got placement {chosen.name!r}"
             )
         values[keyword] = value
-    warnings.warn(
-        f"Manager({', '.join(f'{k}=...' for k in given)}) is deprecated: pass the placement's options, "
-        f"placement={_constructor_text(chosen.options_type, values)}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    old = f"Manager({', '.join(f'{k}=...' for k in given)})"
+    deprecated(old, f"Manager(placement={_constructor_text(chosen.options_type, values)})", DEPRECATED_IN, stacklevel=4)
     return chosen, chosen.make_options(values)
 
 

@@ -19,12 +19,12 @@ placement was: it is ignored then.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Dict, List, Mapping, Tuple
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_serializer, model_validator
 
 from parl.experiment.config.class_spec import ConfigError, check_value, did_you_mean, one_line, plain_value
+from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.runtime import registry
 from parl.validation import ParameterError, check_choice
 
@@ -118,7 +118,8 @@ def fold_old_keys(data: Mapping[str, Any], old_keys: Mapping[Tuple[str, ...], An
             raise ConfigError(f"{name}: expected a mapping of placement {name!r}'s options, got {section!r}")
         if name != chosen:
             if registry.entry(name).remote_environments:
-                _deprecated(name, f"ignored with placement {chosen!r}; its keys are those of placement.name: {name}")
+                ignored = f"config key {name} (ignored with placement {chosen!r})"
+                deprecated(ignored, f"placement.<key> with placement.name: {name}", DEPRECATED_IN)
                 continue
             raise ConfigError(f"{name}: {name} applies to placement {name!r} only, got placement {chosen!r}")
         moved.extend((f"{name}.{key}", key, value) for key, value in section.items())
@@ -136,7 +137,7 @@ def fold_old_keys(data: Mapping[str, Any], old_keys: Mapping[Tuple[str, ...], An
         if option in block:
             raise ConfigError(f"{old}: placement.{option} is set too; keep that one ({old} is deprecated)")
         block[option] = value
-        _deprecated(old, f"set placement.{option}")
+        deprecated(f"config key {old}", f"placement.{option}", DEPRECATED_IN)
     data["placement"] = block
     return data
 
@@ -155,7 +156,3 @@ def _pop(data: Dict[str, Any], path: Tuple[str, ...]) -> Any:
         node[key] = dict(node[key])
         node = node[key]
     return node.pop(path[-1], None)
-
-
-def _deprecated(old: str, instead: str) -> None:
-    warnings.warn(f"config key {old} is deprecated: {instead} (docs/configs.md)", DeprecationWarning, stacklevel=2)
