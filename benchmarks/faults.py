@@ -222,22 +222,20 @@ CASES: List[Case] = [
     ),
     Case(
         "processes: worker SIGKILL",
-        {"placement": "processes", "workers": 2},
+        {"placement": {"name": "processes", "workers": 2}},
         inject=hit_worker(signal.SIGKILL),
         stop_reason="agents failed",
     ),
     Case(
         "processes: worker SIGSTOP",
-        {"placement": "processes", "workers": 2, "heartbeat_timeout": 3.0},
+        {"placement": {"name": "processes", "workers": 2, "heartbeat_timeout": 3.0}},
         inject=hit_worker(signal.SIGSTOP),
         stop_reason="agents failed",
     ),
     Case(
         "processes: worker SIGKILL, restart_workers",
         {
-            "placement": "processes",
-            "workers": 2,
-            "faults": {"restart_workers": True},
+            "placement": {"name": "processes", "workers": 2, "restart_workers": True},
             "train": {"max_env_steps": 30_000},
         },
         inject=hit_worker(signal.SIGKILL),

@@ -7,7 +7,7 @@
 Every point trains the PPO CartPole robot (examples/configs/ppo_cartpole.yaml: synchronous PPO,
 each update joining a 32-step segment of every agent) with ``placement: ray`` on a fresh
 ``ray.cluster_utils.Cluster`` of one-CPU nodes (a head of 1 CPU and N - 1 more) on 127.0.0.1 only
-(parl.runtime.ray.local_cluster; Ray is imported through parl), one worker actor per node, built
+(parl.runtime.ray_cluster.local_cluster; Ray is imported through parl), one worker actor per node, built
 with the config builder and run by its Manager (no evaluations, no checkpoints).
 Once every agent has stepped and ``--warmup`` seconds more have passed, the agents' live
 ``total_steps`` (the driver's copies, refreshed by every worker's answers) are read, again
@@ -51,8 +51,8 @@ import parl  # noqa: E402 - sets the thread environment before Ray and Paddle st
 from parl.experiment.config.build import build_manager  # noqa: E402
 from parl.experiment.config.robot_config import load_config  # noqa: E402
 from parl.experiment.train.trainer import env_steps  # noqa: E402
-from parl.runtime.ray.local_cluster import start_local_cluster, stop_local_cluster  # noqa: E402
-from parl.runtime.ray.session import import_ray  # noqa: E402
+from parl.runtime.ray_cluster.local_cluster import start_local_cluster, stop_local_cluster  # noqa: E402
+from parl.runtime.ray_cluster.session import import_ray  # noqa: E402
 
 CONFIG = HERE.parent / "examples" / "configs" / "ppo_cartpole.yaml"
 #: Wall seconds each step of the sleeping environment waits.
@@ -84,7 +84,7 @@ class Point:
                 f"env.kwargs={{sleep_seconds: {SLEEP_SECONDS}}}",
             ]
         if self.placement == "ray":
-            out += [f"workers={self.workers}", f"ray.worker_placement={self.worker_placement}"]
+            out += [f"placement.workers={self.workers}", f"placement.worker_placement={self.worker_placement}"]
         return out
 
     @property

@@ -33,6 +33,7 @@ from parl.experience.helpers import ExpReplayHelper, OnPolicyHelper  # noqa: E40
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
 from parl.experience.replay_buffer import ReplayBuffer  # noqa: E402
 from parl.runtime.manager import Manager, TaskSettings  # noqa: E402
+from parl.runtime.processes.options import ProcessesOptions  # noqa: E402 - the options only
 from parl.runtime.ray.options import RayOptions  # noqa: E402 - the options only; Ray is imported on use
 from parl.seeding import seed_everything  # noqa: E402
 
@@ -71,6 +72,7 @@ __all__ = [
     "Model",
     "OnPolicyHelper",
     "PrioritizedReplayBuffer",
+    "ProcessesOptions",
     "RayOptions",
     "RemoteError",
     "ReplayBuffer",

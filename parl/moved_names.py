@@ -101,6 +101,12 @@ MOVED_IN_0_2 = {
     "parl.experiment.core_claims": "parl.core_claims",
     "parl.experiment.safe_files": "parl.serving.safe_files",
     "parl.utils.evaluation": "parl.experiment.evaluation.greedy",
+    # pieces two placements share, out of a sibling placement's folder
+    "parl.runtime.processes.error_data": "parl.runtime.error_data",
+    "parl.runtime.cooperative.episodes": "parl.runtime.episodes",
+    "parl.runtime.ray.session": "parl.runtime.ray_cluster.session",
+    "parl.runtime.ray.address": "parl.runtime.ray_cluster.address",
+    "parl.runtime.ray.local_cluster": "parl.runtime.ray_cluster.local_cluster",
 }
 
 
@@ -155,7 +161,7 @@ _MOVED_NAMES: Tuple[Tuple[str, str, str], ...] = (
     ("parl.framework.placement.AgentRunner", "parl.runtime.runner.AgentRunner", ""),
     ("parl.framework.placement.RunnerContext", "parl.runtime.runner.RunnerContext", ""),
     ("parl.framework.placement.ThreadRunner", "parl.runtime.threads.ThreadRunner", ""),
-    ("parl.framework.worker_pool.WorkerFailure", "parl.runtime.processes.error_data.WorkerFailure", ""),
+    ("parl.framework.worker_pool.WorkerFailure", "parl.runtime.error_data.WorkerFailure", ""),
     ("parl.utils.evaluate", "parl.experiment.evaluation.evaluate", ""),
     ("parl.utils.train_agents", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_agents"),
     ("parl.utils.train_until", "parl.experiment.train.trainer.Trainer", "parl.compat.training:train_until"),

@@ -63,19 +63,15 @@ def make_wrapper():
 
 @pytest.fixture
 def make_manager():
-    """``make_manager(tasks=("T",), placement="threads", workers=None, restart_workers=False,
-    **task_settings)``: a Manager of echo tasks, stopped after the test (gates opened first), which
+    """``make_manager(tasks=("T",), placement="threads", **task_settings)``: a Manager of echo tasks in
+    ``placement`` (a name or a placement's options), stopped after the test (gates opened first), which
     must then not be running."""
     managers: List[parl.Manager] = []
 
-    def make(
-        tasks=("T",), placement: str = "threads", workers=None, restart_workers: bool = False, **settings
-    ) -> parl.Manager:
+    def make(tasks=("T",), placement: object = "threads", **settings) -> parl.Manager:
         manager = parl.Manager(
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
             placement=placement,
-            workers=workers,
-            restart_workers=restart_workers,
             thread_placement="os",
         )
         managers.append(manager)

@@ -14,7 +14,7 @@ from parl.algorithms import A2C, DQN
 from parl.experiment.evaluation.agents import evaluate_agents
 from parl.experiment.evaluation.greedy import evaluate
 from parl.models import MLPActorCritic, MLPQModel
-from parl.runtime.cooperative import episodes as concurrent
+from parl.runtime import episodes as concurrent
 from parl.utils import GymAgent
 
 

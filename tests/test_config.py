@@ -18,6 +18,10 @@ from parl.algorithms import PPO
 from parl.experiment.config.build import agent_seed, build_manager, make_agent, make_env, make_helpers, task_settings
 from parl.experiment.config.robot_config import ConfigError, RobotConfig, load_config
 from parl.models import MLPActorCritic
+from parl.runtime.cooperative.options import CooperativeOptions
+from parl.runtime.processes.options import MAX_WORKERS as MAX_PROCESSES
+from parl.runtime.processes.options import ProcessesOptions
+from parl.runtime.threads.options import ThreadsOptions
 from parl.utils import GymAgent, LinearSchedule
 from parl.validation import ParameterError, check_range
 
@@ -79,8 +83,8 @@ PPO_OPTIONS = (
     "learning_rate, learning_rate_schedule, minibatch_size, num_minibatches, schedule_steps, value_clip, value_coef"
 )
 TOP_KEYS = (
-    "name, seed, agents, log_dir, python_path, thread_placement, placement, workers, stall_seconds, heartbeat_timeout, "
-    "ray, env, agent, tasks, shared, train, evaluation, checkpoint, faults, callbacks, rlx"
+    "name, seed, agents, log_dir, python_path, thread_placement, placement, stall_seconds, "
+    "env, agent, tasks, shared, train, evaluation, checkpoint, faults, callbacks"
 )
 
 MALFORMED = {
@@ -526,10 +530,48 @@ def test_max_skipped_updates_reaches_the_task(tmp_path: Path) -> None:
     )
 
 
-def test_heartbeat_timeout_is_an_option_of_worker_processes_only(tmp_path: Path) -> None:
+def test_the_placement_block_is_a_name_and_that_placements_options(tmp_path: Path) -> None:
     path = write(tmp_path, VALID)
-    config = load_config(path, ["placement=processes", "heartbeat_timeout=2.5"])
-    assert config.heartbeat_timeout == 2.5 and load_config(path).heartbeat_timeout is None
+    config = load_config(path, ["placement.name=processes", "placement.heartbeat_timeout=2.5"])
+    assert config.placement.name == "processes"
+    assert config.placement.options == ProcessesOptions(heartbeat_timeout=2.5)
+    assert build_manager(config).placement_options == ProcessesOptions(heartbeat_timeout=2.5)  # not started
+    assert config.to_dict()["placement"] == {
+        "name": "processes",
+        "workers": None,
+        "restart_workers": False,
+        "heartbeat_timeout": 2.5,
+    }
+    assert load_config(write(tmp_path, config.to_dict(), "resolved.yaml")).to_dict() == config.to_dict()
+    assert load_config(path, ["placement=cooperative"]).placement.options == CooperativeOptions()
+    assert load_config(path).placement.options == ThreadsOptions()
+    assert error_of(path, ["placement.heartbeat_timeout=2.5"]) == (
+        "placement.heartbeat_timeout: unknown key for placement 'threads'; it takes none"
+    )
+    assert error_of(path, ["placement.name=processes", "placement.worker=2"]) == (
+        "placement.worker: unknown key for placement 'processes'; did you mean 'workers'?"
+    )
+    assert error_of(path, ["placement.name=processes", "placement.workers=0"]) == (
+        f"placement.workers: expected an integer in [1, {MAX_PROCESSES}], got 0"
+    )
+    assert error_of(path, ["placement.name=processes", "placement.heartbeat_timeout=.inf"]) == (
+        "placement.heartbeat_timeout: expected a finite number, got inf"
+    )
+    assert error_of(path, ["placement=fibers"]).startswith("placement.name: expected one of ['threads', 'cooperative'")
+
+
+def test_the_placement_keys_of_before_the_block_still_load_with_a_deprecation_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID)
+    warned = "config key heartbeat_timeout is deprecated since parl .*: use placement.heartbeat_timeout"
+    with pytest.warns(DeprecationWarning, match=warned):
+        config = load_config(path, ["placement=processes", "heartbeat_timeout=2.5"])
+    assert config.placement.options.heartbeat_timeout == 2.5
+    with pytest.warns(DeprecationWarning, match="config key faults.restart_workers is deprecated"):
+        config = load_config(path, ["placement=processes", "workers=2", "faults.restart_workers=true"])
+    assert config.placement.options == ProcessesOptions(workers=2, restart_workers=True)
+    assert error_of(path, ["placement=processes", "workers=3", "placement.workers=2"]) == (
+        "workers: placement.workers is set too; keep that one (workers is deprecated)"
+    )
     assert error_of(path, ["heartbeat_timeout=2.5"]).startswith(
         "heartbeat_timeout: heartbeat_timeout applies to placement 'processes' only"
     )

@@ -17,6 +17,7 @@ from parl.experiment.config.build import make_agent
 from parl.experiment.config.robot_config import MAX_AGENTS, MAX_BATCH, MAX_SEED, MAX_WORKERS, ConfigError, load_config
 from parl.experiment.config.yaml_loading import MAX_BYTES, MAX_DEPTH, MAX_VALUES, read_config_file
 from parl.layers.fc import MAX_SIZE
+from parl.runtime.processes.options import MAX_WORKERS as MAX_PROCESSES
 
 #: Nine lists of nine aliases of the one before: 9**10 values once expanded, in about a kilobyte.
 BOMB = "  kwargs:\n    a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -74,6 +75,9 @@ def test_sizes_are_bounded_by_the_machine(tmp_path: Path) -> None:
     )
     assert (
         refused_fast(path, ("workers=5000",)) == f"workers: expected an integer in [1, {MAX_WORKERS}] or null, got 5000"
+    )
+    assert refused_fast(path, ("placement.name=processes", "placement.workers=5000")) == (
+        f"placement.workers: expected an integer in [1, {MAX_PROCESSES}], got 5000"
     )
     assert refused_fast(path, ("seed=100000000000000000000",)) == (
         f"seed: expected an integer in [0, {MAX_SEED}], got 100000000000000000000"

@@ -1,5 +1,5 @@
-"""The package layout keeps its promises: imports point downward only, and no two files import
-each other, directly or around a circle.
+"""The package layout keeps its promises: imports point downward only, no two files import each
+other, directly or around a circle, and nothing above the runtime names a placement.
 
 Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
 
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Dict, List, Set
 
 import pytest
+
+from parl.runtime import registry
 
 ROOT = Path(__file__).resolve().parents[1] / "parl"
 
@@ -200,3 +202,44 @@ def test_the_checks_catch_a_circle_and_an_upward_import():
     assert upward_imports(graph, "parl.serving.b") == []
     assert find_cycles(graph) == [["parl.core.a", "parl.serving.b", "parl.core.a"]]
     assert find_cycles({"parl.core.a": {"parl.core.c"}, "parl.core.c": set()}) == []
+
+
+#: The built-in placements' folders (each registers itself in its ``placement`` module).
+PLACEMENT_PACKAGES = tuple(module.rsplit(".", 1)[0] for module in registry.BUILT_IN)
+#: String literals of ``parl/experiment`` that equal a placement's name but name something else: module -> words.
+NOT_PLACEMENTS = {
+    "parl.experiment.runs.tune": {
+        "ray"
+    },  # the Ray library (sys.modules) and Ray Tune's folder: parl tune runs on Ray Tune
+    "parl.experiment.runs.tune_log": {"ray"},  # Ray's logger
+}
+
+
+def placement_mentions(module: str, source: str, imports: Set[str]) -> List[str]:
+    """Where ``module`` (of ``source``, importing ``imports``) names a placement: an import of a module of a
+    placement's folder, or a string literal equal to a placement's name (but for :data:`NOT_PLACEMENTS`)."""
+    found = [
+        f"imports {dep}"
+        for dep in sorted(imports)
+        if any(dep == p or dep.startswith(p + ".") for p in PLACEMENT_PACKAGES)
+    ]
+    names = set(registry.names()) - NOT_PLACEMENTS.get(module, set())
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            found.append(f"line {node.lineno}: {node.value!r}")
+    return found
+
+
+def test_the_experiment_package_never_names_a_placement():
+    """It asks the registry entry what it needs (the options of a config's placement block, where evaluation
+    runs, what a sweep reserves...), so that a placement is one folder and one registry entry."""
+    experiment = [m for m in MODULES if _folder(m) == "experiment"]
+    mentions = {m: placement_mentions(m, MODULES[m].read_text(encoding="utf-8"), GRAPH[m]) for m in experiment}
+    assert {m: found for m, found in mentions.items() if found} == {}
+
+
+def test_the_placement_check_catches_an_import_and_a_name():
+    source = 'from parl.runtime.ray.options import RayOptions\nif placement == "processes":\n    pass\n'
+    found = placement_mentions("parl.experiment.x", source, {"parl.runtime.ray.options", "parl.runtime.manager"})
+    assert found == ["imports parl.runtime.ray.options", "line 2: 'processes'"]
+    assert placement_mentions("parl.experiment.runs.tune", 'TUNE_FOLDER = "ray"', set()) == []

@@ -27,7 +27,7 @@ def test_every_registered_placement_is_a_case_and_a_new_one_runs_with_its_defaul
         (case,) = [c for c in placement_cases() if c.placement == "contract-check"]
         assert (case.id, dict(case.options), case.fixtures) == ("contract-check", {}, ())
         settings = parl.TaskSettings(echo_algorithm_func())
-        manager = parl.Manager({"T": settings}, placement=case.placement, thread_placement="os", **case.options)
+        manager = parl.Manager({"T": settings}, placement=case.placement_options(), thread_placement="os")
         manager.add_agent(ReportingEchoAgent(CountEnv(0), num_games=1), {"T": parl.OnPolicyHelper()})
         manager.start()
         assert [e["mismatches"] for e in manager.join(timeout=WAIT)] == [0]

@@ -61,7 +61,14 @@ MODULE_PATHS = [row[0] for row in rows(section("Module paths"))]
 COMMANDS = [row[0] for row in rows(section("The `parl` command"))]
 DEPRECATED = [tuple(row) for row in rows(section("Deprecated names"))]
 #: Deprecated forms that are not a module path or a module attribute: how each is checked below.
-CALL_FORMS = ("ExpReplayHelper(sample_interval=k)", "Algorithm.learn(", "ActorCriticQ(")
+CALL_FORMS = (
+    "ExpReplayHelper(sample_interval=k)",
+    "Algorithm.learn(",
+    "ActorCriticQ(",
+    "Manager(workers=",
+    "registry.register(",
+    "config keys",
+)
 
 
 # -- what is public -------------------------------------------------------------------------------
@@ -314,3 +321,49 @@ def test_actor_critic_q_s_old_arguments_still_set_what_its_class_attributes_say(
     assert (OLD_ARGUMENTS, NEW_ATTRIBUTES) in {(old, new) for old, new, _, _ in DEPRECATED}
     assert_warned(caught, OLD_ARGUMENTS, NEW_ATTRIBUTES)
     assert algorithm.model_class is DeterministicActorCritic and algorithm.target_actor is True
+
+
+def deprecated_row(form: str) -> Tuple[str, str]:
+    """(old, new) of the Deprecated names row whose old name starts with ``form``."""
+    (row,) = [(old, new) for old, new, _, _ in DEPRECATED if old.startswith(form)]
+    return row
+
+
+def test_the_managers_old_placement_keywords_still_fill_the_options_and_name_them_in_full() -> None:
+    from parl.testing.echo import echo_algorithm_func
+
+    old, new = deprecated_row("Manager(workers=")
+    assert new == "Manager(placement=<the placement's options>)"
+    tasks = {"T": parl.TaskSettings(echo_algorithm_func())}
+    manager, caught = deprecations(lambda: parl.Manager(tasks, placement="processes", workers=2, heartbeat_timeout=5.0))
+    full = "Manager(placement=ProcessesOptions(workers=2, heartbeat_timeout=5.0))"
+    assert_warned(caught, "Manager(workers=..., heartbeat_timeout=...)", full)
+    assert manager.placement_options == parl.ProcessesOptions(workers=2, heartbeat_timeout=5.0)
+
+
+def test_a_placement_registered_with_option_names_still_reads_them_as_a_mapping() -> None:
+    from parl.runtime import registry
+
+    old, new = deprecated_row("registry.register(")
+    assert (old, new) == (registry.OLD_REGISTER, registry.NEW_REGISTER)
+    _, caught = deprecations(lambda: registry.register("named", "parl.runtime.threads:ThreadRunner", options=("size",)))
+    try:
+        assert_warned(caught, old, new)
+        options = registry.entry("named").make_options({"size": 3})
+        assert dict(options) == {"size": 3} and options.get("size") == 3
+    finally:
+        registry.unregister("named")
+
+
+def test_the_old_placement_config_keys_still_load_into_the_placement_block(tmp_path: Path) -> None:
+    from parl.experiment.config import load_config
+
+    old, new = deprecated_row("config keys")
+    assert new == "placement.<key>"
+    config = REPO / "examples" / "configs" / "a2c_cartpole.yaml"
+    keys = ["placement=processes", "workers=2", "faults.restart_workers=true", f"log_dir={tmp_path}"]
+    loaded, caught = deprecations(lambda: load_config(str(config), keys))
+    messages = {str(w.message) for w in caught}
+    for key, option in (("workers", "workers"), ("faults.restart_workers", "restart_workers")):
+        assert deprecation_message(f"config key {key}", f"placement.{option}", DEPRECATED_IN) in messages
+    assert loaded.placement.options == parl.ProcessesOptions(workers=2, restart_workers=True)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -26,7 +27,14 @@ import parl
 from parl.core.specs import Spec
 from parl.experience.helpers import ExpReplayHelper
 from parl.runtime.ray.broadcast import Broadcaster, writable_weights
-from parl.runtime.ray.replay import Allowance, ReplayLearner, ReplaySettings, ReplayShard
+from parl.runtime.ray.replay import (
+    REPLAY_KNOBS,
+    Allowance,
+    ReplayLearner,
+    ReplaySettings,
+    ReplayShard,
+    is_replay_helper,
+)
 from parl.serving.transforms import InputNormalizer
 
 from toys import (
@@ -42,7 +50,7 @@ from toys import (
 
 if TYPE_CHECKING:
     from parl.experiment.config.robot_config import RobotConfig
-    from parl.experiment.evaluation.remote import RayEvaluation
+    from parl.runtime.ray.evaluation import RayEvaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +116,17 @@ def test_replay_settings_come_from_the_agents_helpers_and_must_agree() -> None:
         ReplaySettings.from_helpers("RL", [helper_with(), parl.OnPolicyHelper()], shards=2)
     with pytest.raises(ValueError, match="ExpReplayHelpers of task 'RL' have different settings"):
         ReplaySettings.from_helpers("RL", [helper_with(), helper_with(n_step=3)], shards=2)
+
+
+def test_replay_settings_read_what_a_helper_keeps_of_its_replay_not_its_class() -> None:
+    helper = helper_with(n_step=3)
+    kept = {name: getattr(helper, name) for name in REPLAY_KNOBS}
+    own = SimpleNamespace(**kept, store_only=lambda writer: None)  # a helper of another class, the same replay
+    assert is_replay_helper(own) and not is_replay_helper(parl.OnPolicyHelper())
+    assert not is_replay_helper(SimpleNamespace(store_only=lambda writer: None))  # no replay settings
+    assert ReplaySettings.from_helpers("RL", [own, helper], shards=1) == ReplaySettings.from_helpers(
+        "RL", [helper, helper], shards=1
+    )
 
 
 def test_a_shard_stores_rows_and_samples_them_with_slots_when_prioritized() -> None:
@@ -208,9 +227,7 @@ def ray_manager(
     ``options`` are the RayOptions."""
     manager = parl.Manager(
         {"T": task or parl.TaskSettings(echo_algorithm_func())},
-        placement="ray",
-        workers=2,
-        ray=parl.RayOptions(**options),
+        placement=parl.RayOptions(workers=2, **options),
         thread_placement="os",
     )
     for code in range(agents):
@@ -240,7 +257,7 @@ def test_every_on_policy_update_is_broadcast_and_synchronous_segments_are_never_
 
 def test_an_agent_in_a_worker_sees_its_robots_agent_id_as_its_own(ray_cluster) -> None:
     manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func())}, placement="ray", workers=2, thread_placement="os"
+        {"T": parl.TaskSettings(echo_algorithm_func())}, placement=parl.RayOptions(workers=2), thread_placement="os"
     )
     for code in range(4):
         manager.add_agent(IdReportingAgent(CountEnv(code), num_games=2), {"T": parl.OnPolicyHelper()})
@@ -300,20 +317,24 @@ def ppo_cartpole_evaluation(
     of it (the caller closes it)."""
     from parl.experiment.config.build import task_settings
     from parl.experiment.config.robot_config import load_config
-    from parl.experiment.evaluation.remote import RayEvaluation
+    from parl.experiment.evaluation.remote import remote_evaluation
 
-    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={log_dir}"])
+    config = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={log_dir}", "placement=ray"])
     tasks = {name: task_settings(config, name).make_task(name) for name in config.tasks}
     for task in tasks.values():
         task.build_layers()
     weights = {name: task.algorithm_weights() for name, task in tasks.items()}
-    return config, tasks, weights, RayEvaluation(config)
+    return config, tasks, weights, remote_evaluation(config)  # placement ray's: an actor
 
 
 def test_the_evaluation_actor_plays_what_the_driver_would(ray_cluster, tmp_path: Path) -> None:
     from parl.experiment.config.build import make_agent
+    from parl.experiment.config.robot_config import load_config
     from parl.experiment.evaluation.agents import evaluate_agents
+    from parl.experiment.evaluation.remote import remote_evaluation
 
+    in_threads = load_config(str(ROOT / "examples/configs/ppo_cartpole.yaml"), [f"log_dir={tmp_path}"])
+    assert remote_evaluation(in_threads) is None  # placement threads: evaluations in the driver
     config, tasks, weights, evaluation = ppo_cartpole_evaluation(tmp_path)
     try:
         remote = evaluation.play(weights, 3, 1000)
@@ -353,9 +374,7 @@ def test_a_removed_node_loses_its_worker_which_starts_again_on_another(ray_clust
     nodes = [ray_cluster.add_node(num_cpus=1, resources={"spare": 1}) for _ in range(2)]
     manager = parl.Manager(
         {"T": parl.TaskSettings(echo_algorithm_func())},
-        placement="ray",
-        workers=1,
-        ray=parl.RayOptions(worker_resources={"spare": 1}),  # on one of the two spare nodes
+        placement=parl.RayOptions(workers=1, worker_resources={"spare": 1}),  # on one of the two spare nodes
         thread_placement="os",
     )
     for code in range(2):
@@ -446,7 +465,7 @@ def test_ctrl_c_writes_the_final_checkpoint_and_leaves_no_ray_process_of_the_run
     """A run that starts its own local Ray (no cluster joined) ends it with itself on SIGINT."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
     command = [sys.executable, "-m", "parl", "train", str(ROOT / "examples/configs/ppo_cartpole.yaml")]
-    overrides = ["placement=ray", "workers=2", f"log_dir={tmp_path}", "train.target_return=null"]
+    overrides = ["placement.name=ray", "placement.workers=2", f"log_dir={tmp_path}", "train.target_return=null"]
     run = subprocess.Popen(
         command + [a for o in overrides for a in ("-o", o)] + ["--quiet"],
         cwd=ROOT,
@@ -532,7 +551,7 @@ def test_a_lost_evaluation_actor_is_started_again_and_one_lost_for_good_leaves_e
 def closed_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``127.0.0.1:<port>`` of a port bound but not listening (a connection is refused), with this process
     taken for one that has joined no Ray (whatever this session's tests joined)."""
-    from parl.runtime.ray.session import import_ray
+    from parl.runtime.ray_cluster.session import import_ray
 
     ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
 
@@ -543,23 +562,21 @@ def closed_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_an_address_where_nothing_listens_is_one_line_at_once(closed_address: str) -> None:
-    from parl.runtime.ray.address import RayJoinError
-    from parl.runtime.ray.options import RayOptions
-    from parl.runtime.ray.session import RaySession
+    from parl.runtime.ray_cluster.address import RayJoinError
+    from parl.runtime.ray_cluster.session import RaySession
 
     start = time.monotonic()
     for address in (closed_address, f"ray://{closed_address}"):
         with pytest.raises(RayJoinError) as raised:
-            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+            RaySession.join(address, cpus_wanted=1)
         assert str(raised.value) == f"cannot reach the Ray cluster at {address}: Connection refused"
     assert time.monotonic() - start < 10  # not Ray's minutes of retries
 
 
 @pytest.mark.parametrize("mode", [None, "token"])
 def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monkeypatch, mode) -> None:
-    from parl.runtime.ray.address import AUTH_HINT, RayJoinError
-    from parl.runtime.ray.options import RayOptions
-    from parl.runtime.ray.session import RaySession, import_ray
+    from parl.runtime.ray_cluster.address import AUTH_HINT, RayJoinError
+    from parl.runtime.ray_cluster.session import RaySession, import_ray
 
     ray = import_ray()  # through parl: a local cluster of a later test stays on loopback
 
@@ -577,7 +594,7 @@ def test_ray_refusing_to_join_is_one_line_saying_what_a_token_cluster_needs(monk
         listening.listen(1)
         address = f"127.0.0.1:{listening.getsockname()[1]}"
         with pytest.raises(RayJoinError) as raised:
-            RaySession.join(RayOptions(address=address), cpus_wanted=1)
+            RaySession.join(address, cpus_wanted=1)
     line = f"cannot join the Ray cluster at {address}: Failed to connect to Ray cluster at 127.0.0.1:1"
     assert str(raised.value) == (line if mode == "token" else f"{line} ({AUTH_HINT})")
 
@@ -592,7 +609,8 @@ def test_parl_tune_and_train_at_an_unreachable_address_say_so_in_one_line(
     if command == "tune":
         args = ["tune", config, "--grid", "seed=1,2", "--log-dir", str(tmp_path), "--address", closed_address]
     else:
-        overrides = ["placement=ray", "workers=1", f"ray.address={closed_address}", f"log_dir={tmp_path}"]
+        overrides = ["placement.name=ray", "placement.workers=1", f"placement.address={closed_address}"]
+        overrides.append(f"log_dir={tmp_path}")
         args = ["train", config, "--quiet", *[part for o in overrides for part in ("-o", o)]]
     assert main(args) == 1
     err = capsys.readouterr().err
@@ -646,7 +664,7 @@ def run_without_parls_environment(code: str) -> subprocess.CompletedProcess:
 def test_a_local_cluster_is_refused_when_ray_was_imported_without_parls_environment() -> None:
     code = (
         "import ray\n"
-        "from parl.runtime.ray.local_cluster import NotLoopbackError, start_local_cluster\n"
+        "from parl.runtime.ray_cluster.local_cluster import NotLoopbackError, start_local_cluster\n"
         "try:\n    start_local_cluster(1)\nexcept NotLoopbackError as exc:\n    print(exc)\n"
         "else:\n    raise SystemExit('a cluster started')\n"
     )

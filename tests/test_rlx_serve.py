@@ -159,7 +159,7 @@ def test_a_run_interrupted_before_it_begins_is_saved_without_listening(tmp_path:
     from parl.experiment.config.robot_config import load_config
     from parl.experiment.train.trainer import Trainer
 
-    config = load_config(str(write_config(tmp_path)), ["placement=rlx", "rlx.bind=127.0.0.1:0"])
+    config = load_config(str(write_config(tmp_path)), ["placement.name=rlx", "placement.bind=127.0.0.1:0"])
     started = []
     trainer = Trainer(config, progress=False, evaluate=False, on_start=started.append)
     trainer.interrupt(signal.SIGTERM)
@@ -178,13 +178,14 @@ def refusal(tmp_path: Path, capsys: pytest.CaptureFixture, *args: str) -> str:
 def test_listening_beyond_loopback_needs_a_token_of_32_bytes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0")
     assert err.startswith(
-        "parl serve: rlx.token_file: token must be a secret of at least 32 bytes to listen on 0.0.0.0:0"
+        "parl serve: placement.token_file: expected a secret of at least 32 bytes to listen on 0.0.0.0:0"
     )
     short = tmp_path / "short"
     short.write_text("abc\n")
     err = refusal(tmp_path, capsys, "--bind", "0.0.0.0:0", "--token-file", str(short))
-    assert "rlx.token_file: token must be bytes, 32 to 4096 of them, got '<3>'" in err
-    assert "rlx.token_file: cannot read" in refusal(tmp_path, capsys, "--token-file", str(tmp_path / "missing"))
+    assert "placement.token_file: expected bytes, 32 to 4096 of them, got '<3>'" in err
+    missing = refusal(tmp_path, capsys, "--token-file", str(tmp_path / "missing"))
+    assert "placement.token_file: expected a file that can be read (No such file or directory)" in missing
 
 
 def test_a_token_file_admits_its_clients_only(tmp_path: Path) -> None:

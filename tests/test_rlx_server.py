@@ -506,8 +506,7 @@ def test_a_slot_whose_agent_fails_ends_its_client_saying_why(caplog) -> None:
     caplog.set_level(logging.INFO, logger="parl.rlx")
     manager = parl.Manager(
         {"RL": parl.TaskSettings(echo_algorithm_func())},
-        placement="rlx",
-        rlx=ServerSettings(bind="127.0.0.1:0"),
+        placement=ServerSettings(bind="127.0.0.1:0"),
         thread_placement="os",
     )
     failing = FailingGymAgent(manager.environment(SpacesEnv), how="a list", fail_at=1)

@@ -54,10 +54,9 @@ def release() -> Iterator[FileEvent]:
 def test_the_watchdog_names_a_stuck_agent_once_and_stop_returns_it(robot, release, caplog) -> None:
     manager = parl.Manager(
         {"T": parl.TaskSettings(echo_algorithm_func())},
-        placement=robot.case.placement,
+        placement=robot.case.placement_options(),
         thread_placement="os",
         stall_seconds=STALL,
-        **robot.case.options,
     )
     robot.managers.append(manager)  # stopped, and checked for leftovers, after the test
     manager.add_agent(EchoAgent(CountEnv(0)), {"T": parl.OnPolicyHelper(sample_interval=2)})
@@ -163,8 +162,8 @@ def interrupt_once_stuck(managers: list) -> threading.Thread:
 def test_a_signal_with_an_agent_stuck_writes_the_final_checkpoint_and_names_it(
     tmp_path, monkeypatch, capsys, placement: str
 ) -> None:
-    changes = {"placement": placement, "workers": 2} if placement == "processes" else {"placement": placement}
-    path = write_config(tmp_path / "stuck.yaml", CONFIG, changes, log_dir=tmp_path / "run")
+    block = {"name": placement, "workers": 2} if placement == "processes" else placement
+    path = write_config(tmp_path / "stuck.yaml", CONFIG, {"placement": block}, log_dir=tmp_path / "run")
     managers: list = []
     build = trainer_module.build_manager
     monkeypatch.setattr(trainer_module, "build_manager", lambda config: managers.append(build(config)) or managers[-1])

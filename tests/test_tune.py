@@ -149,11 +149,12 @@ def test_each_trial_asks_for_the_cpus_its_robot_needs(tmp_path: Path) -> None:
 
     assert bundles() == ({"CPU": 1.0},)
     assert bundles(trial_cpus=0.5) == ({"CPU": 0.5},)
-    assert bundles("placement=processes", "workers=2") == ({"CPU": 2.0},)
-    ray = ("placement=ray", "workers=3", "ray.worker_cpus=0.5")
+    assert bundles("placement.name=processes", "placement.workers=2") == ({"CPU": 2.0},)
+    ray = ("placement.name=ray", "placement.workers=3", "placement.worker_cpus=0.5")
     assert bundles(*ray) == ({}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
     assert bundles(*ray, trial_cpus=1) == ({"CPU": 1.0}, {"CPU": 0.5}, {"CPU": 0.5}, {"CPU": 0.5})
-    with pytest.raises(ConfigError, match="workers: a sweep reserves CPUs for each trial's Ray workers"):
+    reserves = r"placement.workers: workers must be set \(a sweep reserves CPUs for each trial's Ray workers\)"
+    with pytest.raises(ConfigError, match=reserves):
         bundles("placement=ray")
     with pytest.raises(ValueError, match=r"--samples must be an integer in \[1, 10000\], got 0"):
         plan_sweep(PPO, ["seed=1"], samples=0, log_dir=str(tmp_path))
@@ -186,21 +187,28 @@ def test_a_sweep_of_more_than_the_most_trials_is_refused_before_any_config_is_lo
 
 
 def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_them(tmp_path: Path) -> None:
-    plan = plan_sweep(PPO, ["workers=1,2", "seed=5,6"], overrides=["placement=processes"], log_dir=str(tmp_path))
+    grid = ["placement.workers=1,2", "seed=5,6"]
+    plan = plan_sweep(PPO, grid, overrides=["placement=processes"], log_dir=str(tmp_path))
     assert [(t.values, t.bundles) for t in plan.trials] == [
         (("1", "5"), ({"CPU": 1.0},)),
         (("1", "6"), ({"CPU": 1.0},)),
         (("2", "5"), ({"CPU": 2.0},)),
         (("2", "6"), ({"CPU": 2.0},)),
     ]
-    ray = plan_sweep(PPO, ["ray.worker_cpus=0.5,1"], overrides=["placement=ray", "workers=2"], log_dir=str(tmp_path))
+    ray_overrides = ["placement.name=ray", "placement.workers=2"]
+    ray = plan_sweep(PPO, ["placement.worker_cpus=0.5,1"], overrides=ray_overrides, log_dir=str(tmp_path))
     assert [t.bundles for t in ray.trials] == [({}, {"CPU": 0.5}, {"CPU": 0.5}), ({}, {"CPU": 1.0}, {"CPU": 1.0})]
+    with pytest.warns(DeprecationWarning, match="config key ray.worker_cpus is deprecated"):  # the keys of before
+        old = plan_sweep(
+            PPO, ["ray.worker_cpus=0.5,1"], overrides=["placement=ray", "workers=2"], log_dir=str(tmp_path)
+        )
+    assert [t.bundles for t in old.trials] == [t.bundles for t in ray.trials]
 
 
 def test_a_trial_asking_for_more_cpus_than_the_machine_has_is_refused_before_a_local_ray_starts(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    from parl.runtime.ray.session import RaySession, import_ray
+    from parl.runtime.ray_cluster.session import RaySession, import_ray
 
     ray = import_ray()  # through parl, as every import of Ray in these tests: a local Ray stays on loopback
 
@@ -213,8 +221,8 @@ def test_a_trial_asking_for_more_cpus_than_the_machine_has_is_refused_before_a_l
     cpus = os.cpu_count()
     assert (status, capsys.readouterr().err) == (
         1,
-        f"parl tune: trial 0 (trial-000_seed=1) asks for 1000 CPUs; this machine has {cpus} (fewer workers, "
-        "ray.worker_cpus or --trial-cpus; or --address of a larger cluster)\n",
+        f"parl tune: trial 0 (trial-000_seed=1) asks for 1000 CPUs; this machine has {cpus} (fewer placement.workers, "
+        "placement.worker_cpus or --trial-cpus; or --address of a larger cluster)\n",
     )
     assert not (tmp_path / "tune").exists()
 

@@ -23,7 +23,7 @@ from test_workers import alive, pids_of
 
 import parl
 from parl import wire
-from parl.runtime.processes.error_data import WorkerFailure, error_data, rebuild_error
+from parl.runtime.error_data import WorkerFailure, error_data, rebuild_error
 from parl.runtime.processes.shm_transport import SLOT_NUMBER
 from parl.runtime.processes.worker_pool import WorkerError, WorkerPool
 
@@ -43,13 +43,9 @@ def running() -> Iterator[Make]:
     managers: List[parl.Manager] = []
 
     def make(restart_workers: bool = False, heartbeat_timeout: float = None) -> parl.Manager:
+        options = parl.ProcessesOptions(workers=2, restart_workers=restart_workers, heartbeat_timeout=heartbeat_timeout)
         manager = parl.Manager(
-            {"T": parl.TaskSettings(echo_algorithm_func())},
-            placement="processes",
-            workers=2,
-            restart_workers=restart_workers,
-            heartbeat_timeout=heartbeat_timeout,
-            thread_placement="os",
+            {"T": parl.TaskSettings(echo_algorithm_func())}, placement=options, thread_placement="os"
         )
         managers.append(manager)
         for code in range(4):
@@ -157,7 +153,12 @@ def test_a_stopped_worker_is_restarted_when_so_configured(running) -> None:
 def test_the_heartbeat_timeout_is_checked() -> None:
     for bad in (0, -1.0, "10"):
         with pytest.raises(ValueError, match="heartbeat_timeout must be a positive number"):
-            parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement="processes", heartbeat_timeout=bad)
+            parl.ProcessesOptions(heartbeat_timeout=bad)
+        with pytest.raises(ValueError, match="heartbeat_timeout must be a positive number"):
+            with pytest.warns(DeprecationWarning, match="placement=ProcessesOptions"):
+                parl.Manager(
+                    {"T": parl.TaskSettings(echo_algorithm_func())}, placement="processes", heartbeat_timeout=bad
+                )
 
 
 class LoudError(Exception):

@@ -50,7 +50,7 @@ def make_manager(make_manager):
     """``make_manager(workers=2, restart_workers=False, **task_settings)``: an echo task "T" with
     agents in worker processes; stopped after the test, with every worker process checked gone."""
     return lambda workers=2, restart_workers=False, **settings: make_manager(
-        placement="processes", workers=workers, restart_workers=restart_workers, **settings
+        placement=parl.ProcessesOptions(workers=workers, restart_workers=restart_workers), **settings
     )
 
 
@@ -197,8 +197,8 @@ sys.path.insert(0, {tests!r})
 
 import parl
 from toys import CountEnv, EchoAgent, echo_algorithm_func
-manager = parl.Manager({{"T": parl.TaskSettings(echo_algorithm_func())}}, placement="processes", workers=2,
-                       thread_placement="os")
+manager = parl.Manager({{"T": parl.TaskSettings(echo_algorithm_func())}},
+                       placement=parl.ProcessesOptions(workers=2), thread_placement="os")
 for code in range(2):
     manager.add_agent(EchoAgent(CountEnv(code)), {{"T": parl.OnPolicyHelper()}})
 manager.start()
@@ -222,7 +222,9 @@ def test_workers_die_with_their_parent() -> None:
 
 def test_workers_setting_is_checked() -> None:
     for bad in (0, -1, 1.5):
-        with pytest.raises(ValueError, match="workers"):
+        with pytest.raises(ValueError, match="workers must be an integer"):
+            parl.ProcessesOptions(workers=bad)
+        with pytest.raises(ValueError, match="workers must be an integer"), pytest.warns(DeprecationWarning):
             parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, placement="processes", workers=bad)
 
 
@@ -256,12 +258,12 @@ class OutputKeysAgent(EchoAgent):
 
 def test_outputs_beyond_the_specs_reach_the_agent_as_with_threads() -> None:
     results = {}
-    for placement, workers in (("threads", None), ("processes", 1)):
+    for placement in ("threads", parl.ProcessesOptions(workers=1)):
         settings = parl.TaskSettings(lambda: ExtraOutputAlgorithm())
-        manager = parl.Manager({"T": settings}, placement=placement, workers=workers, thread_placement="os")
+        manager = parl.Manager({"T": settings}, placement=placement, thread_placement="os")
         manager.add_agent(OutputKeysAgent(CountEnv(3), num_games=1), {"T": parl.OnPolicyHelper()})
         manager.start()
         episodes = manager.join(timeout=WAIT)
         assert manager.errors == []
-        results[placement] = [(e["keys"], e["doubled"]) for e in episodes]
+        results[manager.placement] = [(e["keys"], e["doubled"]) for e in episodes]
     assert results["processes"] == results["threads"] == [(["action", "doubled"], 6000.0)]

@@ -298,8 +298,7 @@ def rlx_manager(
     RecordingHelper); not started."""
     manager = parl.Manager(
         {"T": parl.TaskSettings(echo_algorithm_func(), **task_settings)},
-        placement="rlx",
-        rlx=settings,
+        placement=settings,
         thread_placement="os",
     )
     for index in range(slots):

@@ -15,14 +15,17 @@ and the records of the last ``episode_window`` episodes (:meth:`Manager.episodes
 :meth:`Manager.new_episodes` hands each record out once to a reader that calls it
 at least once per ``episode_window`` episodes.
 
-Where the agents run is one setting, ``placement`` (:mod:`parl.runtime.runner`):
-``"threads"`` (default) gives each agent its own thread; ``"cooperative"`` runs
-every agent as a greenlet in one scheduler thread that batches their
-predictions itself (:mod:`parl.runtime.cooperative.runner`; faster with many
-agents); ``"processes"`` with ``workers=N`` forks N worker processes that run
-the agents, their predictions crossing to this process's wrappers through
-shared memory (:mod:`parl.runtime.processes.worker_pool`; for environments whose steps
-cost CPU). The agents' code is the same in all three. An agent whose episode
+Where the agents run is one setting, ``placement``: an entry of
+:mod:`parl.runtime.registry`, by name (its default options) or by its options
+(``placement=ProcessesOptions(workers=4)``), which the Manager hands to the
+placement's runner (:mod:`parl.runtime.runner`). ``"threads"`` (default) gives
+each agent its own thread; ``"cooperative"`` runs every agent as a greenlet in
+one scheduler thread that batches their predictions itself (faster with many
+agents); ``"processes"`` forks worker processes that run the agents, their
+predictions crossing to this process's wrappers through shared memory (for
+environments whose steps cost CPU); ``"ray"`` and ``"rlx"`` run them on a Ray
+cluster and for remote environments. The agents' code is the same in all of
+them. An agent whose episode
 raises (``SystemExit`` and ``KeyboardInterrupt`` included) or returns something
 other than its statistics is reported in :attr:`errors` (agent, episode,
 traceback) and ends; the others go on.
@@ -57,7 +60,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
 from parl.core.agent import Agent
@@ -70,14 +73,10 @@ from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
-from parl.serving.computation_wrapper import ComputationWrapper
+from parl.serving.computation_wrapper import ComputationWrapper, TrainingSink
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_int, check_positive
-
-if TYPE_CHECKING:  # the settings only: Ray and the server are imported when a robot starts on them
-    from parl.runtime.ray.options import RayOptions
-    from parl.runtime.rlx.settings import ServerSettings
 
 logger = logging.getLogger("parl")
 
@@ -155,35 +154,34 @@ class Manager:
         self,
         tasks: Mapping[str, TaskSettings],
         *,
-        placement: str = "threads",
+        placement: object = registry.DEFAULT,
         workers: Optional[int] = None,
         restart_workers: bool = False,
         heartbeat_timeout: Optional[float] = None,
-        ray: Optional["RayOptions"] = None,
-        rlx: Optional["ServerSettings"] = None,
+        ray: Optional[object] = None,
+        rlx: Optional[object] = None,
         shared: Optional[SharedParts] = None,
         thread_placement: str = "auto",
         episode_window: int = DEFAULT_WINDOW,
         stall_seconds: Optional[float] = DEFAULT_STALL_SECONDS,
         restart_agents: int = 0,
+        training_sinks: Optional[Mapping[str, TrainingSink]] = None,
     ) -> None:
         """Build every task and its wrapper.
 
         Args:
             tasks: task name -> settings.
-            placement: where the agents run: "threads" (default, one thread per agent),
-                "cooperative" (greenlets in one scheduler thread) or "processes" (forked worker
-                processes; :mod:`parl.runtime.processes.worker_pool`); see :mod:`parl.runtime.runner`.
-            workers: worker processes for placement "processes" (None: one per core).
-            restart_workers: placement "processes": fork a worker that died (SIGKILL, a crash)
-                again with its unfinished agents, instead of reporting them in :attr:`errors`.
-            heartbeat_timeout: placement "processes": seconds a worker may send nothing before it is
-                ended as one that stopped answering (None: 20 s; see
-                :mod:`parl.runtime.processes.worker_pool`).
-            ray: placement "ray": where the Ray cluster is and how the workers run
-                (:class:`~parl.runtime.ray.options.RayOptions`; None: a local Ray, the defaults).
-            rlx: placement "rlx": the server's :class:`~parl.runtime.rlx.settings.ServerSettings`
-                (None: listen on 127.0.0.1:7070 with no token; see :mod:`parl.runtime.rlx.runner`).
+            placement: where the agents run: the name of an entry of :mod:`parl.runtime.registry`
+                ("threads", the default: one thread per agent; "cooperative", "processes", "ray",
+                "rlx"), which runs with its default options, or an instance of an entry's options type
+                (``ProcessesOptions(workers=4)``, ``parl.RayOptions(workers=8, address="auto")``),
+                handed to its runner as they are.
+            workers: deprecated: the option of that name in the placement's options
+                (``placement=ProcessesOptions(workers=4)``).
+            restart_workers: deprecated, as ``workers``.
+            heartbeat_timeout: deprecated, as ``workers``.
+            ray: deprecated: ``placement=parl.RayOptions(...)``.
+            rlx: deprecated: ``placement=ServerSettings(...)``.
             shared: group name -> {task name: path}, at least two tasks per group. A path is
                 ``"<model attribute of the algorithm>.<attribute path in that model>"`` (e.g.
                 ``"model.trunk"``, ``"model.actor_hidden"``, ``"model.layers.0"``) naming a
@@ -206,34 +204,45 @@ class Manager:
                 error: with a fresh environment from the ``env_factory`` given to
                 :meth:`add_agent` (else its own, reset), the failed episode counted as played and
                 its unsent steps dropped. Each restart is counted in :attr:`restarts` and logged;
-                0 (default): a failure ends the agent. Placements threads, cooperative, processes
-                and rlx; not ray.
+                0 (default): a failure ends the agent. Not with a placement that refuses it (ray).
+            training_sinks: task name -> where that task's training requests go instead of being
+                learned here (:data:`~parl.serving.computation_wrapper.TrainingSink`), for a robot
+                whose tasks are copies that act for learners elsewhere (a Ray worker's).
 
         Raises:
-            ValueError: an unknown ``placement`` or ``thread_placement``, an ``episode_window``
-                below 1, a bad task setting, or a ``shared`` group that
+            ValueError: an unknown ``placement`` or ``thread_placement``, options the placement
+                does not take, a feature it refuses, an ``episode_window`` below 1, a bad task
+                setting, a training sink of an unknown task, or a ``shared`` group that
                 names an unknown task, a path that does not exist, or parts of different structure
                 (the message names ``shared.<group>.<task>``).
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
         self.restart_agents = check_int("restart_agents", restart_agents, 0)
-        if restart_agents and registry.entry(placement).name == "ray":
-            raise ValueError(
-                "restart_agents is not available with placement 'ray' (its workers' agents end on failure)"
-            )
-        if stall_seconds is not None:
-            check_positive("stall_seconds", stall_seconds)
-        self.stall_seconds = stall_seconds
-        self.placement = registry.entry(placement).name
-        options = {
+        legacy = {
             "workers": workers,
             "restart_workers": restart_workers or None,
             "heartbeat_timeout": heartbeat_timeout,
             "ray": ray,
             "rlx": rlx,
         }
-        registry.check_options(placement, options)
+        entry, options = registry.placement_and_options(placement, legacy)
+        if restart_agents and "restart_agents" in entry.refuses:
+            raise ValueError(
+                f"restart_agents is not available with placement {entry.name!r} (its agents end on failure)"
+            )
+        sinks = dict(training_sinks or {})
+        unknown = sorted(set(sinks) - set(tasks))
+        if unknown:
+            raise ValueError(f"training_sinks for unknown tasks {unknown}; tasks are {sorted(tasks)}")
+        if stall_seconds is not None:
+            check_positive("stall_seconds", stall_seconds)
+        self.stall_seconds = stall_seconds
+        #: The placement's name (:mod:`parl.runtime.registry`).
+        self.placement: str = entry.name
+        #: The placement's options, as its runner got them.
+        self.placement_options: object = options
+        self._entry = entry
         affinity.resolve(thread_placement, 0)  # checks the name now; the cores are chosen at start
         self.thread_placement = thread_placement
         self._episodes = EpisodeLog(episode_window)
@@ -253,6 +262,7 @@ class Manager:
                 min_batchsize=settings.min_batchsize,
                 max_training_batchsize=settings.max_training_batchsize,
                 training_timeout=settings.training_timeout,
+                training_sink=sinks.get(name),
             )
         self.agents: List[Agent] = []
         self.errors: List[AgentError] = []
@@ -271,12 +281,12 @@ class Manager:
             agent_cpus=None,  # set by start, once the agents are known
             record_episode=self._record_episode,
             record_error=self._record_error,
-            options={k: v for k, v in options.items() if v is not None},
+            options=options,
             task_settings=dict(tasks),
             shared=shared,
             restarts=self._restarts,
         )
-        self._runner = registry.make_runner(placement, context)
+        self._runner = entry.runner_class()(context)
         self._watchdog = (
             None if stall_seconds is None else Watchdog(self._runner.idle_agents, stall_seconds, self._stop)
         )
@@ -312,7 +322,8 @@ class Manager:
         index among the agents. A Manager that plays a share of another's agents (a Ray worker's) gives
         them the other's ids, so each agent's ``id``, its records and its errors carry the same id
         wherever it runs (placement ``"processes"`` needs the default ids). ``env_factory`` makes a
-        fresh environment for the agent when it is restarted (``restart_agents``).
+        fresh environment for the agent when it is restarted (``restart_agents``), unless the
+        placement's environments are remote (rlx: a restarted agent keeps its slot).
 
         Raises:
             ValueError: a helper names an unknown task, or is not an AgentHelper; ``agent_id`` is not an
@@ -336,7 +347,8 @@ class Manager:
         agent.helpers = dict(helpers)
         self.agents.append(agent)
         if self.restart_agents:
-            self._restarts[agent.id] = Restarts(self.restart_agents, env_factory)
+            fresh = None if self._entry.remote_environments else env_factory  # a remote one stays its own
+            self._restarts[agent.id] = Restarts(self.restart_agents, fresh)
         return agent.id
 
     def start(self) -> None:

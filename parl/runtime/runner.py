@@ -1,6 +1,6 @@
 """AgentRunner: the interface every placement implements, and the episode loop they all run.
 
-    runner = registry.make_runner("cooperative", context)   # done by Manager.__init__
+    runner = registry.make_runner("cooperative", context)   # done by Manager.__init__, by its options
     comm = runner.communicator(wrapper, agent_id)           # Manager.add_agent binds helpers to these
     runner.start()                                          # Manager.start, after the wrappers
     while runner.running(): ...                             # Manager.running
@@ -51,8 +51,8 @@ class RunnerContext:
         record_episode: keeps one finished episode's record (for runners whose agents play
             elsewhere and send their records back).
         record_error: keeps one agent's error (the same, for errors).
-        options: the placement's own settings that the user set (``workers``, say), already
-            checked by the registry against the names the placement accepts.
+        options: the placement's options: an instance of its registry entry's options type (made
+            and checked when made; the Manager reads none of its fields).
         task_settings: task name -> the :class:`~parl.TaskSettings` the tasks were built from
             (for runners that build copies of the tasks elsewhere).
         shared: the Manager's ``shared`` parts (the same).
@@ -67,7 +67,7 @@ class RunnerContext:
     agent_cpus: Optional[Set[int]]
     record_episode: Callable[[Dict[str, object]], None]
     record_error: Callable[[AgentError], None]
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Any = None
     task_settings: Mapping[str, Any] = field(default_factory=dict)
     shared: Optional[Mapping[str, Mapping[str, str]]] = None
     restarts: Mapping[int, "Restarts"] = field(default_factory=dict)

@@ -9,7 +9,9 @@ Two threads per wrapper:
                       limit_batch_wait), take at most max_training_batchsize of them, join the time-ordered
                       segments among them (on-policy batches) into one update and learn every
                       replay sample as an update of its own, task.learn, return the costs to
-                      every sender (a per-row ``td_error`` split back by sender)
+                      every sender (a per-row ``td_error`` split back by sender); or, for a
+                      wrapper made with a ``training_sink`` (a copy of a task that acts for a
+                      learner elsewhere), hand every request to the sink, which answers it
 
 An exception in the task (or a prediction answering another number of rows
 than its batch holds) reaches every agent whose request was in the failed
@@ -42,6 +44,14 @@ from parl.validation import check_int, check_positive
 
 logger = logging.getLogger("parl")
 
+#: A take of every pending request (more than any queue holds).
+_ALL_PENDING = 1 << 30
+
+#: Where a wrapper's training requests go instead of its task's ``learn`` (its ``training_sink``): called
+#: in the training thread with the requests taken at once, each of which it answers
+#: (:meth:`~parl.serving.request_queue.Request.finish`), then or later.
+TrainingSink = Callable[[List[Request]], None]
+
 #: Seconds :meth:`ComputationWrapper.stop` waits past its timeout for an update under way to end: an
 #: update cannot be interrupted, and one of many minibatches (PPO's epochs over a Nature CNN) takes
 #: several seconds on a busy core; only an update stuck inside the algorithm outlasts this.
@@ -59,8 +69,14 @@ class ComputationWrapper:
         min_batchsize: int = 1,
         max_training_batchsize: Optional[int] = None,
         training_timeout: float = 0.02,
+        training_sink: Optional[TrainingSink] = None,
     ) -> None:
+        """Serve ``task`` with these batching settings (see :class:`~parl.TaskSettings`); with a
+        ``training_sink``, the training thread hands it every training request as it comes instead of
+        learning them here (a copy of a task acting for a learner elsewhere: a Ray worker's), and the
+        batching settings of training do not apply."""
         self.task = task
+        self._training_sink = training_sink
         self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
         self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
         self.training_timeout = check_positive("training_timeout", training_timeout)
@@ -116,7 +132,8 @@ class ComputationWrapper:
         """Start the prediction and training threads, optionally pinned to the given cores."""
         if self._threads:
             raise RuntimeError(f"wrapper of task {self.task.name!r} is already started")
-        loops = (("predict", self._prediction_loop, prediction_cpus), ("train", self._training_loop, training_cpus))
+        train = self._training_loop if self._training_sink is None else self._sink_loop
+        loops = (("predict", self._prediction_loop, prediction_cpus), ("train", train, training_cpus))
         for name, loop, cpus in loops:
             thread = threading.Thread(
                 target=_pinned, args=(loop, cpus), name=f"parl-{self.task.name}-{name}", daemon=True
@@ -275,6 +292,14 @@ class ComputationWrapper:
                         self._updating = False
                         self._answered += len(group)
                         self._pause.notify_all()
+
+    def _sink_loop(self) -> None:
+        """The training loop of a wrapper with a training sink: every pending request handed over."""
+        queue, sink = self.training_queue, self._training_sink
+        while not self._stop.is_set():
+            requests = queue.take(1, _ALL_PENDING, None)
+            if requests:
+                sink(requests)
 
     def _begin_update(self) -> bool:
         """Wait while paused; False when the wrapper stops meanwhile."""

@@ -11,7 +11,7 @@ under pytest.
     from parl.runtime import registry
     from parl.testing import PlacementCase, PlacementContract
 
-    registry.register("mine", "my_package.runner:MyRunner", options=("workers",))
+    registry.register("mine", "my_package.runner:MyRunner", options=MyOptions)   # MyOptions: a frozen dataclass
 
     class TestMyPlacement(PlacementContract):
         cases = [PlacementCase("mine", {"workers": 2})]

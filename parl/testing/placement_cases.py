@@ -1,7 +1,7 @@
 """Placement cases: the ways of running a robot that the placement contract runs over, and the robots
 it makes of echo tasks (:mod:`parl.testing.echo`) in each.
 
-A case names an entry of :mod:`parl.runtime.registry` with the Manager options it needs in tests.
+A case names an entry of :mod:`parl.runtime.registry` with the options it needs in tests.
 :func:`placement_cases` gives one for every registered entry (and a variant or two of some); a
 placement of your own is a case as soon as it is registered, or a ``PlacementCase("mine", options)``
 you list yourself. This module imports no pytest.
@@ -17,21 +17,14 @@ from parl.runtime import registry
 from parl.testing.echo import EchoAlgorithm, echo_algorithm_func
 from parl.testing.watching import child_pids, parl_threads
 
-
-def _rlx_options() -> Dict[str, object]:
-    """Any free loopback port: tests in other sessions may listen beside it. The contract runs the
-    runner with agents of their own environments; its network side is the RLX tests' own."""
-    from parl.runtime.rlx.settings import ServerSettings
-
-    return {"rlx": ServerSettings(bind="127.0.0.1:0")}
-
-
-#: Manager options the built-in placements need in tests, made on use; a placement without an entry
-#: runs with its defaults.
+#: Options the built-in placements need in tests (fields of their options types), made on use; a
+#: placement without an entry runs with its defaults. RLX: any free loopback port, as tests in other
+#: sessions may listen beside it (the contract runs the runner with agents of their own
+#: environments; its network side is the RLX tests' own).
 CASE_OPTIONS: Dict[str, Callable[[], Dict[str, object]]] = {
     "processes": lambda: {"workers": 2},
     "ray": lambda: {"workers": 2},
-    "rlx": _rlx_options,
+    "rlx": lambda: {"bind": "127.0.0.1:0"},
 }
 
 #: Fixtures a built-in placement's cases request before they run (placement "ray": the session's
@@ -59,7 +52,8 @@ class PlacementCase:
 
     Attributes:
         placement: the name of its :mod:`parl.runtime.registry` entry.
-        options: the Manager options its robots get (``workers``, a placement's own settings).
+        options: the placement's options its robots get: option name -> value, the fields of the
+            entry's options type (``{"workers": 2}``); the others keep their defaults.
         id: the test id; the placement's name when empty.
         prepare: called with pytest's ``monkeypatch`` before the test makes its robots (None: nothing).
         fixtures: names of pytest fixtures the case needs set up first (``"ray_cluster"`` for Ray).
@@ -76,6 +70,15 @@ class PlacementCase:
             raise ValueError(f"PlacementCase: placement must be a registered placement's name, got {self.placement!r}")
         if not self.id:
             object.__setattr__(self, "id", self.placement)
+
+    def placement_options(self) -> object:
+        """What ``parl.Manager(placement=...)`` takes for this case: the placement's options, made of
+        :attr:`options` and the defaults.
+
+        Raises:
+            ValueError: an unknown placement, or an option it does not take.
+        """
+        return registry.entry(self.placement).make_options(self.options)
 
 
 def placement_cases() -> List[PlacementCase]:
@@ -124,10 +127,9 @@ class Robots:
         settings["normalize_inputs"] = normalize_inputs
         manager = parl.Manager(
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
-            placement=self.case.placement,
+            placement=self.case.placement_options(),
             thread_placement="os",
             restart_agents=restart_agents,
-            **self.case.options,
         )
         self.managers.append(manager)
         return manager

@@ -4,7 +4,7 @@ from any repository.
     from parl.runtime import registry
     from parl.testing import PlacementCase, PlacementContract
 
-    registry.register("mine", "my_package.runner:MyRunner", options=("workers",))
+    registry.register("mine", "my_package.runner:MyRunner", options=MyOptions)   # MyOptions: a frozen dataclass
 
     class TestMyPlacement(PlacementContract):
         cases = [PlacementCase("mine", {"workers": 2})]
@@ -126,7 +126,7 @@ def ray_cluster() -> Iterator[object]:
     """A local Ray cluster on 127.0.0.1, joined by this process: a head and two more nodes of one CPU
     each, started once per test session by the first test that needs it and shut down at the end
     (every process of it is this session's; nothing else is stopped)."""
-    from parl.runtime.ray.local_cluster import start_local_cluster, stop_local_cluster
+    from parl.runtime.ray_cluster.local_cluster import start_local_cluster, stop_local_cluster
 
     cluster = start_local_cluster(nodes=3)
     yield cluster

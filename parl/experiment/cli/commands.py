@@ -61,8 +61,18 @@ EXIT_SIGNAL = 128
 
 #: The options of ``parl serve`` that set config keys: option -> (type, metavar, key, help).
 SERVE_OPTIONS = {
-    "--bind": (str, "HOST:PORT", "rlx.bind", "address to listen on (default 127.0.0.1:7070; any other needs a token)"),
-    "--token-file": (str, "FILE", "rlx.token_file", "a file holding the token every client must send, >= 32 bytes"),
+    "--bind": (
+        str,
+        "HOST:PORT",
+        "placement.bind",
+        "address to listen on (default 127.0.0.1:7070; any other needs a token)",
+    ),
+    "--token-file": (
+        str,
+        "FILE",
+        "placement.token_file",
+        "a file holding the token every client must send, >= 32 bytes",
+    ),
     "--max-clients": (int, "N", "agents", "clients served at once: the robot's agents (default: the config's)"),
 }
 
@@ -122,8 +132,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parl.experiment.evaluation.video import MissingExtraError
     from parl.experiment.train.checkpoints import CheckpointWriteError, NotWritableError
     from parl.experiment.train.trainer import ResultWriteError
-    from parl.runtime.ray.address import RayJoinError
-    from parl.runtime.ray.session import WorkerStartError
+    from parl.runtime.errors import PlacementStartError
 
     try:
         return args.command_function(args)
@@ -133,14 +142,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, NotWritableError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (
-        CheckpointWriteError,
-        EpisodeResultError,
-        ResultWriteError,
-        MissingExtraError,
-        WorkerStartError,
-        RayJoinError,
-    ) as exc:
+    except PlacementStartError as exc:  # a cluster not joined, an address taken, a worker that did not start
+        print(f"parl {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_ERROR
+    except (CheckpointWriteError, EpisodeResultError, ResultWriteError, MissingExtraError) as exc:
         print(f"parl {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:  # user code exited elsewhere than in what the config builds
@@ -172,7 +177,6 @@ def _serve(args: argparse.Namespace) -> int:
     from parl.experiment.train.checkpoints import CheckpointManager
     from parl.experiment.train.stop_signals import RunSignals
     from parl.experiment.train.trainer import Trainer
-    from parl.runtime.rlx.server import ListenError
 
     with RunSignals() as signals:  # a signal while the config loads stops the run as soon as it starts
         config = load_config(args.config, serve_overrides(args))
@@ -180,26 +184,26 @@ def _serve(args: argparse.Namespace) -> int:
 
         def announce(manager: "Manager") -> None:
             host, port = manager.runner.address
-            print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
+            print(listening_line(host, port, config.agents, manager.runner.settings.token is not None), flush=True)
 
         evaluate = not args.no_eval
         trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=evaluate, on_start=announce)
-        try:
-            return _run(signals.hand_to(trainer), "serve")
-        except ListenError as exc:
-            print(f"parl serve: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        return _run(signals.hand_to(trainer), "serve")  # an address that cannot be listened on: main says so
 
 
 def serve_overrides(args: argparse.Namespace) -> List[str]:
-    """The config overrides of ``parl serve``'s options: ``placement=rlx``, the named options (values
-    as JSON, which YAML reads back unchanged), then each ``-o``."""
+    """The config overrides of ``parl serve``'s options: ``placement.name=`` the placement whose
+    environments are remote (rlx; its other options stay the config's), the named options (values as
+    JSON, which YAML reads back unchanged), then each ``-o``."""
+    from parl.runtime import registry
+
+    (remote, *_) = [name for name in registry.names() if registry.entry(name).remote_environments]
     named = []
     for option, (_, _, key, _) in SERVE_OPTIONS.items():
         value = getattr(args, option[2:].replace("-", "_"))
         if value is not None:
             named.append(f"{key}={json.dumps(value)}")
-    return ["placement=rlx", *named, *args.override]
+    return [f"placement.name={remote}", *named, *args.override]
 
 
 def _run(trainer: "Trainer", command: str) -> int:
@@ -506,7 +510,7 @@ COMMANDS: Tuple[Command, ...] = (
         ),
         _serve,
         description="Listen for RLX clients, one agent per connection, and train as parl train CONFIG "
-        "-o placement=rlx does; resume from the latest checkpoint in the log dir when there is one.",
+        "-o placement.name=rlx does; resume from the latest checkpoint in the log dir when there is one.",
     ),
     Command(
         "eval",

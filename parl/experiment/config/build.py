@@ -17,7 +17,6 @@ from typing import Any, Dict, Optional
 import parl
 from parl.experiment.config.class_spec import build_checked
 from parl.experiment.config.robot_config import RobotConfig
-from parl.runtime import registry
 from parl.validation import check_int
 
 
@@ -75,24 +74,20 @@ def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]
 
 def build_manager(config: RobotConfig) -> parl.Manager:
     """A Manager with every task (sharing the parts ``shared`` names), and ``agents`` agents with
-    their helpers; not started. Each agent's environment is the placement's
-    (:meth:`parl.Manager.environment`): a new one, or with placement ``rlx`` a slot that remote
-    clients play, ``agents`` of them."""
+    their helpers; not started, in the placement of the config's ``placement`` block. Each agent's
+    environment is the placement's (:meth:`parl.Manager.environment`): a new one, or a stand-in that
+    a remote client plays (placement ``rlx``'s slots, ``agents`` of them)."""
     manager = parl.Manager(
         {name: task_settings(config, name) for name in config.tasks},
-        placement=config.placement,
-        workers=config.workers,
+        placement=config.placement.options,
         shared=config.shared,
         thread_placement=config.thread_placement,
         stall_seconds=config.stall_seconds,
-        heartbeat_timeout=config.heartbeat_timeout,
         restart_agents=config.faults.restart_agents,
-        restart_workers=config.faults.restart_workers,
-        ray=None if config.ray is None else config.ray.options(),
-        rlx=config.rlx.settings() if "rlx" in registry.entry(config.placement).options else None,
     )
     for index in range(config.agents):
         env = manager.environment(lambda: make_env(config))
-        fresh = (lambda: make_env(config)) if config.placement != "rlx" else None  # a slot stays its own
-        manager.add_agent(make_agent(config, index, env=env), make_helpers(config, index), env_factory=fresh)
+        manager.add_agent(
+            make_agent(config, index, env=env), make_helpers(config, index), env_factory=lambda: make_env(config)
+        )
     return manager

@@ -46,15 +46,11 @@ from parl.experiment.config.callbacks import Callback
 from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
 from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.config.evaluation_start import EvaluationStart
+from parl.experiment.config.placement_config import PlacementConfig, fold_old_keys, is_old_section
 from parl.experiment.config.yaml_loading import parse_value, read_config_file
-from parl.rlx.messages import MAX_TOKEN_BYTES
-from parl.runtime import registry
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
-from parl.runtime.ray.options import WORKER_PLACEMENTS
-from parl.runtime.ray.session import require_ray
-from parl.runtime.rlx.settings import FRAME_BYTES_RANGE, ServerSettings
 from parl.serving.shared_parts import share_parts
-from parl.validation import ParameterError, check_choice
+from parl.validation import ParameterError
 
 #: The keyword an environment factory takes to repeat actions itself (``env.action_repeat`` is passed as it).
 ACTION_REPEAT = "action_repeat"
@@ -272,77 +268,15 @@ class FaultsConfig(_Section):
     """``faults``: what a run survives instead of stopping (docs/configs.md)."""
 
     restart_agents: Annotated[int, Field(ge=0, le=1_000_000)] = 0
-    restart_workers: bool = False
 
 
-class RayConfig(_Section):
-    """``ray``: placement "ray"'s settings (:class:`parl.RayOptions`; docs/distributed.md)."""
-
-    address: Optional[NonEmptyStr] = None
-    worker_cpus: PositiveFloat = 1.0
-    worker_resources: Optional[Dict[NonEmptyStr, PositiveFloat]] = None
-    worker_placement: Literal[WORKER_PLACEMENTS] = "cooperative"
-    broadcast_interval: PositiveInt = 10
-    sample_timeout: PositiveFloat = 60.0
-    max_staleness: Optional[Annotated[int, Field(ge=0)]] = None
-    replay_shards: Annotated[int, Field(ge=0, le=1024)] = 0
-    local_cpus: Optional[PositiveInt] = None
-
-    def options(self) -> parl.RayOptions:
-        """These settings as the Manager's ``ray`` option."""
-        return parl.RayOptions(**self.model_dump())
-
-
-_RLX_DEFAULTS = {f.name: f.default for f in fields(ServerSettings)}
-
-
-class RlxConfig(_Section):
-    """``rlx``: the server of placement ``rlx`` (``parl serve``), :class:`ServerSettings` with the token read
-    from ``token_file`` (its whitespace at either end stripped) and the memory floor in MiB."""
-
-    bind: NonEmptyStr = _RLX_DEFAULTS["bind"]
-    token_file: Optional[NonEmptyStr] = None
-    max_frame_bytes: Annotated[int, Field(ge=FRAME_BYTES_RANGE[0], le=FRAME_BYTES_RANGE[1])] = _RLX_DEFAULTS[
-        "max_frame_bytes"
-    ]
-    idle_timeout: PositiveFloat = _RLX_DEFAULTS["idle_timeout"]
-    episode_timeout: Optional[PositiveFloat] = _RLX_DEFAULTS["episode_timeout"]
-    handshake_timeout: PositiveFloat = _RLX_DEFAULTS["handshake_timeout"]
-    max_handshakes: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_handshakes"]
-    max_connections_per_address: Annotated[int, Field(ge=1)] = _RLX_DEFAULTS["max_connections_per_address"]
-    min_free_memory_mb: Annotated[int, Field(ge=0)] = _RLX_DEFAULTS["min_free_memory"] >> 20
-    max_abs_reward: PositiveFloat = _RLX_DEFAULTS["max_abs_reward"]
-    max_abs_observation: PositiveFloat = _RLX_DEFAULTS["max_abs_observation"]
-    max_metrics_per_second: Annotated[float, Field(ge=1)] = _RLX_DEFAULTS["max_metrics_per_second"]
-    _settings: Optional[ServerSettings] = PrivateAttr(None)
-
-    @model_validator(mode="after")
-    def _checked_settings(self) -> "RlxConfig":
-        token = None if self.token_file is None else _read_token(self.token_file)
-        options = {key: value for key, value in self if key not in ("token_file", "min_free_memory_mb")}
-        try:
-            self._settings = ServerSettings(token=token, min_free_memory=self.min_free_memory_mb << 20, **options)
-        except ParameterError as exc:
-            key = "token_file" if exc.name == "token" else exc.name
-            raise ConfigError(f"rlx.{key}: {exc}") from None
-        return self
-
-    def settings(self) -> ServerSettings:
-        """The server's settings (the token read when the config was loaded)."""
-        return self._settings
-
-
-def _read_token(path: str) -> bytes:
-    """The token in file ``path`` (relative to the working directory), whitespace at either end stripped.
-
-    Raises:
-        ConfigError: at ``rlx.token_file``, naming the file, when it cannot be read.
-    """
-    try:
-        with open(path, "rb") as f:
-            return f.read(MAX_TOKEN_BYTES + 64).strip()
-    except OSError as exc:
-        raise ConfigError(f"rlx.token_file: cannot read {path!r}: {exc.strerror or exc}") from None
+#: Placement options that were config keys of their own before the ``placement:`` block (deprecated: each is
+#: ``placement.<its last key>`` now), with the type each was checked against then.
+OLD_PLACEMENT_KEYS = {
+    ("workers",): Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]],
+    ("heartbeat_timeout",): Optional[PositiveFloat],
+    ("faults", "restart_workers"): bool,
+}
 
 
 class RobotConfig(_Section):
@@ -354,11 +288,8 @@ class RobotConfig(_Section):
     log_dir: NonEmptyStr = Field(default_factory=lambda data: f"runs/{data['name']}")
     python_path: List[str] = []
     thread_placement: Literal[affinity.PLACEMENTS] = "auto"
-    placement: str = "threads"
-    workers: Optional[Annotated[int, Field(ge=1, le=MAX_WORKERS)]] = None
+    placement: PlacementConfig = Field(default_factory=PlacementConfig)
     stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
-    heartbeat_timeout: Optional[PositiveFloat] = None
-    ray: Optional[RayConfig] = None
     env: EnvConfig
     agent: Annotated[ClassSpec, Spec(parl.Agent, filled=("env",), reserved=(("seed", _AGENT_SEED),))] = Field(
         default={"class": DEFAULT_AGENT}, validate_default=True
@@ -370,13 +301,17 @@ class RobotConfig(_Section):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
     callbacks: List[Annotated[ClassSpec, Spec(base=Callback)]] = []
-    rlx: RlxConfig = Field(default_factory=RlxConfig)
     _source: str = PrivateAttr("")
 
     @property
     def source(self) -> str:
         """The file the config came from (not a config key)."""
         return self._source
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_placement_keys(cls, data: Any) -> Any:
+        return fold_old_keys(data, OLD_PLACEMENT_KEYS) if isinstance(data, Mapping) else data
 
     @field_validator("name", mode="before")
     @classmethod
@@ -419,11 +354,6 @@ class RobotConfig(_Section):
             raise ParameterError("callbacks", "a list of class specs", value)
         return [resolve_spec(item, f"callbacks[{index}]", base=Callback) for index, item in enumerate(value)]
 
-    @field_validator("placement", mode="before")
-    @classmethod
-    def _registered(cls, value: Any) -> str:
-        return check_choice("placement", value, tuple(registry.names()))
-
     @field_validator("tasks", mode="before")
     @classmethod
     def _each_task(cls, value: Any, info: ValidationInfo) -> Any:
@@ -438,20 +368,13 @@ class RobotConfig(_Section):
         return {name: _validated(TaskConfig, task, f"tasks.{name}", info.context) for name, task in value.items()}
 
     @model_validator(mode="after")
-    def _placement_options(self) -> "RobotConfig":
-        try:
-            registry.check_options(
-                self.placement,
-                {"workers": self.workers, "heartbeat_timeout": self.heartbeat_timeout, "ray": self.ray},
+    def _placement_features(self) -> "RobotConfig":
+        entry = self.placement.entry
+        if self.faults.restart_agents and "restart_agents" in entry.refuses:
+            raise ConfigError(
+                f"faults.restart_agents: placement {entry.name!r} restarts no agent (its agents end on failure), "
+                f"got {self.faults.restart_agents}"
             )
-        except ValueError as exc:
-            option = str(exc).split(" ", 1)[0]
-            raise ConfigError(f"{option}: {exc}") from None
-        if self.placement == "ray":
-            try:
-                require_ray()
-            except ImportError as exc:
-                raise ConfigError(f"placement: {exc}") from None
         return self
 
     @model_validator(mode="after")
@@ -572,11 +495,13 @@ def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
             if key not in node:
                 raise ConfigError(f"{path}: no such task; tasks are {sorted(node)} (in -o {text})")
             schema = typing.get_args(schema)[1]
-        elif schema is not None:
-            if key not in schema.model_fields:
+        elif schema is not None and key not in schema.model_fields:
+            if not _free_key(schema, keys[: depth + 1]):
                 raise ConfigError(
                     f"{path}: unknown key{class_spec.did_you_mean(key, list(schema.model_fields))} (in -o {text})"
                 )
+            schema = None
+        elif schema is not None:
             hint = schema.model_fields[key].annotation
             item = typing.get_args(hint)[-1] if typing.get_origin(hint) is dict else hint
             schema = hint if isinstance(item, type) and issubclass(item, BaseModel) else None
@@ -585,11 +510,21 @@ def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
             return
         if node.get(key) is None:
             node[key] = {}
+        if isinstance(node[key], str) and schema is PlacementConfig:  # a name alone: the block of that name
+            node[key] = {"name": node[key]}
         if not isinstance(node[key], dict):
             raise ConfigError(
                 f"{path}: expected a mapping to set {keys[depth + 1]!r} in, got {node[key]!r} (in -o {text})"
             )
         node = node[key]
+
+
+def _free_key(schema: type, keys: List[str]) -> bool:
+    """Whether the key path ``keys``, not a field of ``schema``, may still be set: a placement option (the
+    ``placement`` block takes its placement's keys) or a placement key of before that block."""
+    if schema.model_config.get("extra") == "allow":
+        return True
+    return tuple(keys) in OLD_PLACEMENT_KEYS or (len(keys) == 1 and is_old_section(keys[0]))
 
 
 def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:

@@ -10,7 +10,7 @@ task. They predict straight from separate evaluator tasks, which hold a copy of
 the learners' weights, so evaluation never feeds or slows the training batches.
 
 The episodes play at once, up to ``concurrency`` at a time, each agent a greenlet
-running its ``run_one_episode`` unchanged (:mod:`parl.runtime.cooperative.episodes`):
+running its ``run_one_episode`` unchanged (:mod:`parl.runtime.episodes`):
 every round, the parked predictions of a task are one deterministic
 ``task.predict`` batch. An agent's episode is the one it would play alone on its
 seed; with parl's CartPole models a row's prediction does not depend on the batch
@@ -27,7 +27,7 @@ from parl.core.agent import Agent
 from parl.core.agent_helper import AgentHelper, Rewards
 from parl.core.communicator import Communicator
 from parl.experiment.config.robot_config import EVALUATION_CONCURRENCY as CONCURRENCY
-from parl.runtime.cooperative.episodes import play_episodes
+from parl.runtime.episodes import play_episodes
 from parl.serving.computation_task import ComputationTask
 from parl.serving.direct import DirectCommunicator
 from parl.validation import check_int

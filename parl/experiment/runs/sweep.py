@@ -13,9 +13,10 @@ sample ``i`` runs with seed ``seed + i`` (the config's seed, or the trial's own 
 axis). Each trial writes its run directory as ``parl train`` does, at ``<log dir>/tune/<trial name>``.
 
 What each trial asks the scheduler for (:attr:`Trial.bundles`, a list of CPU bundles, the first
-for the trial's own process): 1 CPU for in-process placements; for placement ``"processes"`` its
-worker count; for placement ``"ray"`` nothing for itself (its learners mostly wait on the workers)
-and one bundle of ``ray.worker_cpus`` per worker actor. ``trial_cpus`` replaces the first bundle.
+for the trial's own process) is what its placement reserves (the registry entry's ``reserve``):
+1 CPU for in-process placements; for placement ``"processes"`` its worker count; for placement
+``"ray"`` nothing for itself (its learners mostly wait on the workers) and one bundle of
+``placement.worker_cpus`` per worker actor. ``trial_cpus`` replaces the first bundle.
 
 Nothing here imports Ray (:mod:`parl.experiment.runs.tune` runs the trials on Ray Tune).
 """
@@ -34,10 +35,12 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.experiment.config.class_spec import ConfigError
+from parl.experiment.config.placement_config import is_old_section
 from parl.experiment.config.robot_config import ConfigLoader, RobotConfig, config_loader
 from parl.experiment.config.yaml_loading import parse_value, split_values
 from parl.experiment.runs.options import check_count, check_cpus
 from parl.experiment.train.metrics import finite_or_none
+from parl.validation import ParameterError
 
 #: The folder of a sweep under the log dir.
 SWEEP_FOLDER = "tune"
@@ -49,8 +52,9 @@ FIXED_KEYS = ("log_dir",)
 ERROR_WIDTH = 100
 #: The most trials a sweep may have (the grid's combinations times the samples), checked before any is planned.
 MAX_TRIALS = 10_000
-#: The config keys (and sections) that decide what a trial asks the scheduler for (:func:`resource_bundles`).
-RESOURCE_KEYS = ("placement", "workers", "ray")
+#: The config keys (and sections) that decide what a trial asks the scheduler for (:func:`resource_bundles`),
+#: besides the sections named after a placement (deprecated).
+RESOURCE_KEYS = ("placement", "workers")
 
 
 @dataclass(frozen=True)
@@ -212,7 +216,7 @@ def plan_sweep(
     if os.path.isdir(folder) and os.listdir(folder):
         raise ConfigError(f"--log-dir: {folder} already holds a sweep; give another --log-dir or remove it")
     plan = SweepPlan(config, os.path.abspath(config), axes, samples, list(overrides), folder)
-    deciding = [i for i, axis in enumerate(axes) if axis.key.split(".")[0] in RESOURCE_KEYS]
+    deciding = [i for i, axis in enumerate(axes) if _decides_resources(axis.key.split(".")[0])]
     bundles: Dict[Tuple[str, ...], Tuple[Dict[str, float], ...]] = {}
     for values in itertools.product(*(axis.values for axis in axes)):
         chosen = tuple(f"{axes[i].key}={values[i]}" for i in deciding)
@@ -221,6 +225,11 @@ def plan_sweep(
         for sample in range(samples):
             plan.trials.append(_trial(plan, base, keys, values, sample, bundles[chosen]))
     return plan
+
+
+def _decides_resources(key: str) -> bool:
+    """Whether the top-level config key ``key`` may change what a trial asks the scheduler for."""
+    return key in RESOURCE_KEYS or is_old_section(key)
 
 
 def _load_value(load: ConfigLoader, overrides: Sequence[str], axis: GridAxis, value: str) -> None:
@@ -271,22 +280,19 @@ def resource_bundles(config: RobotConfig, trial_cpus: Optional[float] = None) ->
     empty first bundle asks nothing for the trial's own process.
 
     Raises:
-        ConfigError: placement ``"ray"`` with no ``workers`` (how many bundles would be unknown).
+        ConfigError: an option the placement needs to say what it reserves is not set (placement
+            ``"ray"``'s ``workers``: how many bundles would be unknown).
     """
-    if config.placement == "ray":
-        if config.workers is None:
-            raise ConfigError(
-                "workers: a sweep reserves CPUs for each trial's Ray workers, so placement 'ray' needs "
-                "workers set (in the config or -o workers=N)"
-            )
-        own = {} if not trial_cpus else {"CPU": float(trial_cpus)}
-        worker_cpus = config.ray.worker_cpus if config.ray is not None else 1.0
-        return (own, *({"CPU": float(worker_cpus)} for _ in range(config.workers)))
-    if trial_cpus is not None:
-        return ({"CPU": float(trial_cpus)} if trial_cpus else {},)
-    if config.placement == "processes":
-        return ({"CPU": float(config.workers or os.cpu_count() or 1)},)
-    return ({"CPU": 1.0},)
+    placement = config.placement
+    try:
+        reservation = placement.entry.reserve(placement.options)
+    except ParameterError as exc:
+        raise ConfigError(
+            f"placement.{exc.name}: {exc.name} must be {exc.expected}, got {exc.value!r} "
+            f"(in the config or -o placement.{exc.name}=...)"
+        ) from None
+    own = reservation.own_cpus if trial_cpus is None else trial_cpus
+    return ({"CPU": float(own)} if own else {}, *(dict(bundle) for bundle in reservation.actors))
 
 
 def _trial_name(index: int, axes: Sequence[GridAxis], values: Sequence[str], seed: Optional[int]) -> str:

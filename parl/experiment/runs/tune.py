@@ -12,7 +12,7 @@ error, and the others go on. Each trial asks Tune for the bundles of its plan
 has, and ``max_concurrent`` bounds how many run at once.
 
 Ray: the one this process has joined, else the cluster at ``address``, else a local Ray bound to
-127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray.session.RaySession`);
+127.0.0.1 with this machine's CPUs, shut down at the end (:class:`~parl.runtime.ray_cluster.session.RaySession`);
 a trial that asks for more CPUs than this machine has is refused before a local Ray starts.
 Tune keeps its own state under ``<sweep folder>/ray`` and runs each trial in the working directory
 of the command (not in its trial folder), so relative paths mean what they mean to ``parl train``.
@@ -33,8 +33,7 @@ from parl.experiment.config.class_spec import one_line
 from parl.experiment.runs.sweep import SweepPlan, Trial, TrialRow
 from parl.experiment.runs.tune_log import tune_log
 from parl.experiment.train.stop_signals import CatchSignals
-from parl.runtime.ray.options import RayOptions
-from parl.runtime.ray.session import INSTALL_HINT, RaySession, import_ray
+from parl.runtime.ray_cluster.session import INSTALL_HINT, RaySession, import_ray
 
 #: Tune's own folder (experiment state, its trial folders) under the sweep folder.
 TUNE_FOLDER = "ray"
@@ -58,7 +57,7 @@ class ClusterTooSmallError(ValueError):
 
 
 def import_tune() -> None:
-    """Import ``ray.tune`` (after :func:`~parl.runtime.ray.session.import_ray`'s environment).
+    """Import ``ray.tune`` (after :func:`~parl.runtime.ray_cluster.session.import_ray`'s environment).
 
     Raises:
         ImportError: Ray or Ray Tune's dependencies are not installed; one line saying what to install.
@@ -88,7 +87,7 @@ def run_sweep(
     if address is None and not import_ray().is_initialized():  # a local Ray: this machine's CPUs, no more
         _check_cluster(float(os.cpu_count() or 1), plan, "this machine has", "; or --address of a larger cluster")
     wanted = max(_cpus(trial.bundles) for trial in plan.trials)
-    session = RaySession.join(RayOptions(address=address), cpus_wanted=wanted)
+    session = RaySession.join(address, cpus_wanted=wanted)
     try:
         _check_cluster(session.ray.cluster_resources().get("CPU", 0.0), plan)
         with tune_log(plan.folder):  # Tune's tracebacks and Ray's reports there; a failed trial is a row
@@ -226,7 +225,7 @@ def _check_cluster(cpus: float, plan: SweepPlan, where: str = "the Ray cluster h
         if _cpus(trial.bundles) > cpus:
             raise ClusterTooSmallError(
                 f"trial {trial.index} ({trial.name}) asks for {_cpus(trial.bundles):g} CPUs; {where} "
-                f"{cpus:g} (fewer workers, ray.worker_cpus or --trial-cpus{more})"
+                f"{cpus:g} (fewer placement.workers, placement.worker_cpus or --trial-cpus{more})"
             )
 
 

@@ -54,7 +54,7 @@ from parl.experiment.config.evaluation_start import EvaluationStart
 from parl.experiment.config.robot_config import RobotConfig
 from parl.experiment.evaluation.agents import copy_weights, evaluate_agents
 from parl.experiment.evaluation.greedy import CONFIRM_FACTOR, check_seed, confirmed_check, final_seed
-from parl.experiment.evaluation.remote import RayEvaluation
+from parl.experiment.evaluation.remote import remote_evaluation
 from parl.experiment.train.checkpoints import (
     CheckpointManager,
     CheckpointWriteError,
@@ -68,6 +68,7 @@ from parl.experiment.train.run_counters import check_best_counters, check_run_co
 from parl.experiment.train.snapshot import write_snapshot
 from parl.experiment.train.stop_signals import CatchSignals
 from parl.runtime.manager import Manager, StopTimeoutError
+from parl.runtime.remote_evaluation import RemoteEvaluation
 from parl.seeding import seed_everything
 from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import ComputationTask
@@ -119,7 +120,7 @@ class Trainer:
         # capture, a notebook's) may be closed by the time a later run writes.
         self.stream = sys.stderr if stream is None else stream
         self.log_seconds = log_seconds
-        self._remote: Optional[RayEvaluation] = None  # the evaluation actor of a run on Ray
+        self._remote: Optional[RemoteEvaluation] = None  # where the placement evaluates apart (a Ray actor)
         #: Whether the evaluation actor of a run on Ray was lost for good (evaluations then run here).
         self.evaluation_actor_lost = False
         self.extra_callbacks = list(callbacks)
@@ -200,7 +201,7 @@ class Trainer:
                     manager.start()  # in the try: a placement that cannot start (an address taken) stops the rest
                     if self.on_start is not None:
                         self.on_start(manager)
-                    self._remote = RayEvaluation(config) if config.placement == "ray" else None
+                    self._remote = remote_evaluation(config)
                     try:
                         stop_reason = self._loop(manager, evaluators, writer, metrics, bar, state, start)
                     except Exception as exc:  # noqa: BLE001 - the run is stopped and saved, then this is raised

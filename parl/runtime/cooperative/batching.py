@@ -11,7 +11,7 @@ and switches straight to the next agent whose row is ready, or, with none left, 
 that breaks the specs raises its ValueError in its own agent only), predicts once, and resumes the
 agents of the batch one after the other, each with its row. The cooperative placement
 (:mod:`parl.runtime.cooperative.runner`) and the concurrent episodes of evaluation
-(:mod:`parl.runtime.cooperative.episodes`) are both built on these pieces.
+(:mod:`parl.runtime.episodes`) are both built on these pieces.
 
 A batch is what :mod:`parl.serving.prediction_batch` defines (how samples stack, how outputs split
 into rows); this module reaches it faster. The per-step pieces (parking, joining the samples,

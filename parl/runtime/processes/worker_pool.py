@@ -1,6 +1,6 @@
 """WorkerPool: a robot's agents in forked worker processes, served by the parent's wrappers.
 
-    manager = parl.Manager(tasks, placement="processes", workers=2)  # tasks and wrappers: in this process
+    manager = parl.Manager(tasks, placement=ProcessesOptions(workers=2))  # tasks and wrappers: in this process
     for i in range(8):
         manager.add_agent(MyAgent(make_env(), num_games=100), {"RL": parl.OnPolicyHelper()})
     manager.start()                  # starts the wrappers, then forks the workers (ProcessRunner)
@@ -25,7 +25,7 @@ What crosses back to the parent:
 
 - episode records and agent errors (an :class:`~parl.AgentError` with the agent's id, its
   episode and the worker-side traceback text; the exception crosses as data, see
-  :mod:`parl.runtime.processes.error_data`), on the worker's message pipe, as :mod:`parl.wire`
+  :mod:`parl.runtime.error_data`), on the worker's message pipe, as :mod:`parl.wire`
   frames: nothing a worker sends is unpickled;
 - live counters: each agent's ``episode`` and ``total_steps`` (GymAgent) in a shared int64
   array, copied onto the parent's agent objects every :data:`COUNTER_INTERVAL` seconds, so
@@ -75,7 +75,8 @@ from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import AgentError, StoppedError
-from parl.runtime.processes.error_data import describe_agent_error, rebuild_agent_error
+from parl.runtime.error_data import describe_agent_error, rebuild_agent_error
+from parl.runtime.processes.options import ProcessesOptions
 from parl.runtime.processes.shm_transport import (
     REPLY_STOPPED,
     SLOT_NUMBER,
@@ -794,10 +795,11 @@ def _counter_publisher(agent: Agent, row: np.ndarray) -> Callable[[], None]:
 
 
 class ProcessRunner(AgentRunner):
-    """``Manager(..., placement="processes", workers=N)``: the Manager's agents in a :class:`WorkerPool`.
+    """``Manager(..., placement=ProcessesOptions(workers=N))``: the Manager's agents in a :class:`WorkerPool`.
 
-    Options (``context.options``): ``workers`` (None: one per core), ``restart_workers`` and
-    ``heartbeat_timeout`` (seconds; None: :data:`HEARTBEAT_TIMEOUT`).
+    Options (``context.options``, a :class:`~parl.runtime.processes.options.ProcessesOptions`):
+    ``workers`` (None: one per core), ``restart_workers`` and ``heartbeat_timeout`` (seconds; None:
+    :data:`HEARTBEAT_TIMEOUT`).
 
     Helpers are bound to in-process communicators in the parent (they give the specs);
     each worker swaps in its shared-memory transport after the fork. Episodes and
@@ -806,16 +808,10 @@ class ProcessRunner(AgentRunner):
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
-        workers = context.options.get("workers")
-        self.workers = check_int("workers", workers if workers is not None else _default_workers(), 1)
-        restart_workers = context.options.get("restart_workers", False)
-        if not isinstance(restart_workers, bool):
-            raise ValueError(f"restart_workers must be True or False, got {restart_workers!r}")
-        self.restart_workers = restart_workers
-        heartbeat_timeout = context.options.get("heartbeat_timeout")
-        self.heartbeat_timeout = check_positive(
-            "heartbeat_timeout", HEARTBEAT_TIMEOUT if heartbeat_timeout is None else heartbeat_timeout
-        )
+        options: ProcessesOptions = context.options
+        self.workers = options.workers if options.workers is not None else _default_workers()
+        self.restart_workers = options.restart_workers
+        self.heartbeat_timeout = HEARTBEAT_TIMEOUT if options.heartbeat_timeout is None else options.heartbeat_timeout
         self._on_episode = context.record_episode
         self._on_error = context.record_error
         #: The pool, once started.

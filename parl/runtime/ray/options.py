@@ -1,8 +1,8 @@
-"""RayOptions: the settings of placement ``"ray"`` besides ``workers``.
+"""RayOptions: the options of placement ``"ray"``.
 
-    manager = parl.Manager(tasks, placement="ray", workers=4, ray=RayOptions(address="auto"))
+    manager = parl.Manager(tasks, placement=RayOptions(workers=4, address="auto"))
 
-In configs they are the ``ray:`` block (docs/distributed.md).
+In a robot config they are the keys of the ``placement:`` block beside ``name: ray`` (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from parl.validation import check_choice, check_int, check_positive
+from parl.validation import ParameterError, check_choice, check_int, check_positive
 
 #: Runners a worker actor may play its agents with (never "processes": Ray forbids fork in actors).
 WORKER_PLACEMENTS = ("cooperative", "threads")
@@ -41,6 +41,7 @@ class RayOptions:
             agent keeps its own buffer, as in the other placements).
         local_cpus: CPUs of the local Ray started when no Ray is joined (None: this machine's cores,
             at least ``workers * worker_cpus``).
+        workers: worker actors (None: the cluster's CPUs over ``worker_cpus``; at most one per agent).
     """
 
     address: Optional[str] = None
@@ -52,16 +53,21 @@ class RayOptions:
     max_staleness: Optional[int] = None
     replay_shards: int = 0
     local_cpus: Optional[int] = None
+    workers: Optional[int] = None
 
     def __post_init__(self) -> None:
+        if self.workers is not None:
+            check_int("workers", self.workers, 1)
         if self.address is not None and (not isinstance(self.address, str) or not self.address):
-            raise ValueError(f"ray address must be a non-empty string or None, got {self.address!r}")
+            raise ParameterError("address", "a non-empty string or None", self.address)
         check_positive("worker_cpus", self.worker_cpus)
         if self.worker_resources is not None:
             if not isinstance(self.worker_resources, Mapping) or not all(
                 isinstance(k, str) and k for k in self.worker_resources
             ):
-                raise ValueError(f"worker_resources must map resource names to amounts, got {self.worker_resources!r}")
+                raise ParameterError(
+                    "worker_resources", "a mapping of resource names to amounts", self.worker_resources
+                )
             for name, amount in self.worker_resources.items():
                 check_positive(f"worker_resources.{name}", amount)
         check_choice("worker_placement", self.worker_placement, WORKER_PLACEMENTS)

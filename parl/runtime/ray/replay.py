@@ -34,7 +34,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 
@@ -43,7 +43,6 @@ from parl.core.communicator import Communicator
 from parl.core.errors import StoppedError
 from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting
-from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
 from parl.experience.prioritized_replay_buffer import replay_buffer_for
 
@@ -66,6 +65,38 @@ AHEAD_UPDATES = 64
 SHARD_RESTARTS = 3
 
 
+#: What a distributed replay reads of each helper of a task: the settings of the replay it keeps
+#: (attributes of these names, as :class:`~parl.ExpReplayHelper` has them).
+REPLAY_KNOBS = (
+    "capacity",
+    "batch_size",
+    "warmup_steps",
+    "updates_per_step",
+    "prioritized",
+    "alpha",
+    "beta_start",
+    "beta_steps",
+    "priority_epsilon",
+    "n_step",
+    "gamma",
+    "frame_store",
+)
+
+
+@runtime_checkable
+class ReplayHelper(Protocol):
+    """A helper that keeps a replay (:class:`~parl.ExpReplayHelper` is one): it has the attributes of
+    :data:`REPLAY_KNOBS`, and :meth:`store_only` sends what it would store to the shards instead."""
+
+    def store_only(self, writer: "ShardWriter") -> None:
+        """Hand every transition to ``writer`` from now on, after the n-step sums, and send no batches."""
+
+
+def is_replay_helper(helper: object) -> bool:
+    """Whether ``helper`` is a :class:`ReplayHelper` with every attribute of :data:`REPLAY_KNOBS`."""
+    return isinstance(helper, ReplayHelper) and all(hasattr(helper, knob) for knob in REPLAY_KNOBS)
+
+
 @dataclass(frozen=True)
 class ReplaySettings:
     """A distributed replay of one task, read from its agents' :class:`~parl.ExpReplayHelper` s."""
@@ -85,18 +116,18 @@ class ReplaySettings:
     @classmethod
     def from_helpers(cls, task: str, helpers: Sequence[object], shards: int) -> "ReplaySettings":
         """The settings for ``shards`` shards serving ``helpers`` (one per agent), which must all be
-        ExpReplayHelpers with the same settings.
+        :class:`ReplayHelper` s (ExpReplayHelpers) with the same settings.
 
         Raises:
-            ValueError: a helper is not an ExpReplayHelper, or two helpers differ.
+            ValueError: a helper keeps no replay (is no ReplayHelper), or two helpers differ.
         """
-        if not helpers or not all(isinstance(h, ExpReplayHelper) for h in helpers):
+        if not helpers or not all(is_replay_helper(h) for h in helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
         per_agent = [_helper_settings(h) for h in helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h: ExpReplayHelper = helpers[0]  # type: ignore[assignment]
+        h = helpers[0]
         agents_per_shard = len(helpers) / shards
         return cls(
             capacity=max(1, int(h.capacity * agents_per_shard)),
@@ -113,21 +144,8 @@ class ReplaySettings:
         )
 
 
-def _helper_settings(helper: ExpReplayHelper) -> tuple:
-    return (
-        helper.capacity,
-        helper.batch_size,
-        helper.warmup_steps,
-        helper.updates_per_step,
-        helper.prioritized,
-        helper.alpha,
-        helper.beta_start,
-        helper.beta_steps,
-        helper.priority_epsilon,
-        helper.n_step,
-        helper.gamma,
-        helper.frame_store,
-    )
+def _helper_settings(helper: ReplayHelper) -> tuple:
+    return tuple(getattr(helper, knob) for knob in REPLAY_KNOBS)
 
 
 class ReplayShard:

@@ -1,6 +1,6 @@
-"""RayRunner: ``Manager(..., placement="ray", workers=N)``: agents on Ray actors, learners here.
+"""RayRunner: ``Manager(..., placement=RayOptions(workers=N))``: agents on Ray actors, learners here.
 
-    manager = parl.Manager(tasks, placement="ray", workers=4, ray=RayOptions(address="auto"))
+    manager = parl.Manager(tasks, placement=RayOptions(workers=4, address="auto"))
 
 ::
 
@@ -35,7 +35,7 @@ Faults: a worker that does not answer within ``sample_timeout`` seconds, whose a
 the start, taking up their live ``episode`` and ``total_steps`` and the latest weights; their
 experience in flight is lost, the other workers go on, and :attr:`RayRunner.losses` lists each
 loss. Stopping ends every actor this runner started, and the local Ray too when this runner
-started it (:mod:`parl.runtime.ray.session`).
+started it (:mod:`parl.runtime.ray_cluster.session`).
 """
 
 from __future__ import annotations
@@ -50,16 +50,15 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from parl.core.errors import AgentError, StoppedError
-from parl.runtime.processes.error_data import error_data, rebuild_agent_error
+from parl.runtime.error_data import error_data, rebuild_agent_error
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.runtime.ray.options import RayOptions
 from parl.runtime.ray.replay import CHUNK, SHARD_RESTARTS, ReplayLearner, ReplaySettings, ReplayShard
-from parl.runtime.ray.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.ray.worker import RolloutWorker
+from parl.runtime.ray_cluster.session import RaySession, WorkerStartError, require_ray
 from parl.runtime.runner import AgentRunner, RunnerContext
 from parl.serving.computation_wrapper import ComputationWrapper, is_segment
 from parl.serving.request import Callback, Request
-from parl.validation import check_int
 
 logger = logging.getLogger("parl")
 
@@ -102,21 +101,15 @@ class _Slot:
 class RayRunner(AgentRunner):
     """Runs a Manager's agents on Ray worker actors (see the module docstring).
 
-    Options (``context.options``): ``workers`` (None: the cluster's CPUs over ``worker_cpus``)
-    and ``ray`` (a :class:`~parl.runtime.ray.options.RayOptions`; None: the defaults).
+    Options (``context.options``): a :class:`~parl.runtime.ray.options.RayOptions`, its ``workers``
+    None for the cluster's CPUs over ``worker_cpus``.
     """
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
         require_ray()
-        workers = context.options.get("workers")
-        self.workers = None if workers is None else check_int("workers", workers, 1)
-        options = context.options.get("ray")
-        if options is None:
-            options = RayOptions()
-        if not isinstance(options, RayOptions):
-            raise ValueError(f"ray must be a parl.RayOptions, got {type(options).__name__}")
-        self.options = options
+        self.options: RayOptions = context.options
+        self.workers = self.options.workers
         #: Workers lost and started again, in order.
         self.losses: List[WorkerLoss] = []
         #: Segments dropped for being gathered with weights older than the latest broadcast.
@@ -144,7 +137,7 @@ class RayRunner(AgentRunner):
             return
         options = self.options
         wanted = (self.workers or 1) * options.worker_cpus
-        self._session = RaySession.join(options, wanted)
+        self._session = RaySession.join(options.address, wanted, options.local_cpus)
         ray = self._session.ray
         from ray import cloudpickle
 

@@ -3,7 +3,8 @@
 Inside the actor an ordinary :class:`~parl.Manager` runs the agents (cooperative or threads
 placement, never forking), over its own copy of every task: predictions are batched and answered
 here, by the copy, so acting needs no network. Training requests are not learned here: each
-task's :class:`ForwardingWrapper` moves them to an :class:`Outbox`, the driver takes them with
+task's wrapper hands them to its training sink, which moves them to an :class:`Outbox` (tagged
+with the weights version the copy acts with); the driver takes them with
 :meth:`RolloutWorker.take`, learns them in its own wrappers, and answers them with
 :meth:`RolloutWorker.deliver`, which first applies the newest weights it brings (under the
 copy's weights lock, so no prediction reads half-updated weights), then wakes the agents. An
@@ -22,13 +23,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl.core.agent import Agent
 from parl.core.errors import RemoteError, StoppedError
+from parl.runtime.error_data import describe_agent_error, rebuild_error
 from parl.runtime.manager import Manager
-from parl.runtime.processes.error_data import describe_agent_error, rebuild_error
 from parl.runtime.ray.broadcast import writable_weights
 from parl.runtime.ray.replay import Allowance, ShardWriter
-from parl.runtime.ray.session import unpickle_in_actor
-from parl.serving.computation_task import ComputationTask
-from parl.serving.computation_wrapper import ComputationWrapper
+from parl.runtime.ray_cluster.session import unpickle_in_actor
+from parl.serving.computation_wrapper import TrainingSink
 from parl.serving.request_queue import Request
 from parl.serving.stats import StatsSnapshot
 
@@ -94,23 +94,6 @@ def _fail(requests: Sequence[Request]) -> None:
         request.finish(error=StoppedError("the robot was stopped before this update was learned"))
 
 
-class ForwardingWrapper(ComputationWrapper):
-    """A worker's wrapper of one task copy: predictions as any wrapper's; training requests moved
-    to the outbox (tagged with the copy's weights version) instead of learned."""
-
-    def __init__(self, task: ComputationTask, *, max_batchsize: int, outbox: Outbox, versions: Dict[str, int]) -> None:
-        super().__init__(task, max_batchsize=max_batchsize)
-        self._outbox = outbox
-        self._versions = versions
-
-    def _training_loop(self) -> None:
-        queue, name = self.training_queue, self.task.name
-        while not self._stop.is_set():
-            requests = queue.take(1, 1 << 30, None)
-            if requests:
-                self._outbox.put(name, requests, self._versions[name])
-
-
 class RolloutWorker:
     """One worker actor (made a Ray actor class by :func:`parl.runtime.ray.runner.RayRunner`).
 
@@ -157,16 +140,13 @@ class RolloutWorker:
         self._versions: Dict[str, int] = {task: -1 for task in tasks}
         self._allowance = Allowance(limits)
         self.manager = Manager(
-            dict(tasks), placement=placement, shared=shared, thread_placement="os", stall_seconds=None
+            dict(tasks),
+            placement=placement,
+            shared=shared,
+            thread_placement="os",
+            stall_seconds=None,
+            training_sinks={name: self._sink(name) for name in tasks},
         )
-        for task_name, settings in tasks.items():
-            # The runner's context holds this same dict, so the agents bind to the forwarding wrappers.
-            self.manager.wrappers[task_name] = ForwardingWrapper(
-                self.manager.tasks[task_name],
-                max_batchsize=settings.max_batchsize,
-                outbox=self._outbox,
-                versions=self._versions,
-            )
         for task in self.manager.tasks.values():
             task.build_layers()
             task.take_input_changes()  # counting starts: what is sent back is what this copy saw
@@ -251,6 +231,10 @@ class RolloutWorker:
         return ray.get_runtime_context().get_node_id()
 
     # -- inside ------------------------------------------------------------------------
+    def _sink(self, task: str) -> TrainingSink:
+        """Task ``task``'s training sink: its requests to the outbox, tagged with the copy's weights version."""
+        return lambda requests: self._outbox.put(task, requests, self._versions[task])
+
     def _idle(self) -> Dict[int, Tuple[float, float]]:
         """Driver id -> (since when, on this worker's clock, and for how many seconds) of each agent
         in its environment now: the same ``since`` for the whole of one stay there."""

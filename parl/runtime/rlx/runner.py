@@ -1,6 +1,6 @@
 """Placement ``"rlx"``: environments anywhere connect over the network, one agent per connection.
 
-    manager = parl.Manager(tasks, placement="rlx", rlx=ServerSettings(bind="127.0.0.1:7070"))
+    manager = parl.Manager(tasks, placement=ServerSettings(bind="127.0.0.1:7070"))
     for i in range(8):                                    # 8 slots: 8 clients at most
         env = manager.environment(lambda: gymnasium.make("CartPole-v1"))   # a RemoteEnv (its spaces)
         manager.add_agent(GymAgent(env, seed=i), {"RL": parl.OnPolicyHelper()})
@@ -21,7 +21,7 @@ batches of slots no client plays. A slot whose agent ends
 free slot when the agent played its games between two of the client's episodes, else is ended
 with ``error shutdown`` saying why.
 
-Options: ``rlx``, a :class:`~parl.runtime.rlx.settings.ServerSettings` (default: listen on
+Options: a :class:`~parl.runtime.rlx.settings.ServerSettings` (default: listen on
 127.0.0.1:7070, no token, 1 MiB frames). The server listens from ``Manager.start`` until the
 robot stops, when every client gets ``error shutdown``.
 """
@@ -60,9 +60,7 @@ class RlxRunner(CooperativeRunner):
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
-        self.settings: ServerSettings = context.options.get("rlx") or ServerSettings()
-        if not isinstance(self.settings, ServerSettings):
-            raise ValueError(f"rlx must be a ServerSettings, got {type(self.settings).__name__}")
+        self.settings: ServerSettings = context.options
         self.slots: List[RemoteEnv] = []
         self._senders: Dict[int, List[int]] = {}  # id(wrapper) -> the ids of the agents that use it
         self._handed_over: List[Connection] = []  # connections moved to another slot, not yet polled

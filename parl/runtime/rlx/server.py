@@ -38,6 +38,7 @@ from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED,
 from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
 from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
+from parl.runtime.errors import PlacementStartError
 from parl.runtime.rlx.admission import Admission
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
 from parl.runtime.rlx.log_text import escaped
@@ -58,8 +59,10 @@ _LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": l
 _READ = selectors.EVENT_READ
 
 
-class ListenError(OSError):
+class ListenError(PlacementStartError, OSError):
     """The server's address cannot be listened on; the message names it and why."""
+
+    usage = True
 
 
 class RlxServer:

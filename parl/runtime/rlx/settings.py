@@ -1,7 +1,8 @@
-"""How placement ``"rlx"`` serves its remote environments: address, token, limits and timeouts.
+"""ServerSettings, the options of placement ``"rlx"``: how it serves its remote environments (address,
+token, limits and timeouts).
 
     settings = ServerSettings(bind="0.0.0.0:7070", token=Path("token").read_bytes().strip())
-    manager = parl.Manager(tasks, placement="rlx", rlx=settings)
+    manager = parl.Manager(tasks, placement=settings)       # placement "rlx", as its options are these
 
 Safe by default: the server listens on this machine only (``127.0.0.1``) unless told otherwise,
 and refuses to listen anywhere else without a token of at least :data:`MIN_TOKEN_BYTES` bytes.

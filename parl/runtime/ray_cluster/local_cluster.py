@@ -5,7 +5,7 @@ that need more than one node on one machine.
     ...                                        # placement "ray" uses the Ray this process joined
     stop_local_cluster(cluster)                # this process leaves it and its processes end
 
-Ray is imported through :func:`~parl.runtime.ray.session.import_ray`, whose environment makes every
+Ray is imported through :func:`~parl.runtime.ray_cluster.session.import_ray`, whose environment makes every
 node take the loopback address: no port of the cluster is open to the network. A ``ray`` imported
 before without that environment would put the nodes on the machine's network address, so the start
 is refused then.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parl.runtime.ray.session import import_ray
+from parl.runtime.ray_cluster.session import import_ray
 
 
 class NotLoopbackError(RuntimeError):
@@ -28,7 +28,7 @@ def start_local_cluster(nodes: int, cpus_per_node: float = 1, log_to_driver: boo
     actors' output printed here); returns the cluster.
 
     Raises:
-        NotLoopbackError: ``ray`` was imported before :func:`~parl.runtime.ray.session.import_ray`,
+        NotLoopbackError: ``ray`` was imported before :func:`~parl.runtime.ray_cluster.session.import_ray`,
             without its environment (import it through parl).
     """
     ray = import_ray()
@@ -37,8 +37,8 @@ def start_local_cluster(nodes: int, cpus_per_node: float = 1, log_to_driver: boo
 
     if ray_constants.ENABLE_RAY_CLUSTER:
         raise NotLoopbackError(
-            "ray was imported before parl.runtime.ray.session.import_ray set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: "
-            "a local cluster would listen on the network; import ray through parl"
+            "ray was imported before parl.runtime.ray_cluster.session.import_ray set "
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: a local cluster would listen on the network; import ray through parl"
         )
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": cpus_per_node, "include_dashboard": False})
     for _ in range(nodes - 1):

@@ -28,16 +28,8 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import RemoteError
-from parl.runtime.cooperative.batching import (
-    EXTENSION,
-    Parked,
-    PredictionQueue,
-    Row,
-    hot_path,
-    parked_in_c,
-    serve,
-    unwind,
-)
+from parl.runtime.cooperative import batching
+from parl.runtime.cooperative.batching import EXTENSION, Parked, PredictionQueue, Row
 from parl.serving.computation_task import ComputationTask
 from parl.validation import check_int
 
@@ -65,7 +57,7 @@ class EpisodeCommunicator(Parked):
 
 
 #: :class:`EpisodeCommunicator` with the C park when the extension was built (used while ``EXTENSION`` is set).
-_EpisodeCommunicatorInC = parked_in_c(EpisodeCommunicator, EXTENSION, "_EpisodeCommunicatorInC")
+_EpisodeCommunicatorInC = batching.parked_in_c(EpisodeCommunicator, EXTENSION, "_EpisodeCommunicatorInC")
 
 
 def play_episodes(
@@ -111,7 +103,7 @@ class _Episodes:
         self.ready: List[Tuple[Parked, Row]] = []
         self.queues = {name: self._queue(task, deterministic) for name, task in tasks.items()}
         self.communicator_class = EpisodeCommunicator if EXTENSION is None else _EpisodeCommunicatorInC
-        self.path = hot_path(EXTENSION)
+        self.path = batching.hot_path(EXTENSION)
         self.hub = getcurrent()
         self.live: Dict[int, greenlet.greenlet] = {}  # episode -> its greenlet, while it plays
         self.results: Dict[int, Mapping[str, Any]] = {}
@@ -142,7 +134,7 @@ class _Episodes:
                 if not waiting:
                     raise RuntimeError(f"episodes {sorted(self.live)} neither predict nor end")
                 for queue in waiting:
-                    serve(queue, self.ready, self.path)
+                    batching.serve(queue, self.ready, self.path)
         finally:
             self._end_after(-1)
         if self.failures:
@@ -184,5 +176,5 @@ class _Episodes:
         for queue in self.queues.values():
             queue.pending[:] = [c for c in queue.pending if c.agent_id <= index]
         for episode in sorted(self.live, reverse=True):
-            if episode > index and not unwind(self.live[episode], greenlet.GreenletExit):
+            if episode > index and not batching.unwind(self.live[episode], greenlet.GreenletExit):
                 raise RuntimeError(f"episode {episode} goes on predicting after it was ended")

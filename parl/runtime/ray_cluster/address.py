@@ -18,6 +18,8 @@ import os
 import socket
 from typing import Optional, Tuple
 
+from parl.runtime.errors import PlacementStartError
+
 #: Seconds a TCP connection to a cluster's address may take to open before it counts as unreachable.
 CONNECT_SECONDS = 5.0
 #: The scheme of Ray Client addresses (``ray://host:10001``).
@@ -26,7 +28,7 @@ CLIENT_SCHEME = "ray://"
 AUTH_HINT = "a cluster with token authentication needs RAY_AUTH_MODE=token and its token here (docs/distributed.md)"
 
 
-class RayJoinError(ConnectionError):
+class RayJoinError(PlacementStartError, ConnectionError):
     """The Ray cluster at an address cannot be joined; the message is one line naming the address and why."""
 
 

@@ -1,7 +1,7 @@
 """Joining Ray: the optional import, and a local Ray bound to loopback when none is joined.
 
     ray = import_ray()                       # ImportError in one line when Ray is not installed
-    session = RaySession.join(options, cpus_wanted=4)
+    session = RaySession.join(address, cpus_wanted=4)
     ...
     session.leave()                          # shuts down only a Ray this session started
 
@@ -20,10 +20,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
-from parl.runtime.ray.address import check_reachable, join_error
-from parl.runtime.ray.options import RayOptions
+from parl.runtime.errors import PlacementStartError
+from parl.runtime.ray_cluster.address import check_reachable, join_error
 
 logger = logging.getLogger("parl")
 
@@ -39,7 +39,7 @@ RAY_ENVIRONMENT = {
 }
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(PlacementStartError, RuntimeError):
     """A Ray actor of a robot failed in its constructor (an agent that does not unpickle there, say)."""
 
 
@@ -84,26 +84,26 @@ class RaySession:
     started: bool
 
     @classmethod
-    def join(cls, options: RayOptions, cpus_wanted: float) -> "RaySession":
-        """Use the Ray this process has joined, else join ``options.address``, else start a local Ray
-        with ``options.local_cpus`` CPUs (default: this machine's, at least ``cpus_wanted``).
+    def join(cls, address: Optional[str], cpus_wanted: float, local_cpus: Optional[int] = None) -> "RaySession":
+        """Use the Ray this process has joined, else join ``address``, else start a local Ray with
+        ``local_cpus`` CPUs (None: this machine's, at least ``cpus_wanted``).
 
         Raises:
-            RayJoinError: nothing answers at ``options.address`` within seconds
-                (:func:`~parl.runtime.ray.address.check_reachable`), or Ray cannot join it (no token,
-                say: :func:`~parl.runtime.ray.address.join_error`); one line naming the address and why.
+            RayJoinError: nothing answers at ``address`` within seconds
+                (:func:`~parl.runtime.ray_cluster.address.check_reachable`), or Ray cannot join it (no token,
+                say: :func:`~parl.runtime.ray_cluster.address.join_error`); one line naming the address and why.
         """
         ray = import_ray()
         if ray.is_initialized():
             return cls(ray, started=False)
-        if options.address is not None:
-            check_reachable(options.address)
+        if address is not None:
+            check_reachable(address)
             try:
-                ray.init(address=options.address, log_to_driver=True)
+                ray.init(address=address, log_to_driver=True)
             except Exception as exc:  # noqa: BLE001 - whatever keeps Ray from joining: one line
-                raise join_error(options.address, exc) from None
+                raise join_error(address, exc) from None
             return cls(ray, started=False)
-        cpus = options.local_cpus or max(os.cpu_count() or 1, int(-(-cpus_wanted // 1)))
+        cpus = local_cpus or max(os.cpu_count() or 1, int(-(-cpus_wanted // 1)))
         ray.init(
             num_cpus=cpus,
             include_dashboard=False,
