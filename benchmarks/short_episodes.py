@@ -63,7 +63,9 @@ def build_robot(
         options["thread_placement"] = thread_placement
     if episode_window is not None:
         options["episode_window"] = episode_window
-    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=max_batchsize)}, **options)
+    manager = parl.Manager(
+        {"RL": parl.TaskSettings(algorithm_func, batching=parl.Batching(max_batchsize=max_batchsize))}, **options
+    )
     agents = [SteppingAgent(ShortEpisodeEnv(episode_steps), seed=i) for i in range(num_agents)]
     for agent in agents:
         manager.add_agent(agent, {"RL": PredictOnlyHelper()})

@@ -95,7 +95,8 @@ def through_workers(workers: int, agents: int, seconds: float, burn_seconds: flo
     from throughput import PredictOnlyHelper, SteppingAgent, algorithm_func  # this directory
 
     manager = parl.Manager(
-        {"RL": parl.TaskSettings(algorithm_func, max_batchsize=256)}, placement=parl.ProcessesOptions(workers=workers)
+        {"RL": parl.TaskSettings(algorithm_func, batching=parl.Batching(max_batchsize=256))},
+        placement=parl.ProcessesOptions(workers=workers),
     )
     for i in range(agents):
         manager.add_agent(SteppingAgent(make_busy_env(burn_seconds), seed=i), {"RL": PredictOnlyHelper()})

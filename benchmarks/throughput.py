@@ -135,7 +135,7 @@ def in_process(
     pair is taken, and the median reported. The ceiling's slices are added to ``slices``.
     """
     manager = parl.Manager(
-        {"RL": parl.TaskSettings(algorithm_func, max_batchsize=256)},
+        {"RL": parl.TaskSettings(algorithm_func, batching=parl.Batching(max_batchsize=256))},
         placement=placement,
         thread_placement=thread_placement,
     )

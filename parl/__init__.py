@@ -49,7 +49,7 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  
 
 
 from parl.serving.computation_task import ComputationTask  # noqa: E402
-from parl.serving.computation_wrapper import ComputationWrapper  # noqa: E402
+from parl.serving.computation_wrapper import Batching, ComputationWrapper  # noqa: E402
 
 __version__ = "0.2.0"
 
@@ -64,6 +64,7 @@ __all__ = [
     "AgentError",
     "AgentHelper",
     "Algorithm",
+    "Batching",
     "Communicator",
     "ComputationTask",
     "ComputationWrapper",

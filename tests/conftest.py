@@ -3,7 +3,8 @@ and the placement cases every placement-contract test runs over."""
 
 from __future__ import annotations
 
-from typing import Iterator, List
+import dataclasses
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
@@ -29,6 +30,14 @@ from toys import (
 )
 
 
+def with_batching(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` with the fields of :class:`parl.Batching` among them gathered into ``batching``."""
+    batching = {f.name for f in dataclasses.fields(parl.Batching)}
+    rest = {key: value for key, value in settings.items() if key not in batching}
+    rest["batching"] = parl.Batching(**{key: value for key, value in settings.items() if key in batching})
+    return rest
+
+
 @pytest.fixture(autouse=True)
 def no_parl_threads_left():
     """Every test must leave no parl-* thread running (wrappers, agents)."""
@@ -50,7 +59,7 @@ def make_wrapper():
 
     def make(algorithm=None, **kwargs) -> parl.ComputationWrapper:
         task = parl.ComputationTask("T", algorithm if algorithm is not None else EchoAlgorithm())
-        wrapper = parl.ComputationWrapper(task, **kwargs)
+        wrapper = parl.ComputationWrapper(task, **with_batching(kwargs))
         wrapper.start()
         wrappers.append(wrapper)
         return wrapper
@@ -70,7 +79,7 @@ def make_manager():
 
     def make(tasks=("T",), placement: object = "threads", **settings) -> parl.Manager:
         manager = parl.Manager(
-            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
+            {name: parl.TaskSettings(echo_algorithm_func(), **with_batching(settings)) for name in tasks},
             placement=placement,
             thread_placement="os",
         )

@@ -22,22 +22,12 @@ from toys import (
     WAIT,
     CountEnv,
     EchoAlgorithm,
+    FakeClock,
     ReportingEchoAgent,
     echo_algorithm_func,
     echo_batch,
     echo_obs,
 )
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
 
 # -- WrapperStats ----------------------------------------------------------------
 
@@ -222,7 +212,7 @@ def test_episode_values() -> None:
 
 def test_robot_metrics_report_the_interval_since_the_last_collect(make_manager) -> None:
     manager = make_manager()
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     metrics = RobotMetrics(manager, clock=clock)
     assert manager.tasks["T"].track_grad_norm
     wrapper = manager.wrappers["T"]
@@ -261,7 +251,7 @@ def test_robot_metrics_report_the_interval_since_the_last_collect(make_manager) 
 
 
 def test_robot_metrics_start_from_a_resumed_step_count(make_manager) -> None:
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     metrics = RobotMetrics(make_manager(), start_env_steps=5000, clock=clock)
     clock.now += 2.0
     assert metrics.collect(5100)["robot/env_steps_per_second"] == pytest.approx(50.0)

@@ -8,6 +8,8 @@ import pytest
 
 from parl.experiment.train.progress import PLAIN_INTERVAL, ProgressBar
 
+from toys import FakeClock
+
 
 class FakeStream(io.StringIO):
     """A text stream that says whether it is a terminal."""
@@ -18,14 +20,6 @@ class FakeStream(io.StringIO):
 
     def isatty(self) -> bool:
         return self.tty
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_terminal_line_is_redrawn_in_place_with_the_return_and_extra_text() -> None:

@@ -66,6 +66,7 @@ CALL_FORMS = (
     "Algorithm.learn(",
     "ActorCriticQ(",
     "Manager(workers=",
+    "TaskSettings(f, max_batchsize=",
     "registry.register(",
     "config keys",
 )

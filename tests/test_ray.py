@@ -241,7 +241,9 @@ def replay_helper(code: int) -> parl.ExpReplayHelper:
 
 
 def test_every_on_policy_update_is_broadcast_and_synchronous_segments_are_never_stale(ray_cluster) -> None:
-    task = parl.TaskSettings(echo_algorithm_func(), min_batchsize=4, max_batchsize=4, training_timeout=30.0)
+    task = parl.TaskSettings(
+        echo_algorithm_func(), batching=parl.Batching(min_batchsize=4, max_batchsize=4, training_timeout=30.0)
+    )
     manager = ray_manager(agents=4, games=3, task=task, max_staleness=0)
     manager.start()
     episodes = manager.join(timeout=WAIT * 6)

@@ -138,7 +138,7 @@ def test_max_training_batchsize_caps_the_batches_joined_per_update(make_wrapper)
 def test_min_batchsize_above_max_training_batchsize_is_refused() -> None:
     task = parl.ComputationTask("T", EchoAlgorithm())
     with pytest.raises(ValueError, match=r"min_batchsize \(3\).*\(2\)"):
-        parl.ComputationWrapper(task, min_batchsize=3, max_training_batchsize=2)
+        parl.ComputationWrapper(task, batching=parl.Batching(min_batchsize=3, max_training_batchsize=2))
 
 
 def test_a_lone_batch_is_trained_after_the_timeout(make_wrapper) -> None:

@@ -14,7 +14,7 @@ import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import paddle
@@ -36,11 +36,8 @@ from parl.testing.echo import (  # noqa: F401 - named again for the tests
     EchoAgent,
     EchoAlgorithm,
     EchoModel,
-    OnceMarkedEnv,
     ReportingEchoAgent,
-    SeededCountEnv,
     ToyFailure,
-    TwoTaskAgent,
     echo_algorithm_func,
     echo_batch,
     echo_obs,
@@ -291,13 +288,13 @@ class RecordingHelper(parl.OnPolicyHelper):
 
 
 def rlx_manager(
-    slots: int, settings: ServerSettings, games: Optional[int] = None, **task_settings: object
+    slots: int, settings: ServerSettings, games: Optional[int] = None, **task_settings: Any
 ) -> parl.Manager:
     """A Manager of an echo task in placement "rlx" with ``slots`` slot agents (GymAgents playing
     RemoteEnvs with SpacesEnv's spaces, ``games`` episodes each (None: no end), each with a
     RecordingHelper); not started."""
     manager = parl.Manager(
-        {"T": parl.TaskSettings(echo_algorithm_func(), **task_settings)},
+        {"T": parl.TaskSettings(echo_algorithm_func(), batching=parl.Batching(**task_settings))},
         placement=settings,
         thread_placement="os",
     )
@@ -413,3 +410,13 @@ class IdReportingAgent(ReportingEchoAgent):
 
     def run_one_episode(self) -> Dict[str, float]:
         return {**super().run_one_episode(), "own_id": self.id}
+
+
+class FakeClock:
+    """A clock the test moves by hand: calling it gives ``now``."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

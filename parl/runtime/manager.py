@@ -1,6 +1,6 @@
 """Manager: builds tasks and wrappers, runs agents, gathers episode statistics.
 
-    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, max_batchsize=64)})
+    manager = parl.Manager({"RL": parl.TaskSettings(algorithm_func, batching=parl.Batching(max_batchsize=64))})
     for i in range(8):
         manager.add_agent(MyAgent(make_env(), num_games=100, seed=i), {"RL": parl.ExpReplayHelper()})
     manager.start()
@@ -59,7 +59,7 @@ import dataclasses
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from parl import affinity
@@ -73,7 +73,7 @@ from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
-from parl.serving.computation_wrapper import ComputationWrapper, TrainingSink
+from parl.serving.computation_wrapper import Batching, ComputationWrapper, TrainingSink
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_int, check_positive
@@ -92,13 +92,9 @@ class TaskSettings:
     Attributes:
         algorithm_func: zero-argument callable returning the Algorithm
             (see :func:`parl.create_algorithm_func`).
-        max_batchsize: most requests packed into one prediction batch (and, by default, training batch).
-        min_batchsize: agents' training batches to wait for before an update.
-        max_training_batchsize: most agents' training batches taken at once (None: max_batchsize). The
-            time-ordered segments among them (on-policy helpers') are joined into one update, so this
-            bounds how many env steps an on-policy update covers; replay samples are never joined (each
-            is one update), so a replay helper's ``updates_per_step`` holds in every placement.
-        training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
+        batching: how the task's wrapper batches requests (:class:`~parl.serving.computation_wrapper.Batching`:
+            ``max_batchsize``, ``min_batchsize``, ``max_training_batchsize``, ``training_timeout``). Those four
+            given to TaskSettings itself, as parl 0.1 took them, still change it, deprecated.
         normalize_inputs: float inputs normalized by running statistics shared by all agents
             (True: all of them); see :class:`~parl.serving.computation_task.ComputationTask`.
         input_clip: bound on normalized inputs.
@@ -109,15 +105,27 @@ class TaskSettings:
     """
 
     algorithm_func: Callable[[], Algorithm]
-    max_batchsize: int = 256
-    min_batchsize: int = 1
-    max_training_batchsize: Optional[int] = None
-    training_timeout: float = 0.02
+    batching: Batching = field(default_factory=Batching)
     normalize_inputs: Union[bool, Sequence[str]] = False
     input_clip: float = 10.0
     reward_scale: float = 1.0
     reward_clip: Optional[float] = None
     max_skipped_updates: int = DEFAULT_MAX_SKIPPED_UPDATES
+    max_batchsize: InitVar[Optional[int]] = None
+    min_batchsize: InitVar[Optional[int]] = None
+    max_training_batchsize: InitVar[Optional[int]] = None
+    training_timeout: InitVar[Optional[float]] = None
+
+    def __post_init__(
+        self,
+        max_batchsize: Optional[int],
+        min_batchsize: Optional[int],
+        max_training_batchsize: Optional[int],
+        training_timeout: Optional[float],
+    ) -> None:
+        self.batching = self.batching.with_changes(
+            max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "TaskSettings"
+        )
 
     def make_task(self, name: str) -> ComputationTask:
         """A ComputationTask built from these settings (the Manager's, or a separate evaluator)."""
@@ -258,10 +266,7 @@ class Manager:
             task = self.tasks[name]
             self.wrappers[name] = ComputationWrapper(
                 task,
-                max_batchsize=settings.max_batchsize,
-                min_batchsize=settings.min_batchsize,
-                max_training_batchsize=settings.max_training_batchsize,
-                training_timeout=settings.training_timeout,
+                batching=settings.batching,
                 training_sink=sinks.get(name),
             )
         self.agents: List[Agent] = []

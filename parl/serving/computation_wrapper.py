@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
@@ -34,6 +35,7 @@ import numpy as np
 from parl.affinity import pin_current_thread
 from parl.core.batch import Transition, check_transition, join
 from parl.core.errors import RemoteError
+from parl.moved_names import deprecated
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_task import ComputationTask
 from parl.serving.prediction_batch import BatchLayout, check_rows, split_replies, stack_samples
@@ -46,6 +48,74 @@ logger = logging.getLogger("parl")
 
 #: A take of every pending request (more than any queue holds).
 _ALL_PENDING = 1 << 30
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How a wrapper batches its task's requests: the one statement of these settings, which
+    :class:`~parl.TaskSettings` holds and the ``tasks.<name>.batching`` block of a robot config is made of
+    (a field added here is a config key and reaches every wrapper with nothing else to change).
+
+    Attributes:
+        max_batchsize: most requests packed into one prediction batch (and, by default, training batch).
+        min_batchsize: agents' training batches to wait for before an update.
+        max_training_batchsize: most agents' training batches taken at once (None: max_batchsize). The
+            time-ordered segments among them (on-policy helpers') are joined into one update, so this
+            bounds how many env steps an on-policy update covers; replay samples are never joined (each
+            is one update), so a replay helper's ``updates_per_step`` holds in every placement.
+        training_timeout: seconds to wait for ``min_batchsize`` after the first training batch arrives.
+
+    Raises:
+        ValueError: a size below 1, a timeout not above 0, or ``min_batchsize`` above the batches joined
+            per update.
+    """
+
+    max_batchsize: int = 256
+    min_batchsize: int = 1
+    max_training_batchsize: Optional[int] = None
+    training_timeout: float = 0.02
+
+    def __post_init__(self) -> None:
+        check_int("max_batchsize", self.max_batchsize, 1)
+        check_int("min_batchsize", self.min_batchsize, 1)
+        check_positive("training_timeout", self.training_timeout)
+        if self.max_training_batchsize is not None:
+            check_int("max_training_batchsize", self.max_training_batchsize, 1)
+        if self.min_batchsize > self.training_batchsize:
+            raise ValueError(
+                f"min_batchsize ({self.min_batchsize}) must not exceed the most agents' batches joined per update "
+                f"({self.training_batchsize})"
+            )
+
+    @property
+    def training_batchsize(self) -> int:
+        """The most agents' training batches taken at once: ``max_training_batchsize`` or ``max_batchsize``."""
+        return self.max_batchsize if self.max_training_batchsize is None else self.max_training_batchsize
+
+    def with_changes(
+        self,
+        max_batchsize: Optional[int],
+        min_batchsize: Optional[int],
+        max_training_batchsize: Optional[int],
+        training_timeout: Optional[float],
+        owner: str,
+    ) -> "Batching":
+        """These settings with the ones given (not None) of parl 0.1's separate keyword arguments of
+        ``owner``, which warns that they are deprecated."""
+        given = {
+            "max_batchsize": max_batchsize,
+            "min_batchsize": min_batchsize,
+            "max_training_batchsize": max_training_batchsize,
+            "training_timeout": training_timeout,
+        }
+        given = {key: value for key, value in given.items() if value is not None}
+        if not given:
+            return self
+        deprecated(
+            f"{owner}({', '.join(f'{key}=...' for key in given)})", f"{owner}(batching=Batching(...))", "0.2.0", 4
+        )
+        return replace(self, **given)
+
 
 #: Where a wrapper's training requests go instead of its task's ``learn`` (its ``training_sink``): called
 #: in the training thread with the requests taken at once, each of which it answers
@@ -65,31 +135,23 @@ class ComputationWrapper:
         self,
         task: ComputationTask,
         *,
-        max_batchsize: int = 256,
-        min_batchsize: int = 1,
-        max_training_batchsize: Optional[int] = None,
-        training_timeout: float = 0.02,
+        batching: Optional[Batching] = None,
         training_sink: Optional[TrainingSink] = None,
+        max_batchsize: Optional[int] = None,
+        min_batchsize: Optional[int] = None,
+        max_training_batchsize: Optional[int] = None,
+        training_timeout: Optional[float] = None,
     ) -> None:
-        """Serve ``task`` with these batching settings (see :class:`~parl.TaskSettings`); with a
+        """Serve ``task`` with these ``batching`` settings (None: the defaults; ``max_batchsize`` and the other
+        three keywords of parl 0.1 still change them, deprecated); with a
         ``training_sink``, the training thread hands it every training request as it comes instead of
         learning them here (a copy of a task acting for a learner elsewhere: a Ray worker's), and the
         batching settings of training do not apply."""
         self.task = task
         self._training_sink = training_sink
-        self.max_batchsize = check_int("max_batchsize", max_batchsize, 1)
-        self.min_batchsize = check_int("min_batchsize", min_batchsize, 1)
-        self.training_timeout = check_positive("training_timeout", training_timeout)
-        self.max_training_batchsize = (
-            self.max_batchsize
-            if max_training_batchsize is None
-            else check_int("max_training_batchsize", max_training_batchsize, 1)
+        self.batching = (Batching() if batching is None else batching).with_changes(
+            max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "ComputationWrapper"
         )
-        if self.min_batchsize > self.max_training_batchsize:
-            raise ValueError(
-                f"min_batchsize ({min_batchsize}) must not exceed the most agents' batches joined per update "
-                f"({self.max_training_batchsize})"
-            )
         self._layout = BatchLayout(task.specs)  # how its prediction requests stack
         self.prediction_queue = RequestQueue()
         self.training_queue = RequestQueue()
@@ -118,7 +180,8 @@ class ComputationWrapper:
         """The agents' batches an update waits for now: ``min_batchsize``, less the agents that
         :meth:`limit_batch_wait` says cannot send (at least one)."""
         absent = self._absent
-        return self.min_batchsize if absent is None else max(1, self.min_batchsize - absent())
+        least = self.batching.min_batchsize
+        return least if absent is None else max(1, least - absent())
 
     def communicator(self, agent_id: int) -> InProcessCommunicator:
         """A new agent-side end for ``agent_id``."""
@@ -257,7 +320,7 @@ class ComputationWrapper:
             if self._predictions_held:
                 self._stop.wait(POLL_INTERVAL)
                 continue
-            requests = queue.take(1, self.max_batchsize, None)
+            requests = queue.take(1, self.batching.max_batchsize, None)
             if not requests or not self._predicting.hold(requests):
                 continue
             n = len(requests)
@@ -278,7 +341,8 @@ class ComputationWrapper:
     def _training_loop(self) -> None:
         queue = self.training_queue
         while not self._stop.is_set():
-            requests = queue.take(self.wanted_batches, self.max_training_batchsize, self.training_timeout)
+            batching = self.batching
+            requests = queue.take(self.wanted_batches, batching.training_batchsize, batching.training_timeout)
             groups = _update_groups(requests)
             if not self._training.hold([r for group in groups for r in group]):
                 continue

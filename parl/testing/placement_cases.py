@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import parl
 from parl.runtime import registry
+from parl.serving.computation_wrapper import Batching
 from parl.testing.echo import EchoAlgorithm, echo_algorithm_func
 from parl.testing.watching import child_pids, parl_threads
 
@@ -123,10 +124,12 @@ class Robots:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
         TaskSettings' default), restarting failed agents ``restart_agents`` times."""
         given = dict(max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout)
-        settings = {name: value for name, value in given.items() if value is not None}
-        settings["normalize_inputs"] = normalize_inputs
+        batching = Batching(**{name: value for name, value in given.items() if value is not None})
         manager = parl.Manager(
-            {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},
+            {
+                name: parl.TaskSettings(echo_algorithm_func(), batching=batching, normalize_inputs=normalize_inputs)
+                for name in tasks
+            },
             placement=self.case.placement_options(),
             thread_placement="os",
             restart_agents=restart_agents,

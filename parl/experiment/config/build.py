@@ -37,10 +37,7 @@ def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
     batching, transforms = task.batching, task.transforms
     return parl.TaskSettings(
         task.algorithm_func(),
-        max_batchsize=batching.max_batchsize,
-        min_batchsize=batching.min_batchsize,
-        max_training_batchsize=batching.max_training_batchsize,
-        training_timeout=batching.training_timeout,
+        batching=batching.batching(),
         normalize_inputs=transforms.normalize_inputs,
         input_clip=transforms.input_clip,
         reward_scale=transforms.reward_scale,

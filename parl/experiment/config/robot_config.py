@@ -34,6 +34,7 @@ from pydantic import (
     Strict,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_serializer,
     model_validator,
@@ -175,15 +176,10 @@ class EnvConfig(_Section):
             raise class_spec.UserExitError(f"env.factory: {self.factory} called {call} while being built") from exc
 
 
-class BatchingConfig(_Section):
-    """``tasks.<name>.batching``: the ComputationWrapper's batching (defaults: :class:`parl.TaskSettings`')."""
+class _BatchingSection(_Section):
+    """What :data:`BatchingConfig` adds to its fields, which are :class:`parl.Batching`'s."""
 
-    max_batchsize: BatchSize = _TASK_DEFAULTS["max_batchsize"]
-    min_batchsize: BatchSize = _TASK_DEFAULTS["min_batchsize"]
-    max_training_batchsize: Optional[BatchSize] = _TASK_DEFAULTS["max_training_batchsize"]
-    training_timeout: PositiveFloat = _TASK_DEFAULTS["training_timeout"]
-
-    def resolved(self, agents: int, key_path: str) -> "BatchingConfig":
+    def resolved(self, agents: int, key_path: str) -> "_BatchingSection":
         """These settings with ``agents`` for the word ``agents``.
 
         Raises:
@@ -195,7 +191,30 @@ class BatchingConfig(_Section):
         for limit, what in ((joined, "the batches joined per update"), (agents, "the number of agents")):
             if least > limit:
                 raise ConfigError(f"{key_path}.min_batchsize: expected at most {what} ({limit}), got {least}")
-        return BatchingConfig(**values)
+        return type(self)(**values)
+
+    def batching(self) -> parl.Batching:
+        """These settings (resolved) as the wrapper takes them."""
+        return parl.Batching(**dict(self))
+
+
+#: The config type of each type a :class:`parl.Batching` field has: sizes may be the word ``agents``.
+_BATCHING_TYPES: Dict[Any, Any] = {int: BatchSize, Optional[int]: Optional[BatchSize], float: PositiveFloat}
+
+
+def _batching_fields() -> Dict[str, Any]:
+    hints = typing.get_type_hints(parl.Batching)
+    return {f.name: (_BATCHING_TYPES[hints[f.name]], f.default) for f in fields(parl.Batching)}
+
+
+#: ``tasks.<name>.batching``: the wrapper's batching, one key per field of :class:`parl.Batching` (its
+#: defaults and meaning stated there once).
+if typing.TYPE_CHECKING:
+    BatchingConfig = _BatchingSection
+else:
+    BatchingConfig = create_model(
+        "BatchingConfig", __base__=_BatchingSection, __doc__=_BatchingSection.__doc__, **_batching_fields()
+    )
 
 
 class TransformsConfig(_Section):

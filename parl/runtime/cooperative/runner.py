@@ -92,7 +92,7 @@ class _TaskQueue(PredictionQueue):
     def __init__(self, wrapper: ComputationWrapper) -> None:
         super().__init__(
             wrapper.task,
-            max_batchsize=wrapper.max_batchsize,
+            max_batchsize=wrapper.batching.max_batchsize,
             predict_batch=wrapper.predict_batch,  # counted and checked there
             prediction_error=wrapper.prediction_error,
             # The latency every agent of this task saw, summed per batch by the scheduler (the one writer).
