@@ -46,6 +46,10 @@ def test_parl_0_1_keywords_still_set_batching_with_a_deprecation_warning() -> No
     with pytest.warns(DeprecationWarning, match=r"TaskSettings\(max_batchsize=\.\.\., training_timeout=\.\.\.\)"):
         settings = parl.TaskSettings(echo_algorithm_func(), max_batchsize=8, training_timeout=1.0)
     assert settings.batching == parl.Batching(max_batchsize=8, training_timeout=1.0)
+    with pytest.warns(
+        DeprecationWarning, match=r"TaskSettings\.max_batchsize .* TaskSettings\.batching\.max_batchsize"
+    ):
+        assert settings.max_batchsize == 8
     task = settings.make_task("T")
     with pytest.warns(DeprecationWarning, match=r"ComputationWrapper\(min_batchsize=\.\.\.\)"):
         wrapper = parl.ComputationWrapper(task, min_batchsize=2)

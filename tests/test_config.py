@@ -432,7 +432,8 @@ def test_tuple_items_are_checked(tmp_path: Path, parts: Dict[str, Any]) -> None:
 def test_task_settings_build_a_fresh_algorithm_each_time(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, VALID))
     settings = task_settings(config, "RL")
-    assert (settings.max_batchsize, settings.min_batchsize, settings.training_timeout) == (2, 1, 0.01)
+    batching = settings.batching
+    assert (batching.max_batchsize, batching.min_batchsize, batching.training_timeout) == (2, 1, 0.01)
     first, second = settings.algorithm_func(), settings.algorithm_func()
     assert isinstance(first, PPO) and first is not second and first.model is not second.model
     assert first.gamma == 0.99 and first.epochs == 1

@@ -68,6 +68,7 @@ from parl.core.agent_helper import AgentHelper
 from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.core_claims import CoreClaim
+from parl.moved_names import deprecated
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
@@ -127,6 +128,12 @@ class TaskSettings:
             max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "TaskSettings"
         )
 
+    def __getattr__(self, name: str) -> Any:
+        if name in _BATCHING_KEYWORDS:  # read as parl 0.1 read them
+            deprecated(f"TaskSettings.{name}", f"TaskSettings.batching.{name}", "0.2.0")
+            return getattr(self.batching, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def make_task(self, name: str) -> ComputationTask:
         """A ComputationTask built from these settings (the Manager's, or a separate evaluator)."""
         return ComputationTask(
@@ -138,6 +145,13 @@ class TaskSettings:
             reward_clip=self.reward_clip,
             max_skipped_updates=self.max_skipped_updates,
         )
+
+
+#: TaskSettings' keywords of parl 0.1 that are fields of its ``batching`` now: the dataclass keeps them as
+#: class attributes (their defaults, None); removed, so that reading one finds the batching's value.
+_BATCHING_KEYWORDS = ("max_batchsize", "min_batchsize", "max_training_batchsize", "training_timeout")
+for _name in _BATCHING_KEYWORDS:
+    delattr(TaskSettings, _name)
 
 
 class StopTimeoutError(RuntimeError):
