@@ -109,6 +109,7 @@ def test_continuous_control_example_of_0_1_trains_with_sample_interval_and_train
         )
     assert deprecated_names(caught) == [
         "ExpReplayHelper(sample_interval=k)",
+        "TaskSettings(max_batchsize=...)",
         "parl.utils.cli",
         "parl.utils.train_agents",
     ]
@@ -123,7 +124,7 @@ def test_dqn_cartpole_example_of_0_1_trains_with_train_agents() -> None:
         example = load("dqn_cartpole")
         settings = example.Settings(agents=2, warmup_steps=50, batch_size=16, epsilon_steps=100)
         result = example.train(seed=0, max_steps=400, eval_episodes=2, settings=settings, verbose=False)
-    assert deprecated_names(caught) == ["parl.utils.cli", "parl.utils.train_agents"]
+    assert deprecated_names(caught) == ["TaskSettings(max_batchsize=...)", "parl.utils.cli", "parl.utils.train_agents"]
     assert result["env_steps"] >= 400 and result["updates"] > 0 and result["episodes"] > 0
     assert set(result) == {
         "seed",
@@ -150,6 +151,7 @@ def test_dqn_atari_example_of_0_1_trains_with_parl_framework_and_train_until() -
             seed=0, max_steps=120, target=18.0, eval_episodes=1, settings=settings, verbose=False, logdir=None
         )
     assert deprecated_names(caught) == [
+        "TaskSettings(max_batchsize=...)",
         "parl.framework",
         "parl.framework.validation",
         "parl.utils.cli",
@@ -186,7 +188,12 @@ def test_multitask_robot_of_0_1_shares_its_trunk_through_parl_framework_names() 
             manager.add_agent(agent, {"RL": parl.OnPolicyHelper(sample_interval=16), "Aux": pieces.make_aux_helper(16)})
         manager.start()
         episodes = manager.join()
-    assert deprecated_names(caught) == ["parl.framework", "parl.framework.specs", "parl.framework.validation"]
+    assert deprecated_names(caught) == [
+        "TaskSettings(max_batchsize=...)",
+        "parl.framework",
+        "parl.framework.specs",
+        "parl.framework.validation",
+    ]
     assert len(episodes) == 6 and manager.errors == []
     assert manager.tasks["RL"].update_steps > 0 and manager.tasks["Aux"].update_steps > 0
     aux_trunk = manager.tasks["Aux"].algorithm.model.trunk
