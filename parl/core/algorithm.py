@@ -22,6 +22,7 @@ naming it, like a bad value does.
 
 from __future__ import annotations
 
+import abc
 import inspect
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
@@ -39,8 +40,11 @@ LearnResult = Union[TensorDict, Iterator[TensorDict]]
 Predictor = Callable[[TensorDict, TensorDict, bool], Tuple[TensorDict, TensorDict]]
 
 
-class Algorithm:
-    """Base class of algorithms, built from ``model_func``: a zero-argument callable returning a fresh Model.
+class Algorithm(abc.ABC):
+    """Base class of algorithms (abstract), built from ``model_func``: a zero-argument callable returning a
+    fresh Model. Subclasses implement :meth:`predict` (one that does not fails at construction with a
+    TypeError naming it) and, to be trained, :meth:`learn`: an algorithm that only acts (a scripted or
+    exported policy under evaluation) may leave it out.
 
     Keeping the callable lets an algorithm clone models (target networks,
     behaviour policies) whose layers line up with ``self.model``.
@@ -84,6 +88,7 @@ class Algorithm:
         and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
         return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
 
+    @abc.abstractmethod
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
@@ -156,7 +161,7 @@ class Algorithm:
         generator may be returned instead, yielding one costs dict per
         optimizer step.
         """
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} only acts: it implements no learn()")
 
     def after_update(self, update_step: int) -> None:
         """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""

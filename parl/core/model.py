@@ -34,7 +34,13 @@ from parl.layers.layer_func import LayerFunc
 
 
 class Model:
-    """Base class of networks. Subclasses declare specs and the functions algorithms call."""
+    """Base class of networks. Subclasses declare specs and the functions algorithms call.
+
+    Not abstract: a model held inside another (an actor, a critic, a learned temperature) declares no
+    specs, so none of its methods is required. The model a task is built on must declare
+    :meth:`get_input_specs` and :meth:`get_action_specs`; without them
+    :class:`~parl.serving.computation_task.ComputationTask` fails at construction, naming the method.
+    """
 
     def __init__(self) -> None:
         pass
