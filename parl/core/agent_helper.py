@@ -38,6 +38,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.specs import check_dict, zeros
 
 ArrayDict = Dict[str, np.ndarray]
@@ -172,8 +173,9 @@ class AgentHelper(abc.ABC):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def learn(self) -> Optional[Dict[str, float]]:
-        """Send experience for training if it is time; returns the costs, or None."""
+    def learn(self) -> Optional[Costs]:
+        """Send experience for training if it is time; returns the costs of the update it waited for
+        (:data:`~parl.core.costs.Costs`), or None."""
         raise NotImplementedError
 
     def abandon_episode(self) -> None:

@@ -34,8 +34,10 @@ from parl.layers.optimizer import Adam
 from parl.validation import check_positive
 
 TensorDict = Dict[str, paddle.Tensor]
+#: One optimizer step's named costs: ``"loss"`` (a tensor) and the others, tensors or plain numbers.
+StepCosts = Mapping[str, Union[paddle.Tensor, float]]
 #: What :meth:`Algorithm.learn` returns: one step's costs, or one item per optimizer step.
-LearnResult = Union[TensorDict, Iterator[TensorDict]]
+LearnResult = Union[StepCosts, Iterator[StepCosts]]
 #: What :meth:`Algorithm.compile_predict` returns: ``(inputs, states, deterministic) -> (actions, next_states)``.
 Predictor = Callable[[TensorDict, TensorDict, bool], Tuple[TensorDict, TensorDict]]
 

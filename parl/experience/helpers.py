@@ -19,6 +19,7 @@ import numpy as np
 from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.counters import read_counter
 from parl.experience.frame_store import FrameStoreSetting, check_frame_store, frame_stack_inputs
 from parl.experience.n_step import NStepAccumulator, copy_transition
@@ -69,7 +70,7 @@ class OnPolicyHelper(AgentHelper):
         self._cache = []
         self._episode_over = False
 
-    def learn(self) -> Optional[Dict[str, float]]:
+    def learn(self) -> Optional[Costs]:
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
         cache, self._cache = self._cache, []
@@ -261,7 +262,7 @@ class ExpReplayHelper(AgentHelper):
         earned = -(-self._steps_ready * ratio.numerator // ratio.denominator)  # rounded up: the first at warm-up
         return earned - self._updates_sent
 
-    def learn(self) -> Optional[Dict[str, float]]:
+    def learn(self) -> Optional[Costs]:
         """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn,
         or handed over with at most ``max_in_flight`` in flight; returns the costs of the last
         update finished, or None when none finished."""
@@ -280,7 +281,7 @@ class ExpReplayHelper(AgentHelper):
             self._update_priorities(slots, costs)
         return costs
 
-    def _hand_over(self) -> Optional[Dict[str, float]]:
+    def _hand_over(self) -> Optional[Costs]:
         """:meth:`learn` with batches handed over, at most ``max_in_flight`` in flight."""
         comm = self.communicator
         finished = self._taken(comm.take_costs(wait=False))
@@ -305,7 +306,7 @@ class ExpReplayHelper(AgentHelper):
         while comm.batches_in_flight():
             self._taken(comm.take_costs(wait=True))
 
-    def _taken(self, finished: List[Dict[str, object]]) -> List[Dict[str, object]]:
+    def _taken(self, finished: List[Costs]) -> List[Costs]:
         """``finished`` (costs of handed-over batches, oldest first), after updating the priorities of
         their rows (prioritized replay)."""
         if self.prioritized:

@@ -32,8 +32,9 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Uni
 import numpy as np
 import paddle
 
-from parl.core.algorithm import Algorithm, Predictor
+from parl.core.algorithm import Algorithm, Predictor, StepCosts
 from parl.core.batch import Transition, check_transition
+from parl.core.costs import Costs
 from parl.core.model import Model, named_models
 from parl.core.specs import Spec, normalize_specs, zeros
 from parl.layers.compiled import reads_mode
@@ -45,8 +46,6 @@ from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpd
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
-#: A learn result: scalar costs as floats, per-row values (``td_error``) as arrays.
-Costs = Dict[str, Union[float, np.ndarray]]
 
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
@@ -313,7 +312,7 @@ class ComputationTask:
         """Skipped optimizer steps in a row that raise ``NonFiniteUpdatesError``."""
         return self._skips.max_in_a_row
 
-    def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
+    def _step(self, costs: StepCosts) -> Costs:
         if not isinstance(costs, Mapping) or "loss" not in costs:
             got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
             raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")

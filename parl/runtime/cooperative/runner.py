@@ -57,6 +57,7 @@ from parl.affinity import pin_current_thread
 from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.errors import StoppedError
 from parl.runtime.cooperative.batching import (
     EXTENSION,
@@ -119,7 +120,7 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         # Set by the scheduler thread when it starts: its hub greenlet and the agent's.
         self.attach(runner.queue(wrapper), runner.ready)
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
@@ -139,7 +140,7 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
         self._in_flight.append(request)
 
-    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+    def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         agent parks until the oldest in flight is learned (the other agents go on meanwhile)."""
         in_flight, done = self._in_flight, []

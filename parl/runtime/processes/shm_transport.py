@@ -43,6 +43,7 @@ import numpy as np
 from parl import wire
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.errors import RemoteError, StoppedError
 from parl.core.specs import Layout, Spec, fits
 from parl.serving.request_queue import Request
@@ -376,7 +377,7 @@ class ShmCommunicator(Communicator):
             {name: view.copy() for name, view in slot.next_states.items()},
         )
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (a :mod:`parl.wire` frame: a Transition crosses as the tuple of its
         fields); returns the costs of the update.
 
