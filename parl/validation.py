@@ -31,14 +31,14 @@ class ParameterError(ValueError):
 
 def check_positive(name: str, value: object) -> float:
     """``value`` as a float > 0."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not float(value) > 0:
         raise ParameterError(name, "a positive number", value)
     return float(value)
 
 
 def check_range(name: str, value: object, low: float, high: float) -> float:
     """``value`` as a float in [low, high]."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not low <= value <= high:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not low <= float(value) <= high:
         raise ParameterError(name, f"a number in [{low}, {high}]", value)
     return float(value)
 
@@ -47,7 +47,7 @@ def check_int(name: str, value: object, minimum: int, maximum: Optional[int] = N
     """``value`` as an int in [minimum, maximum]."""
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ParameterError(name, "an integer", value)
-    if value < minimum or (maximum is not None and value > maximum):
+    if int(value) < minimum or (maximum is not None and int(value) > maximum):
         bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ParameterError(name, f"an integer {bound}", value)
     return int(value)

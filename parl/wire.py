@@ -93,6 +93,10 @@ def pack_parts(value: object, *, max_bytes: int = MAX_FRAME_BYTES) -> Tuple[byte
     return HEADER.pack(MAGIC, VERSION, len(body)), body
 
 
+#: Types msgpack packs by itself; an instance of a subclass is packed as its plain value.
+_PLAIN_TYPES: Tuple[type, ...] = (bool, int, float, str, bytes, dict, list)
+
+
 def _default(obj: object) -> object:
     """What msgpack cannot pack by itself: tuples, arrays, numpy scalars, subclasses of plain types."""
     if isinstance(obj, np.ndarray):
@@ -106,7 +110,7 @@ def _default(obj: object) -> object:
     if isinstance(obj, np.generic):
         dtype = _dtype_out(obj.dtype)
         return [_MARKERS[_SCALAR], dtype.str, np.asarray(obj, dtype).tobytes()]
-    for plain in (bool, int, float, str, bytes, dict, list):
+    for plain in _PLAIN_TYPES:
         if isinstance(obj, plain):  # a subclass (an IntEnum, an OrderedDict): its plain value
             return plain(obj)
     raise TypeError(f"{type(obj).__module__}.{type(obj).__qualname__} is not plain data")

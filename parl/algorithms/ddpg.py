@@ -39,6 +39,9 @@ class DDPG(ActorCriticQ):
         grad_clip: global gradient-norm bound over all parameters, or None.
     """
 
+    model: DeterministicActorCritic  # checked in ActorCriticQ.__init__
+    target_model: DeterministicActorCritic
+
     def __init__(
         self,
         model_func: Callable[[], Model],

@@ -44,6 +44,9 @@ class SAC(ActorCriticQ):
         grad_clip: global gradient-norm bound over all parameters, or None.
     """
 
+    model: GaussianActorCritic  # checked in ActorCriticQ.__init__
+    target_model: GaussianActorCritic
+
     def __init__(
         self,
         model_func: Callable[[], Model],

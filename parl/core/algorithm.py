@@ -30,7 +30,7 @@ import paddle
 
 from parl.core.batch import Transition
 from parl.core.model import Model
-from parl.layers.optimizer import Adam
+from parl.layers.optimizer import Adam, Optimizer
 from parl.validation import check_positive
 
 TensorDict = Dict[str, paddle.Tensor]
@@ -84,7 +84,7 @@ class Algorithm(abc.ABC):
         """Parameters the optimizer updates (the main model's by default; never target networks)."""
         return self.model.parameters()
 
-    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Adam:
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Optimizer:
         """The optimizer for ``parameters``: :class:`parl.layers.optimizer.Adam` with optional
         global-norm clipping by default. Any object with ``step``, ``clear_grad``, ``state_dict``
         and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
@@ -188,7 +188,7 @@ class Algorithm(abc.ABC):
             raise ValueError(f"{type(self).__name__} keeps no state, got entries {sorted(state)}")
 
 
-def _keyword_names(cls: type) -> set:
+def _keyword_names(cls: Type[Algorithm]) -> set:
     names = _KEYWORDS.get(cls)
     if names is None:
         params = inspect.signature(cls.__init__).parameters.values()
@@ -200,7 +200,7 @@ def _keyword_names(cls: type) -> set:
     return names
 
 
-_KEYWORDS: Dict[type, set] = {}
+_KEYWORDS: Dict[Type[Algorithm], set] = {}
 _ANY: set = set()  # marker: the constructor takes **kwargs, so any keyword is accepted
 
 

@@ -24,7 +24,7 @@ up with the original.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 import paddle
@@ -81,7 +81,7 @@ class Model:
             for suffix, value in layer.get_arrays().items()
         }
 
-    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
         """Set values from :meth:`get_weights` output (of this model or one of the same structure).
 
         Every key is checked before any value is set. A layer that has not

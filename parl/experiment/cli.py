@@ -40,7 +40,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, cast
 
 if TYPE_CHECKING:
     from parl.core.agent import Agent
@@ -239,7 +239,7 @@ def _serve(args: argparse.Namespace) -> int:
         resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
 
         def announce(manager: "Manager") -> None:
-            host, port = manager.runner.address
+            host, port = cast(Any, manager.runner).address  # the rlx placement's runner: parl serve runs no other
             print(listening_line(host, port, config.agents, config.rlx.token_file is not None), flush=True)
 
         evaluate = not args.no_eval

@@ -50,7 +50,8 @@ class InProcessCommunicator(Communicator):
         self._wrapper = wrapper
         task = wrapper.task
         self._take_task(task)
-        self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
+        if self._times_own_requests:  # else no timer: such a transport's predict reads none
+            self._timer = wrapper.stats.prediction_timer()
         self._in_flight: Deque[Request] = deque()  # training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its
         # reply: read by the runner's watchdog (parl.runtime.watchdog) to tell an agent in its environment.
@@ -93,7 +94,8 @@ class InProcessCommunicator(Communicator):
     def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         oldest in flight is waited for first."""
-        in_flight, done = self._in_flight, []
+        in_flight = self._in_flight
+        done: List[Costs] = []
         if wait and in_flight:
             self._parked_at = perf_counter()
         try:

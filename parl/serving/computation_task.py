@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import paddle
@@ -46,6 +46,9 @@ from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpd
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
+#: :meth:`ComputationTask.algorithm_weights`: each model's weights (``{key: array}``) by attribute name and,
+#: under :data:`NORMALIZER_KEY`, the input statistics (``{input: {statistic: array}}``).
+AlgorithmWeights = Dict[str, Dict[str, Any]]
 
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
@@ -60,7 +63,7 @@ class TaskCheckpoint:
         sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
     """
 
-    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
+    def __init__(self, path: str, metadata: Dict[str, Any], sections: Dict[str, Dict[str, Any]]) -> None:
         self.path = path
         self.metadata = metadata
         self.sections = sections
@@ -124,7 +127,8 @@ class ComputationTask:
         #: Act through the algorithm's compiled predictor (:meth:`Algorithm.compile_predict`) where it
         #: has one (the same results as ``predict``, bit for bit); False: always through ``predict``.
         self.fast_predict = True
-        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this algorithm
+        #: None: not made yet; False: none for this algorithm.
+        self._predictor: Union[Predictor, None, Literal[False]] = None
         self._input_tensors = ReusedTensors()  # the fast path's, refilled per call
         self._state_tensors = ReusedTensors()
 
@@ -173,8 +177,9 @@ class ComputationTask:
         ``deterministic`` asks the algorithm for greedy or mean actions
         (evaluation); such batches leave the input statistics unchanged.
         """
-        if self.fast_predict and self._predictor is not False:
-            return self._predict_fast(inputs, states, deterministic)
+        predictor = self._predictor
+        if self.fast_predict and predictor is not False:
+            return self._predict_fast(predictor, inputs, states, deterministic)
         return self._predict_plain(inputs, states, deterministic)
 
     def _predict_plain(
@@ -194,9 +199,12 @@ class ComputationTask:
             return _to_numpy(actions), _to_numpy(next_states)
 
     def _predict_fast(
-        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
+        self,
+        predictor: Optional[Predictor],
+        inputs: Mapping[str, np.ndarray],
+        states: Mapping[str, np.ndarray],
+        deterministic: bool,
     ) -> Tuple[ArrayDict, ArrayDict]:
-        predictor = self._predictor
         if predictor is None:
             # The first predictions go the plain way, which builds the layers the predictor reads.
             result = self._predict_plain(inputs, states, deterministic)
@@ -329,7 +337,7 @@ class ComputationTask:
             if not math.isfinite(loss):
                 self._skip(values, f"loss ({loss})")
                 return values
-            costs["loss"].backward()
+            cast(paddle.Tensor, costs["loss"]).backward()  # the loss is a tensor (Algorithm.learn)
             if not grads_finite([p.grad for p in self._parameters]):
                 self._skip(values, "gradient")
                 return values
@@ -401,6 +409,7 @@ class ComputationTask:
             OSError: a file could not be written.
         """
         with self._learn_lock, self._weights_lock:
+            optimizer: Optional[dict]
             if self._optimizer is not None:
                 optimizer = self._to_structural(self._optimizer.state_dict())
             else:
@@ -631,7 +640,7 @@ class ComputationTask:
                     parameters.append(stand_in)
         return self.algorithm.make_optimizer(parameters) if parameters else None
 
-    def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
+    def _check_normalizer_state(self, state: Optional[Mapping[str, Any]], source: str) -> None:
         if (state is None) != (self.normalizer is None):
             has = "has" if state is not None else "has no"
             raise ValueError(
@@ -646,12 +655,12 @@ class ComputationTask:
                 f"{source}: holds models {sorted(weights)}, the algorithm of task {self.name!r} has {sorted(models)}"
             )
 
-    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+    def _set_normalizer_state(self, state: Optional[Mapping[str, Any]], source: str) -> None:
         self._check_normalizer_state(state, source)
-        if state is not None:
+        if state is not None and self.normalizer is not None:  # both or neither, as just checked
             self.normalizer.set_state_dict(state)
 
-    def algorithm_weights(self) -> Dict[str, ArrayDict]:
+    def algorithm_weights(self) -> AlgorithmWeights:
         """Weights of every Model the algorithm holds, by attribute name, plus the input
         normalizer's statistics under :data:`NORMALIZER_KEY` when the task normalizes;
         a consistent snapshot even while the task trains."""
@@ -661,7 +670,7 @@ class ComputationTask:
                 weights[NORMALIZER_KEY] = self.normalizer.state_dict()
             return weights
 
-    def set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+    def set_algorithm_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
         """Inverse of :meth:`algorithm_weights`; never interleaves with an update or a prediction."""
         weights = dict(weights)
         stats = weights.pop(NORMALIZER_KEY, None)
@@ -692,10 +701,10 @@ class ComputationTask:
         with self._weights_lock:
             self.normalizer.merge(changes)
 
-    def _algorithm_weights(self) -> Dict[str, ArrayDict]:
+    def _algorithm_weights(self) -> AlgorithmWeights:
         return {attr: model.get_weights() for attr, model in self._models()}
 
-    def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+    def _set_algorithm_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
         self._check_model_names(weights, f"task {self.name!r}")
         for attr, model in self._models():
             model.set_weights(weights[attr])

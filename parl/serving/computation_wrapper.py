@@ -369,7 +369,7 @@ def check_rows(actions: Mapping[str, np.ndarray], next_states: Mapping[str, np.n
             raise ValueError(f"the task answered {len(values)} rows of {name!r} for a batch of {n}")
 
 
-def _rows(batch: Dict[str, object], n: int) -> List[Dict[str, object]]:
+def _rows(batch: Mapping[str, np.ndarray], n: int) -> List[Dict[str, np.ndarray]]:
     """Split a batch dict into ``n`` per-sample dicts (row views, no copies)."""
     if not batch:
         return [{} for _ in range(n)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 from parl.core.errors import StoppedError
 
@@ -35,15 +35,17 @@ class Request:
 
     __slots__ = ("agent_id", "payload", "result", "error", "_done")
 
-    def __init__(self, agent_id: int, payload: object) -> None:
+    def __init__(self, agent_id: int, payload: Any) -> None:
         self.agent_id = agent_id
+        #: What the two ends of a queue agree on: a prediction's ``(inputs, states)`` and reply
+        #: ``(actions, next_states)``, a training batch and its costs.
         self.payload = payload
-        self.result: object = None
+        self.result: Any = None
         self.error: Optional[BaseException] = None
         self._done = threading.Lock()
         self._done.acquire()
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         """Hand the result (or the error) back and wake the waiting agent."""
         self.result = result
         self.error = error
@@ -56,7 +58,7 @@ class Request:
             return True
         return False
 
-    def wait(self, is_stopped: Callable[[], bool]) -> object:
+    def wait(self, is_stopped: Callable[[], bool]) -> Any:
         """Block until finished; raises the error, or StoppedError if the robot stops first."""
         while not self._done.acquire(timeout=STOP_CHECK_INTERVAL):
             if is_stopped():

@@ -18,7 +18,7 @@ from parl.testing.echo import EchoAlgorithm, echo_algorithm_func
 from parl.testing.watching import child_pids, parl_threads
 
 
-def _rlx_options() -> Dict[str, object]:
+def _rlx_options() -> Dict[str, Any]:
     """Any free loopback port: tests in other sessions may listen beside it. The contract runs the
     runner with agents of their own environments; its network side is the RLX tests' own."""
     from parl.runtime.rlx.settings import ServerSettings
@@ -28,7 +28,7 @@ def _rlx_options() -> Dict[str, object]:
 
 #: Manager options the built-in placements need in tests, made on use; a placement without an entry
 #: runs with its defaults.
-CASE_OPTIONS: Dict[str, Callable[[], Dict[str, object]]] = {
+CASE_OPTIONS: Dict[str, Callable[[], Dict[str, Any]]] = {
     "processes": lambda: {"workers": 2},
     "ray": lambda: {"workers": 2},
     "rlx": _rlx_options,
@@ -66,7 +66,7 @@ class PlacementCase:
     """
 
     placement: str
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
     prepare: Optional[Callable[[Any], None]] = None
     fixtures: Tuple[str, ...] = ()
@@ -120,7 +120,7 @@ class Robots:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
         TaskSettings' default), restarting failed agents ``restart_agents`` times."""
         given = dict(max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout)
-        settings = {name: value for name, value in given.items() if value is not None}
+        settings: Dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         settings["normalize_inputs"] = normalize_inputs
         manager = parl.Manager(
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},

@@ -47,7 +47,7 @@ import logging
 import threading
 import time
 from time import perf_counter
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple, cast
 
 import greenlet
 import numpy as np
@@ -143,7 +143,8 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
     def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         agent parks until the oldest in flight is learned (the other agents go on meanwhile)."""
-        in_flight, done = self._in_flight, []
+        in_flight = cast(Deque[_TrainingRequest], self._in_flight)  # what put_batch puts there
+        done: List[Costs] = []
         while in_flight:
             request = in_flight[0]
             if not self._runner._claim(request, self._greenlet if wait and not done else None):
@@ -195,13 +196,13 @@ class _TrainingRequest(Request):
         # hands the request to the scheduler.
         self.agent_id = agent_id
         self.payload = payload
-        self.result: object = None
+        self.result: Any = None
         self.error: Optional[BaseException] = None
         self.runner = runner
-        self.greenlet = agent
+        self.greenlet: greenlet.greenlet = agent  # None while nobody waits
         self.done = False
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         self.result = result
         self.error = error
         self.runner._training_done(self)
@@ -209,7 +210,7 @@ class _TrainingRequest(Request):
     def ready(self) -> bool:
         return self.done
 
-    def wait(self, is_stopped) -> object:  # pragma: no cover - the agent parks instead
+    def wait(self, is_stopped) -> Any:  # pragma: no cover - the agent parks instead
         raise RuntimeError("a cooperative training request is not waited on")
 
 
@@ -225,7 +226,7 @@ class CooperativeRunner(AgentRunner):
         self._replies: List[_TrainingRequest] = []  # training requests finished, agents to resume
         #: Agents whose prediction rows are ready, with their rows, last to run first: each agent
         #: that parks hands over to the last one (agent to agent: one switch per step).
-        self.ready: List[Tuple[CooperativeCommunicator, Row]] = []
+        self.ready: List[Tuple[Parked, Row]] = []
         self._thread: Optional[threading.Thread] = None
         self._live = 0
         self._playing: Dict[int, float] = {}  # agent id -> when it began to play
@@ -263,7 +264,7 @@ class CooperativeRunner(AgentRunner):
     def stop(self, deadline: float) -> List[str]:
         self.wake()
         self.join(deadline)
-        return [self._thread.name] if self.running() else []
+        return [self._thread.name] if self._thread is not None and self.running() else []
 
     def wake(self) -> None:
         self._wake_scheduler()

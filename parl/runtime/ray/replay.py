@@ -34,7 +34,8 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from operator import itemgetter
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from parl.core.specs import Spec
 from parl.experience.frame_store import FrameStoreSetting, frame_stack_inputs
 from parl.experience.helpers import ExpReplayHelper
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import make_replay_buffer
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, make_replay_buffer
 
 logger = logging.getLogger("parl")
 
@@ -90,13 +91,14 @@ class ReplaySettings:
         Raises:
             ValueError: a helper is not an ExpReplayHelper, or two helpers differ.
         """
-        if not helpers or not all(isinstance(h, ExpReplayHelper) for h in helpers):
+        replay_helpers = [h for h in helpers if isinstance(h, ExpReplayHelper)]
+        if not helpers or len(replay_helpers) != len(helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
-        per_agent = [_helper_settings(h) for h in helpers]
+        per_agent = [_helper_settings(h) for h in replay_helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h: ExpReplayHelper = helpers[0]  # type: ignore[assignment]
+        h = replay_helpers[0]
         agents_per_shard = len(helpers) / shards
         return cls(
             capacity=max(1, int(h.capacity * agents_per_shard)),
@@ -156,7 +158,7 @@ class ReplayShard:
     def add(self, rows: Transition[np.ndarray]) -> int:
         """Store every row of ``rows`` (a batch); returns the rows stored in all."""
         for i in range(rows.batch_size):
-            self.buffer.add(rows.map_arrays(lambda values, i=i: values[i]))  # row i, as views
+            self.buffer.add(rows.map_arrays(itemgetter(i)))  # row i, as views
         self.added += rows.batch_size
         return self.added
 
@@ -169,12 +171,14 @@ class ReplayShard:
         size = len(self.buffer)
         if size == 0:
             return [], 0, self.instance
-        if self.prioritized:
-            return [self.buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
-        return [(self.buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
+        buffer = self.buffer
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            return [buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
+        return [(buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Priorities ``|td_error| + epsilon`` for the rows in ``slots``."""
+        assert isinstance(self.buffer, PrioritizedReplayBuffer)  # slots come from a prioritized sample only
         self.buffer.update_priorities(slots, td_errors)
 
 
@@ -216,13 +220,13 @@ class ShardWriter:
     gathers transitions and sends each chunk to the next shard in turn, starting at ``first``,
     within the worker's ``allowance``."""
 
-    def __init__(self, task: str, shards: Sequence[object], first: int, allowance: Allowance) -> None:
+    def __init__(self, task: str, shards: Sequence[Any], first: int, allowance: Allowance) -> None:
         self.task = task
         self._shards = list(shards)
         self._next = first % len(self._shards)
         self._allowance = allowance
         self._rows: List[Transition[np.ndarray]] = []
-        self._in_flight: List[object] = []
+        self._in_flight: List[Any] = []  # Ray object refs
 
     def add(self, transition: Transition[np.ndarray]) -> None:
         """Keep a copy of ``transition``; send a chunk once :data:`CHUNK` rows are kept."""
@@ -273,7 +277,7 @@ class ReplayLearner:
     def __init__(
         self,
         communicator: Communicator,
-        shards: Sequence[object],
+        shards: Sequence[Any],
         settings: ReplaySettings,
         *,
         stored: Callable[[], int],
@@ -336,7 +340,7 @@ class ReplayLearner:
     def _run(self) -> None:
         import ray
 
-        pending: Deque[Tuple[int, object, int]] = deque()  # (shard, reply, batches asked for)
+        pending: Deque[Tuple[int, Any, int]] = deque()  # (shard, reply, batches asked for)
         asked = 0  # batches asked for and not yet learned
         try:
             while not self._stop.is_set():

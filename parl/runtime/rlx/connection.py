@@ -18,7 +18,7 @@ bad value is a :class:`~parl.rlx.errors.ProtocolError` that ends this connection
 from __future__ import annotations
 
 import socket
-from typing import List, Optional, Protocol, Union
+from typing import Any, List, Optional, Protocol, Union
 
 import numpy as np
 
@@ -53,6 +53,9 @@ class Slot(Protocol):
 
     def action_taken(self, value: object, where: str) -> object:
         """A client's ``action_taken`` checked against the action space (ProtocolError if it does not fit)."""
+
+    def offer(self, conn: "Connection", message: Any) -> None:
+        """A checked init, step or reset of ``conn``, for the slot's agent."""
 
 
 class Connection:

@@ -60,9 +60,10 @@ class RlxRunner(CooperativeRunner):
 
     def __init__(self, context: RunnerContext) -> None:
         super().__init__(context)
-        self.settings: ServerSettings = context.options.get("rlx") or ServerSettings()
-        if not isinstance(self.settings, ServerSettings):
-            raise ValueError(f"rlx must be a ServerSettings, got {type(self.settings).__name__}")
+        settings = context.options.get("rlx") or ServerSettings()
+        if not isinstance(settings, ServerSettings):
+            raise ValueError(f"rlx must be a ServerSettings, got {type(settings).__name__}")
+        self.settings = settings
         self.slots: List[RemoteEnv] = []
         self._senders: Dict[int, List[int]] = {}  # id(wrapper) -> the ids of the agents that use it
         self._handed_over: List[Connection] = []  # connections moved to another slot, not yet polled
@@ -169,6 +170,7 @@ class RlxRunner(CooperativeRunner):
             conn = self._handed_over.pop()
             if conn.open and conn.pending is not None:
                 message, conn.pending = conn.pending, None
+                assert conn.slot is not None  # a moved connection has its new slot
                 conn.slot.offer(conn, message)
                 served = True
         return served
