@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Optional, Tuple
+from typing import Optional, Tuple, TypeVar, cast
 
 
 class ParameterError(ValueError):
@@ -53,11 +53,14 @@ def check_int(name: str, value: object, minimum: int, maximum: Optional[int] = N
     return int(value)
 
 
-def check_choice(name: str, value: object, choices: tuple) -> object:
+_Choice = TypeVar("_Choice")
+
+
+def check_choice(name: str, value: object, choices: Tuple[_Choice, ...]) -> _Choice:
     """``value`` if it is one of ``choices``."""
     if value not in choices:
         raise ParameterError(name, f"one of {list(choices)}", value)
-    return value
+    return cast(_Choice, value)
 
 
 def short_repr(value: object, limit: int = 80) -> str:

@@ -29,7 +29,7 @@ writable copies. This module imports nothing of parl.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, List, Tuple, Union
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 import msgpack
 import numpy as np
@@ -149,7 +149,7 @@ def body_size(header: Union[bytes, bytearray], *, max_bytes: int = MAX_FRAME_BYT
     return size
 
 
-def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES) -> object:
+def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES) -> Any:
     """The value of one whole frame.
 
     Raises:
@@ -162,7 +162,7 @@ def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES)
     return unpack_body(body)
 
 
-def unpack_body(body: Union[bytes, bytearray, memoryview]) -> object:
+def unpack_body(body: Union[bytes, bytearray, memoryview]) -> Any:
     """The value of a frame's body (its header already checked by :func:`body_size`).
 
     Raises:

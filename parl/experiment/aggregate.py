@@ -89,7 +89,7 @@ def aggregate_runs(
     return summary
 
 
-def write_aggregate(log_dir: str, summary: Mapping[str, object]) -> str:
+def write_aggregate(log_dir: str, summary: Mapping[str, Any]) -> str:
     """Write ``summary`` to ``<log_dir>/aggregate.json`` (NaN as null); returns its path."""
     path = os.path.join(log_dir, AGGREGATE_FILE)
     tmp = f"{path}.tmp"
@@ -99,7 +99,7 @@ def write_aggregate(log_dir: str, summary: Mapping[str, object]) -> str:
     return path
 
 
-def summary_table(summary: Mapping[str, object]) -> str:
+def summary_table(summary: Mapping[str, Any]) -> str:
     """The per-seed table and the figures with their intervals, as ``parl train --seeds`` prints them."""
     lines = [f"{'seed':>6}  {'stop':<28} {'env steps':>10} {'best eval':>10} {'final eval':>11}"]
     for run in summary["runs"]:

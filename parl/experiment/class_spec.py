@@ -235,7 +235,7 @@ def resolve_spec(
 def check_arguments(
     target: Callable[..., Any],
     import_path: str,
-    kwargs: Mapping[object, Any],
+    kwargs: Mapping[Any, Any],
     key_path: str,
     *,
     filled: Sequence[str] = (),

@@ -16,7 +16,7 @@ frames byte by byte.
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Mapping, Union
+from typing import Any, Dict, List, Mapping, Union
 
 import msgpack
 import numpy as np
@@ -60,7 +60,7 @@ def _plain(value: object) -> object:
     raise TypeError(f"{type(value).__module__}.{type(value).__qualname__} is not plain data")
 
 
-def decode(body: bytes) -> Dict[str, object]:
+def decode(body: bytes) -> Dict[str, Any]:
     """The message in a frame's body: a map with string keys.
 
     Raises:

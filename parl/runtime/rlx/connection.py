@@ -25,7 +25,7 @@ import numpy as np
 from parl.core.specs import Spec, check_sample
 from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
-from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
+from parl.rlx.messages import ActionValue, Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
 from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
@@ -51,7 +51,7 @@ class Slot(Protocol):
     index: int
     obs_spec: Spec
 
-    def action_taken(self, value: object, where: str) -> object:
+    def action_taken(self, value: ActionValue, where: str) -> ActionValue:
         """A client's ``action_taken`` checked against the action space (ProtocolError if it does not fit)."""
 
     def offer(self, conn: "Connection", message: Any) -> None:
