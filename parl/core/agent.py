@@ -59,9 +59,10 @@ class Agent(abc.ABC):
         self.training = True
 
     @abc.abstractmethod
-    def run_one_episode(self) -> Dict[str, float]:
+    def run_one_episode(self) -> Dict[str, Any]:
         """Play one episode; return its statistics: a mapping with at least ``reward`` (a number)
-        and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`."""
+        and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`; other numbers
+        are logged as ``episode/<key>``, other values kept in the episode's record."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_one_episode()")
 
     def counters(self) -> Dict[str, int]:

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Callable, List, Optional, Set
+from typing import Any, Callable, List, Optional, Set
 
 from parl.serving.request_queue import Request, RequestQueue
 from parl.testing.echo import WAIT
@@ -29,7 +29,7 @@ class Sender(threading.Thread):
     def __init__(self, fn: Callable[[], object], name: str) -> None:
         super().__init__(name=f"sender-{name}", daemon=True)
         self.fn = fn
-        self.result: object = None
+        self.result: Any = None
         self.error: Optional[BaseException] = None
         self.done = threading.Event()
 

@@ -281,7 +281,7 @@ class ReplayLearner:
         settings: ReplaySettings,
         *,
         stored: Callable[[], int],
-        after_update: Callable[[], None],
+        after_update: Callable[[], object],
         on_error: Callable[[BaseException], None],
         seed: int,
     ) -> None:

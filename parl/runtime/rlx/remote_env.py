@@ -26,7 +26,7 @@ import numpy as np
 
 from parl.core.specs import Spec
 from parl.rlx import spaces
-from parl.rlx.messages import Action, ActionValue, Done, Init, Step
+from parl.rlx.messages import Action, ActionValue, Done, Init, ServerMessage, Step
 from parl.runtime.rlx.connection import Connection, checked
 from parl.runtime.rlx.values import FLOAT32_MAX, bounded
 
@@ -41,7 +41,7 @@ Transition = Tuple[Any, float, bool, bool, Dict[str, Any]]
 class SlotHost(Protocol):
     """What a slot asks of its server (:class:`~parl.runtime.rlx.server.RlxServer`)."""
 
-    def answer(self, conn: Connection, message: object, *, act: bool) -> None:
+    def answer(self, conn: Connection, message: ServerMessage, *, act: bool) -> None:
         """Send the answer to ``conn``'s request under way."""
 
     def weights_version(self) -> int:
