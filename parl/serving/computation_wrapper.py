@@ -33,6 +33,7 @@ import numpy as np
 
 from parl.affinity import pin_current_thread
 from parl.core.batch import Transition, check_transition, join
+from parl.core.costs import Costs
 from parl.core.errors import RemoteError
 from parl.serving.communicator import InProcessCommunicator
 from parl.serving.computation_task import ComputationTask
@@ -377,7 +378,7 @@ def _join_batches(batches: List[Transition[np.ndarray]]) -> Transition[np.ndarra
     )
 
 
-def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, object]]:
+def _split_costs(costs: Costs, sizes: List[int]) -> List[Costs]:
     """Each sender's costs: the shared scalars, and its own rows of per-row values."""
     per_row = [k for k, v in costs.items() if isinstance(v, np.ndarray)]
     if not per_row or len(sizes) == 1:

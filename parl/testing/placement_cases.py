@@ -60,7 +60,7 @@ class PlacementCase:
     """
 
     placement: str
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
     prepare: Optional[Callable[[Any], None]] = None
     fixtures: Tuple[str, ...] = ()
@@ -123,7 +123,7 @@ class Robots:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
         TaskSettings' default), restarting failed agents ``restart_agents`` times."""
         given = dict(max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout)
-        settings = {name: value for name, value in given.items() if value is not None}
+        settings: Dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         settings["normalize_inputs"] = normalize_inputs
         manager = parl.Manager(
             {name: parl.TaskSettings(echo_algorithm_func(), **settings) for name in tasks},

@@ -12,7 +12,7 @@ so no two agents share an exploration schedule or a buffer.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 import parl
 from parl.experiment.config.class_spec import build_checked
@@ -37,9 +37,10 @@ def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
     batching, transforms = task.batching, task.transforms
     return parl.TaskSettings(
         task.algorithm_func(),
-        max_batchsize=batching.max_batchsize,
-        min_batchsize=batching.min_batchsize,
-        max_training_batchsize=batching.max_training_batchsize,
+        # Integers by now: "agents" is put in when the config is loaded (BatchingConfig.resolved).
+        max_batchsize=cast(int, batching.max_batchsize),
+        min_batchsize=cast(int, batching.min_batchsize),
+        max_training_batchsize=cast(Optional[int], batching.max_training_batchsize),
         training_timeout=batching.training_timeout,
         normalize_inputs=transforms.normalize_inputs,
         input_clip=transforms.input_clip,

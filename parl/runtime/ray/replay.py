@@ -34,7 +34,21 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Deque, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from operator import itemgetter
+from typing import (
+    Any,
+    Callable,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    cast,
+    runtime_checkable,
+)
 
 import numpy as np
 
@@ -44,7 +58,7 @@ from parl.core.errors import StoppedError
 from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import replay_buffer_for
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, replay_buffer_for
 
 logger = logging.getLogger("parl")
 
@@ -88,6 +102,19 @@ class ReplayHelper(Protocol):
     """A helper that keeps a replay (:class:`~parl.ExpReplayHelper` is one): it has the attributes of
     :data:`REPLAY_KNOBS`, and :meth:`store_only` sends what it would store to the shards instead."""
 
+    capacity: int
+    batch_size: int
+    warmup_steps: int
+    updates_per_step: float
+    prioritized: bool
+    alpha: float
+    beta_start: float
+    beta_steps: int
+    priority_epsilon: float
+    n_step: int
+    gamma: float
+    frame_store: FrameStoreSetting
+
     def store_only(self, writer: "ShardWriter") -> None:
         """Hand every transition to ``writer`` from now on, after the n-step sums, and send no batches."""
 
@@ -121,13 +148,14 @@ class ReplaySettings:
         Raises:
             ValueError: a helper keeps no replay (is no ReplayHelper), or two helpers differ.
         """
-        if not helpers or not all(is_replay_helper(h) for h in helpers):
+        replay_helpers = [cast(ReplayHelper, h) for h in helpers if is_replay_helper(h)]
+        if not helpers or len(replay_helpers) != len(helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
-        per_agent = [_helper_settings(h) for h in helpers]
+        per_agent = [_helper_settings(h) for h in replay_helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h = helpers[0]
+        h = replay_helpers[0]
         agents_per_shard = len(helpers) / shards
         return cls(
             capacity=max(1, int(h.capacity * agents_per_shard)),
@@ -162,7 +190,7 @@ class ReplayShard:
     def add(self, rows: Transition[np.ndarray]) -> int:
         """Store every row of ``rows`` (a batch); returns the rows stored in all."""
         for i in range(rows.batch_size):
-            self.buffer.add(rows.map_arrays(lambda values, i=i: values[i]))  # row i, as views
+            self.buffer.add(rows.map_arrays(itemgetter(i)))  # row i, as views
         self.added += rows.batch_size
         return self.added
 
@@ -175,12 +203,14 @@ class ReplayShard:
         size = len(self.buffer)
         if size == 0:
             return [], 0, self.instance
-        if self.prioritized:
-            return [self.buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
-        return [(self.buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
+        buffer = self.buffer
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            return [buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
+        return [(buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Priorities ``|td_error| + epsilon`` for the rows in ``slots``."""
+        assert isinstance(self.buffer, PrioritizedReplayBuffer)  # slots come from a prioritized sample only
         self.buffer.update_priorities(slots, td_errors)
 
 
@@ -222,13 +252,13 @@ class ShardWriter:
     gathers transitions and sends each chunk to the next shard in turn, starting at ``first``,
     within the worker's ``allowance``."""
 
-    def __init__(self, task: str, shards: Sequence[object], first: int, allowance: Allowance) -> None:
+    def __init__(self, task: str, shards: Sequence[Any], first: int, allowance: Allowance) -> None:
         self.task = task
         self._shards = list(shards)
         self._next = first % len(self._shards)
         self._allowance = allowance
         self._rows: List[Transition[np.ndarray]] = []
-        self._in_flight: List[object] = []
+        self._in_flight: List[Any] = []  # Ray object refs
 
     def add(self, transition: Transition[np.ndarray]) -> None:
         """Keep a copy of ``transition``; send a chunk once :data:`CHUNK` rows are kept."""
@@ -279,11 +309,11 @@ class ReplayLearner:
     def __init__(
         self,
         communicator: Communicator,
-        shards: Sequence[object],
+        shards: Sequence[Any],
         settings: ReplaySettings,
         *,
         stored: Callable[[], int],
-        after_update: Callable[[], None],
+        after_update: Callable[[], object],
         on_error: Callable[[BaseException], None],
         seed: int,
     ) -> None:
@@ -342,7 +372,7 @@ class ReplayLearner:
     def _run(self) -> None:
         import ray
 
-        pending: Deque[Tuple[int, object, int]] = deque()  # (shard, reply, batches asked for)
+        pending: Deque[Tuple[int, Any, int]] = deque()  # (shard, reply, batches asked for)
         asked = 0  # batches asked for and not yet learned
         try:
             while not self._stop.is_set():
