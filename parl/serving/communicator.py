@@ -51,7 +51,8 @@ class InProcessCommunicator(Communicator):
         self._wrapper = wrapper
         task = wrapper.task
         self._take_task(task)
-        self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
+        if self._times_own_requests:  # else no timer: such a transport's predict reads none
+            self._timer = wrapper.stats.prediction_timer()
         self._in_flight: Deque[Waiter] = deque()  # the replies of training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its
         # reply: read by the runner's watchdog (parl.runtime.watchdog) to tell an agent in its environment.

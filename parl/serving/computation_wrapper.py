@@ -297,6 +297,7 @@ class ComputationWrapper:
     def _sink_loop(self) -> None:
         """The training loop of a wrapper with a training sink: every pending request handed over."""
         queue, sink = self.training_queue, self._training_sink
+        assert sink is not None  # start runs this loop only for a wrapper with a sink
         while not self._stop.is_set():
             requests = queue.take(1, _ALL_PENDING, None)
             if requests:

@@ -123,7 +123,7 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         self.attach(runner.queue(wrapper), runner.ready)
         #: The training requests handed over by put_batch, oldest first (their replies resume agents,
         #: so the requests themselves are kept, not waiters).
-        self._requests_in_flight: Deque[Request] = deque()
+        self._requests_in_flight: Deque[Request[_Resume]] = deque()
 
     def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
@@ -217,7 +217,7 @@ class CooperativeRunner(AgentRunner):
         self._queues: Dict[int, _TaskQueue] = {}  # id(wrapper) -> queue
         self._communicators: Dict[int, List[CooperativeCommunicator]] = {}  # agent id -> its communicators
         self._cond = threading.Condition(threading.Lock())
-        self._replies: List[Request] = []  # training requests finished whose agents are to be resumed
+        self._replies: List[Request[_Resume]] = []  # training requests finished whose agents are to be resumed
         #: Agents whose prediction rows are ready, with their rows, last to run first: each agent
         #: that parks hands over to the last one (agent to agent: one switch per step).
         self.ready: List[Tuple[Parked, Row]] = []
@@ -305,7 +305,7 @@ class CooperativeRunner(AgentRunner):
             self._replies.append(request)
         self._wake_scheduler()
 
-    def _claim(self, request: Request, agent: Optional[greenlet.greenlet]) -> bool:
+    def _claim(self, request: Request[_Resume], agent: Optional[greenlet.greenlet]) -> bool:
         """Whether ``request`` is still in flight; if so and ``agent`` is given, the agent is to be
         resumed with its reply (and must park). A finished request's result or error is read by the caller."""
         reply = request.reply

@@ -424,7 +424,7 @@ class WorkerPool:
                         if not data:
                             poller.unregister(request_fd)
                             continue
-                        requests: List[Request] = []
+                        requests: List[Request[SlotReply]] = []
                         leftover = self._requests(worker, leftover + data, requests)
                         self._queue(requests)
                     elif fd == message_fd:
@@ -469,7 +469,7 @@ class WorkerPool:
         logger.warning("ending %s (pid %s): %s", worker.name, process.pid, reason)
         process.kill()
 
-    def _requests(self, worker: _Worker, data: bytes, into: List[Request]) -> bytes:
+    def _requests(self, worker: _Worker, data: bytes, into: List[Request[SlotReply]]) -> bytes:
         """One prediction request per slot number in ``data``, appended to ``into``; returns an
         incomplete tail.
 
@@ -488,7 +488,7 @@ class WorkerPool:
         into.extend(requests)
         return data[whole:]
 
-    def _queue(self, requests: List[Request]) -> None:
+    def _queue(self, requests: List[Request[SlotReply]]) -> None:
         """Put prediction requests on their tasks' queues (a stopped wrapper answers them at once)."""
         for request in requests:
             try:
