@@ -39,7 +39,7 @@ from parl.runtime.ray.options import RayOptions  # noqa: E402 - the options only
 from parl.seeding import seed_everything  # noqa: E402
 
 if _TYPE_CHECKING:
-    from parl.experiment.export import Policy
+    from parl.experiment.policy.export import Policy
 
 
 def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":

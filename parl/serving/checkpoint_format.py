@@ -362,7 +362,7 @@ class TaskCheckpoint:
         sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
     """
 
-    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
+    def __init__(self, path: str, metadata: Dict[str, Any], sections: Dict[str, Dict[str, Any]]) -> None:
         self.path = path
         self.metadata = metadata
         self.sections = sections

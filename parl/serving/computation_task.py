@@ -558,7 +558,7 @@ class ComputationTask:
     def _algorithm_weights(self) -> AlgorithmWeights:
         return {attr: model.get_weights() for attr, model in self._models()}
 
-    def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+    def _set_algorithm_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
         check_model_names(weights, self.algorithm, self.name, f"task {self.name!r}")
         for attr, model in self._models():
             model.set_weights(weights[attr])

@@ -538,7 +538,7 @@ def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
         node = node[key]
 
 
-def _free_key(schema: type, keys: List[str]) -> bool:
+def _free_key(schema: Type[BaseModel], keys: List[str]) -> bool:
     """Whether the key path ``keys``, not a field of ``schema``, may still be set: a placement option (the
     ``placement`` block takes its placement's keys) or a placement key of before that block."""
     if schema.model_config.get("extra") == "allow":
