@@ -185,27 +185,13 @@ class ReplayBufferSettings(Protocol):
     """What :func:`replay_buffer_for` reads: an :class:`~parl.ExpReplayHelper` has these attributes, and so
     has a distributed replay's shard settings (:class:`~parl.runtime.ray.replay.ReplaySettings`)."""
 
-    # Read-only properties: a frozen dataclass (ReplaySettings) has them as well as a helper.
-    @property
-    def capacity(self) -> int: ...
-
-    @property
-    def prioritized(self) -> bool: ...
-
-    @property
-    def alpha(self) -> float: ...
-
-    @property
-    def beta_start(self) -> float: ...
-
-    @property
-    def beta_steps(self) -> int: ...
-
-    @property
-    def priority_epsilon(self) -> float: ...
-
-    @property
-    def frame_store(self) -> FrameStoreSetting: ...
+    capacity: int
+    prioritized: bool
+    alpha: float
+    beta_start: float
+    beta_steps: int
+    priority_epsilon: float
+    frame_store: FrameStoreSetting
 
 
 def replay_buffer_for(

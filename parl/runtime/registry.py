@@ -31,22 +31,7 @@ import dataclasses
 import importlib
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
-from typing import (
-    Any,
-    Callable,
-    ClassVar,
-    Dict,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    Type,
-    Union,
-    cast,
-)
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Type, Union
 
 from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.runtime.runner import AgentRunner, RunnerContext
@@ -175,7 +160,7 @@ class Placement:
         if self.config_options is None:
             options = self.make_options(values)
             return options, options
-        form = cast(ConfigForm, _checked_make(self.config_options, values, self.name))
+        form: ConfigForm = _checked_make(self.config_options, values, self.name)
         return form, form.options()
 
     def remote_evaluation(self) -> Optional[type]:
@@ -382,7 +367,7 @@ def _check_options_type(kind: type) -> None:
         raise ValueError(f"options {kind.__name__}: every field needs a default, got none for {bare}")
 
 
-def _checked_make(kind: type, values: Mapping[str, object], placement: str) -> object:
+def _checked_make(kind: type, values: Mapping[str, object], placement: str) -> Any:
     known = list(option_names(kind))
     unknown = [key for key in values if key not in known]
     if unknown:
@@ -402,8 +387,8 @@ class _NamedOptions(MappingABC):
     """Options of a placement registered with option names (the form before options types): a frozen
     dataclass of those names (None by default) that reads as a mapping of the options set."""
 
-    #: The option names, in order (set by :func:`_named_options`).
-    _option_names: ClassVar[Tuple[str, ...]] = ()
+    #: The option names, in order: a class attribute, set by :func:`_named_options` (not a field).
+    _option_names: Tuple[str, ...] = ()
 
     def __getitem__(self, key: str) -> object:
         value = getattr(self, key, None) if key in self._option_names else None

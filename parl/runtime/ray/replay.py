@@ -58,7 +58,7 @@ from parl.core.errors import StoppedError
 from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, replay_buffer_for
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, ReplayBufferSettings, replay_buffer_for
 
 logger = logging.getLogger("parl")
 
@@ -102,19 +102,6 @@ class ReplayHelper(Protocol):
     """A helper that keeps a replay (:class:`~parl.ExpReplayHelper` is one): it has the attributes of
     :data:`REPLAY_KNOBS`, and :meth:`store_only` sends what it would store to the shards instead."""
 
-    capacity: int
-    batch_size: int
-    warmup_steps: int
-    updates_per_step: float
-    prioritized: bool
-    alpha: float
-    beta_start: float
-    beta_steps: int
-    priority_epsilon: float
-    n_step: int
-    gamma: float
-    frame_store: FrameStoreSetting
-
     def store_only(self, writer: "ShardWriter") -> None:
         """Hand every transition to ``writer`` from now on, after the n-step sums, and send no batches."""
 
@@ -148,31 +135,30 @@ class ReplaySettings:
         Raises:
             ValueError: a helper keeps no replay (is no ReplayHelper), or two helpers differ.
         """
-        replay_helpers = [cast(ReplayHelper, h) for h in helpers if is_replay_helper(h)]
-        if not helpers or len(replay_helpers) != len(helpers):
+        if not helpers or not all(is_replay_helper(h) for h in helpers):
             kinds = sorted({type(h).__name__ for h in helpers})
             raise ValueError(f"replay_shards: task {task!r} needs ExpReplayHelpers on every agent, got {kinds}")
-        per_agent = [_helper_settings(h) for h in replay_helpers]
+        per_agent = [_helper_settings(h) for h in helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h = replay_helpers[0]
+        knobs = dict(zip(REPLAY_KNOBS, per_agent[0]))  # what every helper has alike
         agents_per_shard = len(helpers) / shards
         return cls(
-            capacity=max(1, int(h.capacity * agents_per_shard)),
-            batch_size=h.batch_size,
-            warmup_steps=h.warmup_steps * len(helpers),
-            updates_per_step=h.updates_per_step,
-            prioritized=h.prioritized,
-            alpha=h.alpha,
-            beta_start=h.beta_start,
-            beta_steps=int(h.beta_steps * agents_per_shard),
-            priority_epsilon=h.priority_epsilon,
-            bootstrap_steps=h.n_step > 1,
-            frame_store=h.frame_store,
+            capacity=max(1, int(knobs["capacity"] * agents_per_shard)),
+            batch_size=knobs["batch_size"],
+            warmup_steps=knobs["warmup_steps"] * len(helpers),
+            updates_per_step=knobs["updates_per_step"],
+            prioritized=knobs["prioritized"],
+            alpha=knobs["alpha"],
+            beta_start=knobs["beta_start"],
+            beta_steps=int(knobs["beta_steps"] * agents_per_shard),
+            priority_epsilon=knobs["priority_epsilon"],
+            bootstrap_steps=knobs["n_step"] > 1,
+            frame_store=knobs["frame_store"],
         )
 
 
-def _helper_settings(helper: ReplayHelper) -> tuple:
+def _helper_settings(helper: object) -> Tuple[Any, ...]:
     return tuple(getattr(helper, knob) for knob in REPLAY_KNOBS)
 
 
@@ -180,7 +166,9 @@ class ReplayShard:
     """One shard (made a Ray actor by the runner): a replay buffer of the task's specs."""
 
     def __init__(self, specs: TaskSpecs, settings: ReplaySettings, seed: int) -> None:
-        self.buffer = replay_buffer_for(settings, specs, bootstrap_steps=settings.bootstrap_steps)
+        # Read only: its frozen fields stand for the protocol's attributes.
+        buffer_settings = cast(ReplayBufferSettings, settings)
+        self.buffer = replay_buffer_for(buffer_settings, specs, bootstrap_steps=settings.bootstrap_steps)
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
         self.added = 0
