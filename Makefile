@@ -19,10 +19,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests -q -n 2 --dist loadgroup
 
+# ruff (lint and format) and mypy (types of parl/, configured in pyproject.toml), from the test extra.
 lint: $(STAMP)
-	$(PY) -m pip install --quiet ruff
 	$(PY) -m ruff check parl tests examples benchmarks parl_cli.py
 	$(PY) -m ruff format --check parl tests examples benchmarks parl_cli.py
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/throughput.py

@@ -96,6 +96,9 @@ setup(
             "pygame-ce>=2.1.3",
             "moviepy>=1.0.3",
             "ray[tune]>=2.60",
+            # `make lint`: ruff (lint and format) and mypy (types of parl/, configured in pyproject.toml).
+            "ruff>=0.6",
+            "mypy>=1.10",
         ],
     },
 )

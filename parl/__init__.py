@@ -7,6 +7,7 @@ threads. :class:`Manager` builds and runs the whole thing.
 """
 
 import warnings as _warnings
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Sequence as _Sequence
 
 from parl.threads import prepare_environment as _prepare_environment
@@ -37,8 +38,11 @@ from parl.runtime.processes.options import ProcessesOptions  # noqa: E402 - the 
 from parl.runtime.ray.options import RayOptions  # noqa: E402 - the options only; Ray is imported on use
 from parl.seeding import seed_everything  # noqa: E402
 
+if _TYPE_CHECKING:
+    from parl.experiment.policy.export import Policy
 
-def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":  # noqa: F821 - imported on call
+
+def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":
     """A policy ``parl export`` wrote: ``policy.predict({"obs": obs_batch})`` gives its deterministic
     actions with no Manager, threads or environment. Its files are checked as checkpoints are, and
     its classes are imported from installed packages or ``python_path`` only, never from the working

@@ -25,7 +25,7 @@ CPUINFO = "/proc/cpuinfo"
 def cpu_vendor_and_flags(path: str = CPUINFO) -> Tuple[str, FrozenSet[str]]:
     """The first processor's ``vendor_id`` and ``flags`` in ``/proc/cpuinfo`` (``("", frozenset())``
     where there is no such file, as on macOS and Windows)."""
-    vendor, flags = "", frozenset()
+    vendor, flags = "", frozenset[str]()
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -293,7 +293,7 @@ class _AliasLoader(importlib.abc.Loader):
         """Nothing to run: the module ran when its new path was imported."""
 
 
-class _StandInLoader:
+class _StandInLoader(importlib.abc.Loader):
     """Loads an old path of PROXIED_MODULES as a module of its own that serves its names by
     :func:`moved_attribute`."""
 
@@ -304,13 +304,14 @@ class _StandInLoader:
         name = module.__name__
         moved = PROXIED_MODULES[name]
         target = resolve(moved, is_module=True)
+        assert isinstance(target, types.ModuleType)  # is_module: what import_module gave
         module.__doc__ = f"Deprecated stand-in for {moved[0]} (see docs/api.md)."
-        module.__all__ = _public_names(name, target)
 
         def __getattr__(attribute: str) -> object:
             return moved_attribute(name, attribute)
 
-        module.__getattr__ = __getattr__
+        # The module's globals (ModuleType declares neither name as a settable attribute).
+        vars(module).update(__all__=_public_names(name, target), __getattr__=__getattr__)
         warn_at_caller(name, moved[0])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Optional, Tuple
+from typing import Optional, Tuple, TypeVar, cast
 
 
 class ParameterError(ValueError):
@@ -31,14 +31,14 @@ class ParameterError(ValueError):
 
 def check_positive(name: str, value: object) -> float:
     """``value`` as a float > 0."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not float(value) > 0:
         raise ParameterError(name, "a positive number", value)
     return float(value)
 
 
 def check_range(name: str, value: object, low: float, high: float) -> float:
     """``value`` as a float in [low, high]."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not low <= value <= high:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not low <= float(value) <= high:
         raise ParameterError(name, f"a number in [{low}, {high}]", value)
     return float(value)
 
@@ -47,17 +47,20 @@ def check_int(name: str, value: object, minimum: int, maximum: Optional[int] = N
     """``value`` as an int in [minimum, maximum]."""
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise ParameterError(name, "an integer", value)
-    if value < minimum or (maximum is not None and value > maximum):
+    if int(value) < minimum or (maximum is not None and int(value) > maximum):
         bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ParameterError(name, f"an integer {bound}", value)
     return int(value)
 
 
-def check_choice(name: str, value: object, choices: tuple) -> object:
+_Choice = TypeVar("_Choice")
+
+
+def check_choice(name: str, value: object, choices: Tuple[_Choice, ...]) -> _Choice:
     """``value`` if it is one of ``choices``."""
     if value not in choices:
         raise ParameterError(name, f"one of {list(choices)}", value)
-    return value
+    return cast(_Choice, value)
 
 
 def short_repr(value: object, limit: int = 80) -> str:

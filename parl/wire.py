@@ -29,7 +29,7 @@ writable copies. This module imports nothing of parl.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, List, Tuple, Union
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 import msgpack
 import numpy as np
@@ -93,6 +93,10 @@ def pack_parts(value: object, *, max_bytes: int = MAX_FRAME_BYTES) -> Tuple[byte
     return HEADER.pack(MAGIC, VERSION, len(body)), body
 
 
+#: Types msgpack packs by itself; an instance of a subclass is packed as its plain value.
+_PLAIN_TYPES: Tuple[type, ...] = (bool, int, float, str, bytes, dict, list)
+
+
 def _default(obj: object) -> object:
     """What msgpack cannot pack by itself: tuples, arrays, numpy scalars, subclasses of plain types."""
     if isinstance(obj, np.ndarray):
@@ -106,7 +110,7 @@ def _default(obj: object) -> object:
     if isinstance(obj, np.generic):
         dtype = _dtype_out(obj.dtype)
         return [_MARKERS[_SCALAR], dtype.str, np.asarray(obj, dtype).tobytes()]
-    for plain in (bool, int, float, str, bytes, dict, list):
+    for plain in _PLAIN_TYPES:
         if isinstance(obj, plain):  # a subclass (an IntEnum, an OrderedDict): its plain value
             return plain(obj)
     raise TypeError(f"{type(obj).__module__}.{type(obj).__qualname__} is not plain data")
@@ -145,7 +149,7 @@ def body_size(header: Union[bytes, bytearray], *, max_bytes: int = MAX_FRAME_BYT
     return size
 
 
-def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES) -> object:
+def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES) -> Any:
     """The value of one whole frame.
 
     Raises:
@@ -158,7 +162,7 @@ def unpack(frame: Union[bytes, memoryview], *, max_bytes: int = MAX_FRAME_BYTES)
     return unpack_body(body)
 
 
-def unpack_body(body: Union[bytes, bytearray, memoryview]) -> object:
+def unpack_body(body: Union[bytes, bytearray, memoryview]) -> Any:
     """The value of a frame's body (its header already checked by :func:`body_size`).
 
     Raises:

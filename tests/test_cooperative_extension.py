@@ -21,6 +21,8 @@ from parl.core.agent_helper import _states_optional
 from parl.runtime.cooperative import batching
 from parl.runtime.cooperative import runner as cooperative
 
+from toys import IdleAgent
+
 EXT = cooperative.EXTENSION
 F32 = np.dtype(np.float32)
 
@@ -36,7 +38,7 @@ def test_the_extension_is_built_and_can_be_turned_off(monkeypatch) -> None:
 def test_a_helper_is_bound_to_the_c_predict() -> None:
     manager = parl.Manager({"RL": parl.TaskSettings(_algorithm_func)}, placement="cooperative")
     helper = parl.OnPolicyHelper()
-    manager.add_agent(parl.Agent(gym.make("CartPole-v1")), {"RL": helper})
+    manager.add_agent(IdleAgent(gym.make("CartPole-v1")), {"RL": helper})
     assert type(helper._comm).predict is EXT.Parking.predict
     assert helper.predict == helper._comm.predict
     assert _states_optional(EXT.Parking.predict)

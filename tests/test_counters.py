@@ -11,7 +11,7 @@ import pytest
 import parl
 from parl.utils.gym_agent import GymAgent
 
-from toys import CountEnv, EchoAgent, EchoModel, RecordingCommunicator
+from toys import CountEnv, EchoAgent, EchoModel, IdleAgent, RecordingCommunicator
 
 # -- Agent ------------------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ def play(agent: parl.Agent, episodes: int) -> None:
 
 
 def test_a_new_agent_trains_and_counts_episodes() -> None:
-    agent = parl.Agent(env=None, seed=3)
+    agent = IdleAgent(env=None, seed=3)
     assert agent.training is True
     assert agent.counters() == {"episode": 0}
     agent.episode = 4
@@ -76,7 +76,7 @@ def test_a_new_agent_trains_and_counts_episodes() -> None:
 
 
 def test_an_agent_takes_up_its_counters() -> None:
-    agent = parl.Agent(env=None)
+    agent = IdleAgent(env=None)
     agent.restore_counters({"episode": 7})
     assert agent.episode == 7
 

@@ -421,7 +421,14 @@ def test_an_unknown_dqn_option_raises_naming_it() -> None:
     assert "DQN" in message and "gama=0.9" in message and "'gamma'" in message
 
 
-class Tempered(parl.Algorithm):
+class Acting(parl.Algorithm):
+    """The least an algorithm implements (these tests only build it): a predict."""
+
+    def predict(self, inputs, states, *, deterministic=False):
+        return {}, {}
+
+
+class Tempered(Acting):
     def __init__(self, model_func, *, temperature: float = 1.0, learning_rate: float = 1e-3) -> None:
         super().__init__(model_func, learning_rate=learning_rate)
         self.temperature = temperature
@@ -431,7 +438,7 @@ class TemperedChild(Tempered):
     pass
 
 
-class Loose(parl.Algorithm):
+class Loose(Acting):
     def __init__(self, model_func, **kwargs) -> None:
         super().__init__(model_func)
         self.options = kwargs

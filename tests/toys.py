@@ -183,6 +183,13 @@ FAILURES: Dict[str, Callable[[Dict[str, float]], object]] = {
 }
 
 
+class IdleAgent(parl.Agent):
+    """An agent that only holds an environment, helpers and counters, for tests that never play it."""
+
+    def run_one_episode(self) -> Dict[str, float]:
+        raise AssertionError("an IdleAgent is not played")
+
+
 class FailingAgent(EchoAgent):
     """An echo agent whose episode ``fail_at`` ends as ``FAILURES[how]`` says, after it was played."""
 

@@ -30,6 +30,8 @@ class ActorCriticBase(Algorithm):
     row from ``V(next_inputs)`` unless the episode terminated there.
     """
 
+    model: ActorCriticModel  # checked in __init__
+
     def __init__(
         self,
         model_func: Callable[[], Model],
@@ -65,6 +67,7 @@ class ActorCriticBase(Algorithm):
         ``lam = 1`` gives A2C's n-step returns: rewards to the segment's end plus
         the discounted bootstrap value there.
         """
+        assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
         with paddle.no_grad():
             _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
         adv = gae(

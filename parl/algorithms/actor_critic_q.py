@@ -21,7 +21,7 @@ exactly that of the critic loss.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping, Optional, Tuple, Type
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Type, cast
 
 import numpy as np
 import paddle
@@ -60,6 +60,9 @@ class ActorCriticQ(Algorithm):
     #: Whether the actor has a target copy (DDPG, TD3) or not (SAC).
     target_actor: bool = True
 
+    model: ContinuousActorCritic  # checked in __init__
+    target_model: ContinuousActorCritic
+
     def __init__(
         self,
         model_func: Callable[[], Model],
@@ -83,8 +86,8 @@ class ActorCriticQ(Algorithm):
                 f"got {type(self.model).__name__}"
             )
         self.gamma = check_range("gamma", gamma, 0.0, 1.0)
-        self.target_model = model_func()
-        pairs = [(self.model.critic, self.target_model.critic)]
+        self.target_model = cast(ContinuousActorCritic, model_func())  # of the class checked above
+        pairs: List[Tuple[Model, Model]] = [(self.model.critic, self.target_model.critic)]
         if self.target_actor:
             pairs.append((self.model.actor, self.target_model.actor))
         self.targets = TargetSync(pairs, tau=tau, interval=target_update_interval)

@@ -42,6 +42,9 @@ class DDPG(ActorCriticQ):
     model_class = DeterministicActorCritic
     target_actor = True
 
+    model: DeterministicActorCritic  # checked in ActorCriticQ.__init__
+    target_model: DeterministicActorCritic
+
     def __init__(
         self,
         model_func: Callable[[], Model],

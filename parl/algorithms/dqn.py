@@ -16,7 +16,7 @@ Exploration (epsilon-greedy) is the agent's choice, so ``predict`` is greedy.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -42,6 +42,10 @@ class DQN(Algorithm):
         loss: "huber" (the paper's clipped error) or "mse".
         grad_clip: global gradient-norm bound, or None.
     """
+
+    #: The models of ``model_func``: any Model with ``value(inputs) -> Q [B, num_actions]``.
+    model: Any
+    target_model: Any
 
     def __init__(
         self,

@@ -68,6 +68,7 @@ class PolicyGradient(ActorCriticBase):
         self.lam = 1.0
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
         dist, value = self.model.sequence(batch.inputs, batch.states, batch.sequence_lengths)
         adv, returns = self.advantages(value, batch, lam=self.lam)
         if self.normalize_advantages and adv.shape[0] > 1:

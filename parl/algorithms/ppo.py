@@ -34,11 +34,10 @@ import numpy as np
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
-from parl.core.algorithm import TensorDict
 from parl.core.batch import Transition
 from parl.core.counters import read_counter
 from parl.core.model import Model
-from parl.layers.optimizer import Optimizer, ScheduledOptimizer
+from parl.layers.optimizer import Adam, Optimizer, ScheduledOptimizer
 from parl.validation import check_choice, check_int, check_positive, check_range
 
 #: Where advantages are normalized to zero mean and unit standard deviation.
@@ -149,8 +148,9 @@ class PPO(ActorCriticBase):
         return self.clip_range * (self.remaining() if self.clip_range_schedule == "linear" else 1.0)
 
     def make_optimizer(self, parameters: List[paddle.Tensor]) -> Optimizer:
-        """The base optimizer; when the learning rate anneals, one that steps at :attr:`step_learning_rate`."""
-        optimizer = super().make_optimizer(parameters)
+        """Adam, as the base class makes it; when the learning rate anneals, one that steps at
+        :attr:`step_learning_rate`."""
+        optimizer = Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
         if self.learning_rate_schedule == "constant":
             return optimizer
         return ScheduledOptimizer(optimizer, lambda: self.step_learning_rate)
@@ -173,6 +173,7 @@ class PPO(ActorCriticBase):
     def learn(self, batch: Transition[paddle.Tensor]) -> Iterator[Dict[str, paddle.Tensor]]:
         """Yields the costs of each of the ``epochs * minibatches`` optimizer steps on this batch."""
         inputs, states, actions, lengths = batch.inputs, batch.states, batch.actions, batch.sequence_lengths
+        assert lengths is not None  # set in every batch learn is given (Transition.to_tensors)
         # Every step of this batch: the schedules where they stood before it (rl-zoo's at the start of a rollout).
         clip_range = self.current_clip_range()
         self.step_learning_rate = self.current_learning_rate()
@@ -201,9 +202,10 @@ class PPO(ActorCriticBase):
     def _minibatch_count(self, lengths: Tuple[int, ...]) -> int:
         """Minibatches per pass: ``num_minibatches`` (or rows / ``minibatch_size``, rounded up), fewer when
         the batch has fewer rows (segments)."""
-        wanted = self.num_minibatches
+        wanted, size = self.num_minibatches, self.minibatch_size
         if wanted is None:
-            wanted = -(-sum(lengths) // self.minibatch_size)
+            assert size is not None  # one of the two is set (checked in __init__)
+            wanted = -(-sum(lengths) // size)
         return min(wanted, len(lengths) if self.recurrent else sum(lengths))
 
     def _minibatches(self, lengths: Tuple[int, ...]) -> List[Tuple[Optional[paddle.Tensor], Tuple[int, ...]]]:
@@ -216,7 +218,7 @@ class PPO(ActorCriticBase):
         if not self.recurrent:
             return [(paddle.to_tensor(g), (1,) * len(g)) for g in groups]
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        out = []
+        out: List[Tuple[Optional[paddle.Tensor], Tuple[int, ...]]] = []
         for group in groups:
             index = np.concatenate([np.arange(starts[s], starts[s] + lengths[s]) for s in group])
             out.append((paddle.to_tensor(index), tuple(lengths[s] for s in group)))
@@ -224,10 +226,10 @@ class PPO(ActorCriticBase):
 
     def _step(
         self,
-        inputs: TensorDict,
-        states: TensorDict,
-        actions: TensorDict,
-        rows: TensorDict,
+        inputs: Mapping[str, paddle.Tensor],
+        states: Mapping[str, paddle.Tensor],
+        actions: Mapping[str, paddle.Tensor],
+        rows: Mapping[str, paddle.Tensor],
         lengths: Tuple[int, ...],
         normalize: bool,
         clip_range: float,
@@ -275,7 +277,7 @@ def _normalized(advantages: paddle.Tensor) -> paddle.Tensor:
     return centred / (paddle.sqrt(variance) + 1e-8)
 
 
-def _take(tensors: TensorDict, index: Optional[paddle.Tensor]) -> TensorDict:
+def _take(tensors: Mapping[str, paddle.Tensor], index: Optional[paddle.Tensor]) -> Mapping[str, paddle.Tensor]:
     """The rows ``index`` of every tensor (all rows when ``index`` is None)."""
     if index is None:
         return tensors

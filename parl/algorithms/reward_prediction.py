@@ -28,7 +28,7 @@ The model answers one call:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -55,6 +55,9 @@ class RewardPrediction(Algorithm):
     Costs: ``loss``, ``reward_loss`` (mean squared error), ``end_loss`` (binary cross-entropy),
     ``end_rate`` (fraction of the batch's steps that terminated).
     """
+
+    #: The model of ``model_func``: any Model with ``outcomes(inputs) -> (reward, end_logit)`` (checked in __init__).
+    model: Any
 
     def __init__(
         self,

@@ -47,6 +47,9 @@ class SAC(ActorCriticQ):
     model_class = GaussianActorCritic
     target_actor = False
 
+    model: GaussianActorCritic  # checked in ActorCriticQ.__init__
+    target_model: GaussianActorCritic
+
     def __init__(
         self,
         model_func: Callable[[], Model],

@@ -24,6 +24,7 @@ read them (exploration, learning-rate warm-up) go on where they stopped.
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 from typing import Any, Dict, Mapping, Optional, Tuple
@@ -34,8 +35,9 @@ from parl.core.errors import EpisodeResultError
 from parl.validation import check_int
 
 
-class Agent:
-    """Base class of agents; subclasses implement :meth:`run_one_episode`.
+class Agent(abc.ABC):
+    """Base class of agents (abstract): subclasses implement :meth:`run_one_episode`; one that does not
+    fails at construction with a TypeError naming it.
 
     Attributes:
         env: the environment copy this agent plays.
@@ -56,9 +58,11 @@ class Agent:
         self.episode = 0
         self.training = True
 
-    def run_one_episode(self) -> Dict[str, float]:
+    @abc.abstractmethod
+    def run_one_episode(self) -> Dict[str, Any]:
         """Play one episode; return its statistics: a mapping with at least ``reward`` (a number)
-        and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`."""
+        and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`; other numbers
+        are logged as ``episode/<key>``, other values kept in the episode's record."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_one_episode()")
 
     def counters(self) -> Dict[str, int]:

@@ -30,6 +30,7 @@ experience itself is not) and given back with
 
 from __future__ import annotations
 
+import abc
 import inspect
 from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
@@ -37,14 +38,18 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.specs import check_dict, zeros
 
 ArrayDict = Dict[str, np.ndarray]
 Rewards = Union[float, int, Mapping[str, object]]
 
 
-class AgentHelper:
-    """Base helper: prediction and checked experience; subclasses decide how experience is learned from."""
+class AgentHelper(abc.ABC):
+    """Base helper (abstract): prediction and checked experience; subclasses decide how experience is
+    learned from, implementing :meth:`learn` (and :meth:`_store`, unless they override :meth:`store_data`).
+    A subclass without :meth:`learn` fails at construction with a TypeError naming it.
+    """
 
     def __init__(self) -> None:
         self._comm: Optional[Communicator] = None
@@ -167,8 +172,10 @@ class AgentHelper:
         episode terminated or was truncated at this step."""
         raise NotImplementedError
 
-    def learn(self) -> Optional[Dict[str, float]]:
-        """Send experience for training if it is time; returns the costs, or None."""
+    @abc.abstractmethod
+    def learn(self) -> Optional[Costs]:
+        """Send experience for training if it is time; returns the costs of the update it waited for
+        (:data:`~parl.core.costs.Costs`), or None."""
         raise NotImplementedError
 
     def abandon_episode(self) -> None:

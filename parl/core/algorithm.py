@@ -22,6 +22,7 @@ naming it, like a bad value does.
 
 from __future__ import annotations
 
+import abc
 import inspect
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
@@ -29,18 +30,23 @@ import paddle
 
 from parl.core.batch import Transition
 from parl.core.model import Model
-from parl.layers.optimizer import Adam
+from parl.layers.optimizer import Adam, Optimizer
 from parl.validation import check_positive
 
 TensorDict = Dict[str, paddle.Tensor]
+#: One optimizer step's named costs: ``"loss"`` (a tensor) and the others, tensors or plain numbers.
+StepCosts = Mapping[str, Union[paddle.Tensor, float]]
 #: What :meth:`Algorithm.learn` returns: one step's costs, or one item per optimizer step.
-LearnResult = Union[TensorDict, Iterator[TensorDict]]
+LearnResult = Union[StepCosts, Iterator[StepCosts]]
 #: What :meth:`Algorithm.compile_predict` returns: ``(inputs, states, deterministic) -> (actions, next_states)``.
 Predictor = Callable[[TensorDict, TensorDict, bool], Tuple[TensorDict, TensorDict]]
 
 
-class Algorithm:
-    """Base class of algorithms, built from ``model_func``: a zero-argument callable returning a fresh Model.
+class Algorithm(abc.ABC):
+    """Base class of algorithms (abstract), built from ``model_func``: a zero-argument callable returning a
+    fresh Model. Subclasses implement :meth:`predict` (one that does not fails at construction with a
+    TypeError naming it) and, to be trained, :meth:`learn`: an algorithm that only acts (a scripted or
+    exported policy under evaluation) may leave it out.
 
     Keeping the callable lets an algorithm clone models (target networks,
     behaviour policies) whose layers line up with ``self.model``.
@@ -85,12 +91,13 @@ class Algorithm:
         """Parameters the optimizer updates (the main model's by default; never target networks)."""
         return self.model.parameters()
 
-    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Adam:
+    def make_optimizer(self, parameters: List[paddle.Tensor]) -> Optimizer:
         """The optimizer for ``parameters``: :class:`parl.layers.optimizer.Adam` with optional
         global-norm clipping by default. Any object with ``step``, ``clear_grad``, ``state_dict``
         and ``set_state_dict`` (a paddle optimizer included) may be returned instead."""
         return Adam(parameters, learning_rate=self.learning_rate, grad_clip=self.grad_clip)
 
+    @abc.abstractmethod
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
@@ -163,7 +170,7 @@ class Algorithm:
         generator may be returned instead, yielding one costs dict per
         optimizer step.
         """
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} only acts: it implements no learn()")
 
     def after_update(self, update_step: int) -> None:
         """Called after optimizer step number ``update_step`` (1-based); target syncs go here."""
@@ -188,7 +195,7 @@ class Algorithm:
             raise ValueError(f"{type(self).__name__} keeps no state, got entries {sorted(state)}")
 
 
-def _keyword_names(cls: type) -> set:
+def _keyword_names(cls: Type[Algorithm]) -> set:
     names = _KEYWORDS.get(cls)
     if names is None:
         params = inspect.signature(cls.__init__).parameters.values()
@@ -200,7 +207,7 @@ def _keyword_names(cls: type) -> set:
     return names
 
 
-_KEYWORDS: Dict[type, set] = {}
+_KEYWORDS: Dict[Type[Algorithm], set] = {}
 _ANY: set = set()  # marker: the constructor takes **kwargs, so any keyword is accepted
 
 

@@ -45,14 +45,14 @@ last two through :meth:`Transition.discount` and :meth:`Transition.weighted_mean
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Generic, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Generic, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
 import paddle
 
 #: The array kind of a Transition: ``np.ndarray`` on the agent side, ``paddle.Tensor`` in learn.
-A = TypeVar("A")
-Out = TypeVar("Out")
+A = TypeVar("A", bound=Union[np.ndarray, paddle.Tensor])
+Out = TypeVar("Out", bound=Union[np.ndarray, paddle.Tensor])
 
 
 class Transition(NamedTuple, Generic[A]):
@@ -86,7 +86,7 @@ class Transition(NamedTuple, Generic[A]):
     def discount(self, gamma: float) -> paddle.Tensor:
         """``gamma ** bootstrap_steps`` ``[B, 1]``: the factor on each row's bootstrapped value
         (``gamma`` on every row when ``bootstrap_steps`` is None). For a batch of tensors."""
-        steps = self.bootstrap_steps
+        steps = cast(Optional[paddle.Tensor], self.bootstrap_steps)
         if steps is None:
             return paddle.full([self.batch_size, 1], gamma, dtype="float32")
         return paddle.pow(paddle.full_like(steps, gamma), steps)
@@ -107,18 +107,19 @@ class Transition(NamedTuple, Generic[A]):
             ValueError: the sequence lengths are not positive or do not sum to the batch size, or
                 ``bootstrap_steps`` or ``weights`` has another number of rows than the batch.
         """
-        rows = self.batch_size
-        if self.sequence_lengths is None:
+        batch = cast("Transition[np.ndarray]", self)
+        rows = batch.batch_size
+        if batch.sequence_lengths is None:
             lengths: Tuple[int, ...] = (1,) * rows
         else:
-            lengths = tuple(int(n) for n in self.sequence_lengths)
+            lengths = tuple(int(n) for n in batch.sequence_lengths)
             if sum(lengths) != rows or min(lengths, default=1) < 1:
                 raise ValueError(f"sequence_lengths {list(lengths)} must be positive and sum to the batch size {rows}")
-        steps = _row_column("bootstrap_steps", self.bootstrap_steps, rows)
-        weights = _row_column("weights", self.weights, rows)
+        steps = _row_column("bootstrap_steps", batch.bootstrap_steps, rows)
+        weights = _row_column("weights", batch.weights, rows)
         if weights is not None and bool(np.all(weights == 1.0)):
             weights = None
-        return self._replace(sequence_lengths=lengths, bootstrap_steps=steps, weights=weights).map_arrays(convert)
+        return batch._replace(sequence_lengths=lengths, bootstrap_steps=steps, weights=weights).map_arrays(convert)
 
     def map_arrays(self, fn: Callable[[A], Out]) -> "Transition[Out]":
         """A Transition of ``fn(array)`` for every array (``sequence_lengths`` and absent fields kept)."""

@@ -38,6 +38,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Protocol, Tuple
 import numpy as np
 
 from parl.core.batch import Transition
+from parl.core.costs import Costs
 from parl.core.specs import Spec, check_dict
 from parl.core.task_specs import TaskSpecs
 
@@ -121,7 +122,7 @@ class Communicator(abc.ABC):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (already checked by the helper); returns the costs of its update
         (floats, and this batch's rows of a per-row ``td_error``).
 
@@ -141,7 +142,7 @@ class Communicator(abc.ABC):
         """
         self._handed_over().append(self.learn(batch))
 
-    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+    def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the handed-over batches whose updates have finished, oldest first, each once;
         with ``wait``, first waits until the oldest batch still in flight is learned.
 
@@ -158,7 +159,7 @@ class Communicator(abc.ABC):
         """Batches handed over whose costs :meth:`take_costs` has not given yet."""
         return len(self._handed_over())
 
-    def _handed_over(self) -> Deque[Dict[str, object]]:
+    def _handed_over(self) -> Deque[Costs]:
         """The default hand-over's finished costs (made on first use, so subclasses need no __init__)."""
         handed = self.__dict__.get("_handed")
         if handed is None:

@@ -18,7 +18,8 @@ class RemoteError(RuntimeError):
     def __init__(self, where: str, original: BaseException, *, remote_traceback: Optional[str] = None) -> None:
         """``remote_traceback``: the original's traceback text, when it was raised in another process
         (None: formatted from ``original`` here)."""
-        self.original = original
+        #: None for one re-raised in a worker process, which has the traceback text alone.
+        self.original: Optional[BaseException] = original
         if remote_traceback is None:
             remote_traceback = "".join(traceback.format_exception(type(original), original, original.__traceback__))
         self.remote_traceback = remote_traceback

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import paddle
@@ -79,7 +79,7 @@ def info_of(batch: Transition[paddle.Tensor]) -> BatchInfo:
 
 
 def make_batch_info(
-    batch: Mapping[str, object], batch_size: int, to_tensor: Callable[[np.ndarray], paddle.Tensor]
+    batch: Mapping[str, Any], batch_size: int, to_tensor: Callable[[np.ndarray], paddle.Tensor]
 ) -> BatchInfo:
     """The BatchInfo of the info fields of a numpy ``batch`` (fields it lacks take their defaults).
 
@@ -161,10 +161,10 @@ def accept_both_forms(cls: type) -> None:
         return  # a learn of its own signature (extra options): left as it is
     old = len(parameters) == 1 + len(OLD_ARGUMENTS)
     if old:
-        # Frames: deprecated, here, Algorithm.__init_subclass__, the class statement.
+        # Frames: deprecated, here, Algorithm.__init_subclass__, ABCMeta.__new__, the class statement.
         old_learn = f"{cls.__module__}.{cls.__qualname__}.learn({', '.join(OLD_ARGUMENTS)})"
-        deprecated(old_learn, NEW_CALL, DEPRECATED_IN, stacklevel=4)
-    cls.learn = _both_forms(learn, old)
+        deprecated(old_learn, NEW_CALL, DEPRECATED_IN, stacklevel=5)
+    setattr(cls, "learn", _both_forms(learn, old))  # noqa: B010 - cls is any class: learn is set by name
 
 
 _ABSENT = object()  # an old argument not given: learn was called with one batch
@@ -176,14 +176,14 @@ def _both_forms(learn: Callable[..., object], old: bool) -> Callable[..., object
     @functools.wraps(learn)
     def learn_either(
         self: object,
-        batch: object,
-        next_inputs: object = _ABSENT,
-        states: object = _ABSENT,
-        next_states: object = _ABSENT,
-        next_episode_end: object = _ABSENT,
-        actions: object = _ABSENT,
-        rewards: object = _ABSENT,
-        info: object = _ABSENT,
+        batch: Any,  # a Transition, or the first of the eight old arguments
+        next_inputs: Any = _ABSENT,
+        states: Any = _ABSENT,
+        next_states: Any = _ABSENT,
+        next_episode_end: Any = _ABSENT,
+        actions: Any = _ABSENT,
+        rewards: Any = _ABSENT,
+        info: Any = _ABSENT,
     ) -> object:
         if next_inputs is _ABSENT:  # today's call
             if not old:

@@ -24,7 +24,7 @@ up with the original.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 import paddle
@@ -34,7 +34,13 @@ from parl.layers.layer_func import LayerFunc
 
 
 class Model:
-    """Base class of networks. Subclasses declare specs and the functions algorithms call."""
+    """Base class of networks. Subclasses declare specs and the functions algorithms call.
+
+    Not abstract: a model held inside another (an actor, a critic, a learned temperature) declares no
+    specs, so none of its methods is required. The model a task is built on must declare
+    :meth:`get_input_specs` and :meth:`get_action_specs`; without them
+    :class:`~parl.serving.computation_task.ComputationTask` fails at construction, naming the method.
+    """
 
     def __init__(self) -> None:
         pass
@@ -75,7 +81,7 @@ class Model:
             for suffix, value in layer.get_arrays().items()
         }
 
-    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
         """Set values from :meth:`get_weights` output (of this model or one of the same structure).
 
         Every key is checked before any value is set. A layer that has not

@@ -15,9 +15,10 @@ never reaches a batch, a normalizer or a replay buffer.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 SpecList = List[Tuple[str, Dict[str, object]]]
 
@@ -80,7 +81,7 @@ def normalize_specs(specs: SpecList, owner: str) -> List[Spec]:
         try:
             if dtype is None:  # np.dtype(None) would silently mean float64
                 raise TypeError
-            dt = np.dtype(dtype)
+            dt = np.dtype(cast(DTypeLike, dtype))  # checked here: a TypeError is reported below
         except TypeError:
             raise ValueError(f"{owner}: spec {name!r} has unknown dtype {dtype!r}") from None
         if dt.kind not in _ACCEPTED_KINDS:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections import deque
 from fractions import Fraction
-from typing import Deque, Dict, List, Literal, Mapping, Optional, Protocol, Union
+from typing import Callable, Deque, Dict, List, Literal, Mapping, Optional, Protocol, Union
 
 import numpy as np
 
 from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition, join
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.counters import read_counter
 from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting, check_frame_store
@@ -70,7 +71,7 @@ class OnPolicyHelper(AgentHelper):
         self._cache = []
         self._episode_over = False
 
-    def learn(self) -> Optional[Dict[str, float]]:
+    def learn(self) -> Optional[Costs]:
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
         cache, self._cache = self._cache, []
@@ -201,11 +202,11 @@ class ExpReplayHelper(AgentHelper):
             communicator.input_specs, communicator.state_specs, communicator.action_specs, communicator.reward_specs
         )
         self.buffer = replay_buffer_for(self, specs, bootstrap_steps=self._n_step is not None)
-        if self.prioritized:
+        if isinstance(self.buffer, PrioritizedReplayBuffer):
             self.buffer.added = self._restored_added
 
     def _on_unbind(self) -> None:
-        if self.buffer is not None and self.prioritized:
+        if isinstance(self.buffer, PrioritizedReplayBuffer):
             self._restored_added = self.buffer.added
         self.buffer = None
 
@@ -214,7 +215,11 @@ class ExpReplayHelper(AgentHelper):
         none for uniform replay."""
         if not self.prioritized:
             return {}
-        return {"replay_added": self.buffer.added if self.buffer is not None else self._restored_added}
+        return {
+            "replay_added": self.buffer.added
+            if isinstance(self.buffer, PrioritizedReplayBuffer)
+            else self._restored_added
+        }
 
     def restore_counters(self, counters: Mapping[str, int]) -> None:
         """Take up ``replay_added`` (prioritized only): beta goes on from where it was, over an
@@ -222,7 +227,7 @@ class ExpReplayHelper(AgentHelper):
         if not self.prioritized:
             return
         self._restored_added = read_counter(counters, "replay_added", type(self).__name__)
-        if self.buffer is not None:
+        if isinstance(self.buffer, PrioritizedReplayBuffer):
             self.buffer.added = self._restored_added
 
     def store_only(self, writer: TransitionWriter) -> None:
@@ -232,17 +237,24 @@ class ExpReplayHelper(AgentHelper):
         self._writer = writer
 
     def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
-        store = self.buffer.add if self._writer is None else self._writer.add
+        writer, buffer = self._writer, self.buffer
+        store: Callable[[Transition[np.ndarray]], object]
+        if writer is not None:
+            store = writer.add
+        else:
+            assert buffer is not None  # made at bind
+            store = buffer.add
         if self._n_step is None:
             store(transition)
         else:
             for n_step_transition in self._n_step.add(transition, episode_over):
                 store(n_step_transition)
-        if self._writer is not None:
+        if writer is not None:
             if episode_over:
-                self._writer.flush()
+                writer.flush()
             return
-        if len(self.buffer) >= max(self.warmup_steps, 1):
+        assert buffer is not None
+        if len(buffer) >= max(self.warmup_steps, 1):
             self._steps_ready += 1
 
     def abandon_episode(self) -> None:
@@ -257,7 +269,7 @@ class ExpReplayHelper(AgentHelper):
         earned = -(-self._steps_ready * ratio.numerator // ratio.denominator)  # rounded up: the first at warm-up
         return earned - self._updates_sent
 
-    def learn(self) -> Optional[Dict[str, float]]:
+    def learn(self) -> Optional[Costs]:
         """Send one sampled batch per update due (see :meth:`updates_due`), each waited for in turn,
         or handed over with at most ``max_in_flight`` in flight; returns the costs of the last
         update finished, or None when none finished."""
@@ -266,28 +278,31 @@ class ExpReplayHelper(AgentHelper):
         if self.max_in_flight:
             return self._hand_over()
         costs = None
+        buffer = self.buffer
+        assert buffer is not None  # made at bind
         for _ in range(self.updates_due()):
             self._updates_sent += 1
-            if not self.prioritized:
-                costs = self.communicator.learn(self.buffer.sample(self.batch_size, self._rng))
+            if not isinstance(buffer, PrioritizedReplayBuffer):
+                costs = self.communicator.learn(buffer.sample(self.batch_size, self._rng))
                 continue
-            batch, slots = self.buffer.sample(self.batch_size, self._rng)
+            batch, slots = buffer.sample(self.batch_size, self._rng)
             costs = self.communicator.learn(batch)
             self._update_priorities(slots, costs)
         return costs
 
-    def _hand_over(self) -> Optional[Dict[str, float]]:
+    def _hand_over(self) -> Optional[Costs]:
         """:meth:`learn` with batches handed over, at most ``max_in_flight`` in flight."""
-        comm = self.communicator
+        comm, buffer = self.communicator, self.buffer
+        assert buffer is not None  # made at bind
         finished = self._taken(comm.take_costs(wait=False))
         for _ in range(self.updates_due()):
             if comm.batches_in_flight() >= self.max_in_flight:
                 finished += self._taken(comm.take_costs(wait=True))  # the bound: wait for the oldest
             self._updates_sent += 1
-            if not self.prioritized:
-                comm.put_batch(self.buffer.sample(self.batch_size, self._rng))
+            if not isinstance(buffer, PrioritizedReplayBuffer):
+                comm.put_batch(buffer.sample(self.batch_size, self._rng))
                 continue
-            batch, slots = self.buffer.sample(self.batch_size, self._rng)
+            batch, slots = buffer.sample(self.batch_size, self._rng)
             comm.put_batch(batch)
             self._slots_in_flight.append(slots)
         finished += self._taken(comm.take_costs(wait=False))
@@ -301,7 +316,7 @@ class ExpReplayHelper(AgentHelper):
         while comm.batches_in_flight():
             self._taken(comm.take_costs(wait=True))
 
-    def _taken(self, finished: List[Dict[str, object]]) -> List[Dict[str, object]]:
+    def _taken(self, finished: List[Costs]) -> List[Costs]:
         """``finished`` (costs of handed-over batches, oldest first), after updating the priorities of
         their rows (prioritized replay)."""
         if self.prioritized:
@@ -314,6 +329,7 @@ class ExpReplayHelper(AgentHelper):
         update the task skipped (a non-finite loss or gradient: no ``td_error``) keep theirs."""
         td_errors = _td_errors(costs, len(slots))
         if td_errors is not None:
+            assert isinstance(self.buffer, PrioritizedReplayBuffer)  # only prioritized replay sends rows' slots
             self.buffer.update_priorities(slots, td_errors)
 
 

@@ -165,7 +165,7 @@ def make_replay_buffer(
             DeprecationWarning,
             stacklevel=2,
         )
-        specs = TaskSpecs(*specs)
+        specs = TaskSpecs(*(list(group) for group in specs))
     lists = (specs.inputs, specs.states, specs.actions, specs.rewards)  # the buffers' own signature
     if prioritized:
         return PrioritizedReplayBuffer(

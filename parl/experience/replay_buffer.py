@@ -19,7 +19,7 @@ stack back bit-identical.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping, Sequence
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class ReplayBuffer:
         slots = np.asarray(slots)
         if slots.size and (slots.min() < 0 or slots.max() >= self._size):
             raise ValueError(f"replay slots must be in [0, {self._size}) (the stored transitions), got {slots}")
-        fields = {
+        fields: Dict[str, Any] = {
             field: {name: store[slots] for name, store in arrays.items()} for field, arrays in self._storage.items()
         }
         for field, id_arrays in self._frame_ids.items():

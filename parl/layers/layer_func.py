@@ -133,7 +133,7 @@ class LayerFunc:
         initializer: Optional[paddle.nn.initializer.Initializer],
     ) -> paddle.Tensor:
         attr = paddle.ParamAttr(name=f"{self.name}.{suffix}", initializer=initializer)
-        return paddle.create_parameter(shape=shape, dtype=dtype, attr=attr)
+        return paddle.create_parameter(shape=shape, dtype=dtype, attr=attr)  # type: ignore[arg-type]  # paddle's stub lists literal dtype names only
 
     def _install(self, created: Dict[str, paddle.Tensor]) -> None:
         if not created:

@@ -22,7 +22,7 @@ step rather than turning the weights into NaN.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import paddle
@@ -52,16 +52,18 @@ class Optimizer(Protocol):
 
     def clear_grad(self, set_to_zero: bool = False) -> None: ...
 
-    def state_dict(self) -> Dict[str, object]: ...
+    def state_dict(self) -> Mapping[str, object]: ...
 
-    def set_state_dict(self, state: Dict[str, object]) -> None: ...
+    def set_state_dict(self, state: Dict[str, Any]) -> None: ...
 
 
 def global_grad_norm(grads: Sequence[Optional[paddle.Tensor]]) -> Optional[paddle.Tensor]:
     """The L2 norm of all ``grads`` taken as one vector (a one-element tensor); None when every entry is None."""
     present = [g for g in grads if g is not None]
-    if not present:
-        return None
+    return _l2_norm(present) if present else None
+
+
+def _l2_norm(present: Sequence[paddle.Tensor]) -> paddle.Tensor:
     return paddle.sqrt(paddle.add_n([_C_ops.squared_l2_norm(g) for g in present]))
 
 
@@ -74,7 +76,7 @@ def grad_norm_value(grads: Sequence[Optional[paddle.Tensor]]) -> Optional[float]
         return None
     if present[0].place.is_cpu_place():
         return math.sqrt(sum(float(np.vdot(array, array)) for array in (g.numpy() for g in present)))
-    return float(global_grad_norm(present).numpy().reshape(-1)[0])
+    return float(_l2_norm(present).numpy().reshape(-1)[0])
 
 
 def grads_finite(grads: Sequence[Optional[paddle.Tensor]]) -> bool:
@@ -158,7 +160,7 @@ class Adam:
         with paddle.no_grad():
             grads = [p.grad for p in self._params]
             if self.grad_clip is not None:
-                grads = self._clipped(grads)
+                grads = self._clipped(grads, self.grad_clip)
             for param, grad, st in zip(self._params, grads, self._state):
                 if grad is not None:
                     self._update(param, grad, st)
@@ -171,11 +173,11 @@ class Adam:
             self._lr,
             st["moment1"],
             st["moment2"],
-            None,
+            None,  # type: ignore[arg-type]  # paddle's stub omits Optional: no moment2_max (amsgrad off)
             st["beta1_pow"],
             st["beta2_pow"],
-            None,
-            None,
+            None,  # type: ignore[arg-type]  # no master weight (paddle's stub omits Optional)
+            None,  # type: ignore[arg-type]  # no skip-update flag (paddle's stub omits Optional)
             self.beta1,
             self.beta2,
             self.epsilon,
@@ -186,12 +188,12 @@ class Adam:
             False,
         )
 
-    def _clipped(self, grads: List[Optional[paddle.Tensor]]) -> List[Optional[paddle.Tensor]]:
+    def _clipped(self, grads: List[Optional[paddle.Tensor]], bound: float) -> List[Optional[paddle.Tensor]]:
         norm = global_grad_norm(grads)
         if norm is None:
             return grads
         self._last_grad_norm = norm
-        scale = paddle.clip(self.grad_clip / (norm + 1e-6), max=1.0)
+        scale = paddle.clip(bound / (norm + 1e-6), max=1.0)
         if norm.place.is_cpu_place():
             # paddle's CPU multiply by a one-element tensor takes a slow broadcasting path (about 20x
             # a scale by a Python float on a 3136x512 gradient); reading the factor costs no sync here.
@@ -292,7 +294,7 @@ class RMSProp(Adam):
             st["moment"],
             self._lr,
             st["mean_grad"],
-            None,
+            None,  # type: ignore[arg-type]  # no master weight (paddle's stub omits Optional)
             self.epsilon,
             self.alpha,
             self.momentum,

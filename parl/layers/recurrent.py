@@ -32,6 +32,15 @@ class _RecurrentCell(LayerFunc):
         self.hidden_size = check_count(self.prefix, "hidden_size", hidden_size)
         super().__init__(self.prefix, name)
 
+    def _check_state(self, state: Optional[State], batch: int) -> State:
+        raise NotImplementedError(f"{type(self).__name__} must define _check_state")
+
+    def _input_proj(self, x: paddle.Tensor) -> paddle.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define _input_proj")
+
+    def _cell(self, xw: paddle.Tensor, state: State) -> Tuple[paddle.Tensor, State]:
+        raise NotImplementedError(f"{type(self).__name__} must define _cell")
+
     def _weight_specs(self, first_input: paddle.Tensor) -> Dict[str, ParamSpec]:
         dtype = str(first_input.dtype).split(".")[-1]
         width = self.num_gates * self.hidden_size

@@ -25,7 +25,7 @@ When a private name is missing, or fails a check of what it makes, at import
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -43,7 +43,9 @@ def _public_set_has_grad(enabled: bool) -> None:
     paddle.set_grad_enabled(enabled)  # sets the flag at once; the context manager form only restores it
 
 
-def _private_api() -> Tuple[Callable[[np.ndarray], paddle.Tensor], Callable[[], bool], Callable[[bool], None], object]:
+def _private_api() -> Tuple[
+    Callable[[np.ndarray], paddle.Tensor], Callable[[], bool], Callable[[bool], None], Callable[[], object]
+]:
     """The private constructor, the gradient flag's getter and setter, and the current place.
 
     Raises:
@@ -54,7 +56,7 @@ def _private_api() -> Tuple[Callable[[np.ndarray], paddle.Tensor], Callable[[], 
     tensor_class = core.eager.Tensor
     # The C constructor paddle's Tensor.__init__ wraps (the wrapper passes a numpy array through to it).
     init = tensor_class.__init__.__globals__["original_init"]
-    getter, setter = core._has_grad, core._set_has_grad
+    getter, setter = core._has_grad, core._set_has_grad  # type: ignore[attr-defined]  # in paddle, not its stubs
     place_of = paddle.framework._current_expected_place
 
     def private_tensor(array: np.ndarray) -> paddle.Tensor:
@@ -74,6 +76,7 @@ def _private_api() -> Tuple[Callable[[np.ndarray], paddle.Tensor], Callable[[], 
     return private_tensor, getter, setter, place_of
 
 
+_place_of: Optional[Callable[[], object]]  # the current place, for the private refill (None: not used)
 try:
     _tensor, _has_grad, _set_has_grad, _place_of = _private_api()
     #: Whether the private names are in use (False: the public fallbacks).

@@ -23,7 +23,7 @@ callables.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Literal, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import paddle
@@ -37,11 +37,14 @@ from parl.layers.distributions import Categorical, DiagGaussian
 from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
+TensorMap = Mapping[str, paddle.Tensor]
 Distribution = Union[Categorical, DiagGaussian]
 #: ``(inputs, states) -> (policy, value, next states)``; the value is None where it is not computed (acting).
-StepFn = Callable[[TensorDict, TensorDict], Tuple[Distribution, Optional[paddle.Tensor], TensorDict]]
+StepFn = Callable[[TensorMap, TensorMap], Tuple[Distribution, Optional[paddle.Tensor], TensorDict]]
+#: A StepFn that computes the value (not acting).
+ValuedStepFn = Callable[[TensorMap, TensorMap], Tuple[Distribution, paddle.Tensor, TensorDict]]
 #: ``(inputs, states) -> (policy features, value features, next states)``; value features may be None.
-FeaturesFn = Callable[[TensorDict, TensorDict], Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]]
+FeaturesFn = Callable[[TensorMap, TensorMap], Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]]
 
 #: Smallest standard deviation of a Gaussian head (keeps log-probabilities finite).
 MIN_STD = 1e-3
@@ -83,7 +86,7 @@ class ActorCriticModel(Model):
             return [("action", dict(shape=[1], dtype="int64", range=[0, self.num_actions]))]
         return [("action", dict(shape=[self.action_dim], dtype="float32"))]
 
-    def step(self, inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
+    def step(self, inputs: TensorMap, states: TensorMap) -> Tuple[Distribution, paddle.Tensor, TensorDict]:
         """Policy, value and next states for one step of every row."""
         return self._step(plain, acting=False)(inputs, states)
 
@@ -103,11 +106,17 @@ class ActorCriticModel(Model):
         """The features of the policy and (when ``value``) of the value head, and the next states."""
         raise NotImplementedError(f"{type(self).__name__} must implement step and sequence, or _features")
 
+    @overload
+    def _step(self, bind: Bind, acting: Literal[False]) -> ValuedStepFn: ...
+
+    @overload
+    def _step(self, bind: Bind, acting: bool) -> StepFn: ...
+
     def _step(self, bind: Bind, acting: bool) -> StepFn:
         features, policy = self._features(bind, not acting), self._policy(bind, acting)
         critic = None if acting else bind(self.critic)
 
-        def step(inputs: TensorDict, states: TensorDict) -> Tuple[Distribution, Optional[paddle.Tensor], TensorDict]:
+        def step(inputs: TensorMap, states: TensorMap) -> Tuple[Distribution, Optional[paddle.Tensor], TensorDict]:
             policy_features, value_features, next_states = features(inputs, states)
             dist = policy(policy_features)
             return dist, (None if critic is None else critic(value_features)), next_states
@@ -134,7 +143,7 @@ class ActorCriticModel(Model):
         return gaussian
 
     def sequence(
-        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
+        self, inputs: TensorMap, states: TensorMap, sequence_lengths: Sequence[int]
     ) -> Tuple[Distribution, paddle.Tensor]:
         """Policy and value of every row, rows being consecutive time-ordered segments.
 
@@ -169,16 +178,14 @@ class MLPActorCritic(ActorCriticModel):
         actor = chain(bind, self.actor_hidden)
         if self.shared:
 
-            def shared(inputs: TensorDict, states: TensorDict) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
+            def shared(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
                 h = actor(inputs["obs"])
                 return h, h, {}
 
             return shared
         critic = chain(bind, self.critic_hidden) if value else None
 
-        def separate(
-            inputs: TensorDict, states: TensorDict
-        ) -> Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]:
+        def separate(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]:
             obs = inputs["obs"]
             return actor(obs), (None if critic is None else critic(obs)), {}
 
@@ -209,14 +216,14 @@ class LSTMActorCritic(ActorCriticModel):
     def _features(self, bind: Bind, value: bool) -> FeaturesFn:
         embed, cell = bind(self.embed), bind(self.cell)
 
-        def features(inputs: TensorDict, states: TensorDict) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
+        def features(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
             out, (h, c) = cell(embed(inputs["obs"]), (states["h"], states["c"]))
             return out, out, {"h": h, "c": c}
 
         return features
 
     def sequence(
-        self, inputs: TensorDict, states: TensorDict, sequence_lengths: Sequence[int]
+        self, inputs: TensorMap, states: TensorMap, sequence_lengths: Sequence[int]
     ) -> Tuple[Distribution, paddle.Tensor]:
         gather, starts, positions, longest = _segment_layout(sequence_lengths)
         x = self.embed(inputs["obs"])

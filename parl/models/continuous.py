@@ -174,6 +174,8 @@ class ContinuousActorCritic(Model):
 class DeterministicActorCritic(ContinuousActorCritic):
     """A :class:`DeterministicActor` and ``num_critics`` Q networks (DDPG: 1, TD3: 2)."""
 
+    actor: DeterministicActor
+
     def __init__(
         self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
     ) -> None:
@@ -182,6 +184,8 @@ class DeterministicActorCritic(ContinuousActorCritic):
 
 class GaussianActorCritic(ContinuousActorCritic):
     """A :class:`GaussianActor` and ``num_critics`` Q networks (SAC: 2)."""
+
+    actor: GaussianActor
 
     def __init__(
         self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)

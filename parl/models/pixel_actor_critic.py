@@ -9,7 +9,7 @@ import paddle
 from parl import layers
 from parl.core.specs import SpecList
 from parl.layers.compiled import Bind
-from parl.models.actor_critic import ActorCriticModel, FeaturesFn, TensorDict
+from parl.models.actor_critic import ActorCriticModel, FeaturesFn, TensorDict, TensorMap
 from parl.models.atari_q_model import MIN_SCREEN_SIZE
 from parl.models.conv_torso import NATURE_CONVS, conv_layers, torso
 from parl.validation import check_int
@@ -42,7 +42,7 @@ class AtariActorCritic(ActorCriticModel):
     def _features(self, bind: Bind, value: bool) -> FeaturesFn:
         features = torso(bind, self.conv, self.hidden, 1.0 / 255.0)
 
-        def shared(inputs: TensorDict, states: TensorDict) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
+        def shared(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
             h = features(inputs["obs"])
             return h, h, {}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import socket
 import time
 from collections import deque
-from typing import Deque, Dict, Optional, Union
+from typing import Deque, Dict, Optional, Type, TypeVar, Union
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from parl.rlx.messages import (
     Action,
     ActionValue,
     Bye,
+    ClientMessage,
     Done,
     Error,
     Hello,
@@ -46,6 +47,8 @@ from parl.rlx.messages import (
 
 #: What the client calls itself in its hello (the server logs it).
 CLIENT_NAME = "parl-python"
+
+_Reply = TypeVar("_Reply", bound=ServerMessage)
 
 
 class Client:
@@ -157,12 +160,12 @@ class Client:
     def _obs(self, obs: object) -> np.ndarray:
         return np.asarray(obs, dtype=self._obs_dtype)
 
-    def _act(self, message: object) -> ActionValue:
+    def _act(self, message: ClientMessage) -> ActionValue:
         reply = self._request(message, Action)
         self.weights_version = reply.weights_version
         return reply.action
 
-    def _request(self, message: object, expected: type) -> ServerMessage:
+    def _request(self, message: ClientMessage, expected: Type[_Reply]) -> _Reply:
         start = time.perf_counter()
         self._send(message)
         reply = self._receive()
@@ -175,7 +178,7 @@ class Client:
             raise ConnectionError(f"expected {expected.__name__.lower()} from the server, got {type(reply).__name__}")
         return reply
 
-    def _send(self, message: object) -> None:
+    def _send(self, message: ClientMessage) -> None:
         if self._sock is None:
             raise ConnectionError("the connection is closed")
         frame = encode(message.to_data())

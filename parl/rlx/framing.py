@@ -16,7 +16,7 @@ frames byte by byte.
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Union
 
 import msgpack
 import numpy as np
@@ -60,7 +60,7 @@ def _plain(value: object) -> object:
     raise TypeError(f"{type(value).__module__}.{type(value).__qualname__} is not plain data")
 
 
-def decode(body: bytes) -> Dict[str, object]:
+def decode(body: bytes) -> Dict[str, Any]:
     """The message in a frame's body: a map with string keys.
 
     Raises:
@@ -142,7 +142,7 @@ class FrameReader:
         """Bytes received of a frame not yet complete."""
         return len(self._buffer)
 
-    def _size(self, data: bytes) -> int:
+    def _size(self, data: Union[bytes, bytearray]) -> int:
         (size,) = HEADER.unpack_from(data)
         if not 0 < size <= self.max_frame_bytes:
             raise ProtocolError(

@@ -361,8 +361,7 @@ def parse_server(body: bytes) -> ServerMessage:
 def _parse(body: bytes, readers: Mapping[str, Callable[[_Fields], Any]]) -> Any:
     data = decode(body)
     kind = data.get("type")
-    reader = readers.get(kind) if isinstance(kind, str) else None
-    if reader is None:
+    if not isinstance(kind, str) or (reader := readers.get(kind)) is None:
         raise ProtocolError(BAD_MESSAGE, f"unknown message type {_shown(kind)}; expected one of {list(readers)}")
     fields = _Fields(data, kind)
     message = reader(fields)

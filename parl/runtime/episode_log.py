@@ -21,7 +21,7 @@ import logging
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, List, Mapping
+from typing import Any, Deque, Dict, List, Mapping
 
 from parl.validation import check_int
 
@@ -50,7 +50,7 @@ class EpisodeTotals:
         """Mean reward per episode (nan before the first episode)."""
         return self.reward_sum / self.episodes if self.episodes else float("nan")
 
-    def plus(self, record: Mapping[str, object]) -> "EpisodeTotals":
+    def plus(self, record: Mapping[str, Any]) -> "EpisodeTotals":
         """These totals with one more episode, whose record has ``steps`` and ``reward``."""
         return EpisodeTotals(
             self.episodes + 1, self.steps + int(record["steps"]), self.reward_sum + float(record["reward"])
@@ -70,7 +70,7 @@ class EpisodeLog:
         """
         self.window = check_int("episode_window", window, 1)
         self._lock = threading.Lock()
-        self._recent: Deque[Dict[str, object]] = deque(maxlen=self.window)
+        self._recent: Deque[Dict[str, Any]] = deque(maxlen=self.window)
         self._totals = EpisodeTotals()
         self._agents: Dict[int, EpisodeTotals] = {}
         self._added = 0  # records ever added
@@ -78,7 +78,7 @@ class EpisodeLog:
         #: Records that left the window before :meth:`read_new` returned them.
         self.missed = 0
 
-    def add(self, record: Dict[str, object]) -> None:
+    def add(self, record: Dict[str, Any]) -> None:
         """Count one finished episode's record (``agent_id``, ``steps``, ``reward``, ...) and keep it
         among the recent ones."""
         agent_id = int(record.get("agent_id", -1))
@@ -88,12 +88,12 @@ class EpisodeLog:
             self._totals = self._totals.plus(record)
             self._agents[agent_id] = self._agents.get(agent_id, EpisodeTotals()).plus(record)
 
-    def recent(self) -> List[Dict[str, object]]:
+    def recent(self) -> List[Dict[str, Any]]:
         """The records of the last ``window`` episodes (all of them while fewer ended), oldest first."""
         with self._lock:
             return list(self._recent)
 
-    def read_new(self) -> List[Dict[str, object]]:
+    def read_new(self) -> List[Dict[str, Any]]:
         """The records added since the previous call (or since the start), oldest first; those that
         already left the window are counted in :attr:`missed` instead."""
         with self._lock:

@@ -27,6 +27,7 @@ from parl.core.agent import Agent, check_episode_result
 from parl.core.agent_helper import AgentHelper
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.errors import RemoteError
 from parl.runtime.cooperative import batching
 from parl.runtime.cooperative.batching import EXTENSION, Parked, PredictionQueue, Row
@@ -44,7 +45,7 @@ class EpisodeCommunicator(Parked):
         self._take_task(task)
         self.attach(queue, ready)
 
-    def learn(self, batch: Transition) -> Dict[str, object]:
+    def learn(self, batch: Transition) -> Costs:
         """Refused: these episodes only act.
 
         Raises:

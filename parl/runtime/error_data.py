@@ -20,7 +20,7 @@ from __future__ import annotations
 import builtins
 import sys
 from types import ModuleType
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Type, cast
 
 from parl import wire
 from parl.core.errors import AgentError
@@ -58,9 +58,9 @@ def rebuild_error(data: Mapping[str, object]) -> BaseException:
     args, attributes = data.get("args"), data.get("attributes")
     if cls is None or not isinstance(args, list) or not isinstance(attributes, dict):
         return WorkerFailure(str(data.get("repr")))
-    base = next(c for c in cls.__mro__ if c.__module__ == "builtins")
+    base = cast(Type[BaseException], next(c for c in cls.__mro__ if c.__module__ == "builtins"))
     try:
-        exc = base.__new__(cls, *args)
+        exc: BaseException = base.__new__(cls, *args)
         base.__init__(exc, *args)
     except Exception:  # noqa: BLE001 - arguments the built-in base refuses
         return WorkerFailure(str(data.get("repr")))
@@ -110,20 +110,17 @@ def rebuild_agent_error(agent_id: int, episode: int, described: Mapping[str, obj
         ValueError: ``described`` is not what :func:`describe_agent_error` makes.
     """
     original = described.get("original")
-    texts = [described.get(key) for key in ("description", "traceback")]
-    where = described.get("where")
-    if not isinstance(original, dict) or not all(isinstance(t, str) for t in texts) or not _str_or_none(where):
+    description, traceback_text, where = (described.get(key) for key in ("description", "traceback", "where"))
+    if not (isinstance(original, dict) and isinstance(description, str) and isinstance(traceback_text, str)) or not (
+        where is None or isinstance(where, str)
+    ):
         raise ValueError(f"an error message of agent {agent_id} has fields of the wrong types")
     restart = described.get("restart", 0)
     if type(restart) is not int or restart < 0:
         raise ValueError(f"an error message of agent {agent_id} has restart {restart!r}")
     exc = rebuild_error(original)
     error = AgentError(
-        agent_id, episode, exc, where=where, traceback_text=texts[1], description=texts[0], restart=restart
+        agent_id, episode, exc, where=where, traceback_text=traceback_text, description=description, restart=restart
     )
     error.args = (f"agent {agent_id} failed in episode {episode}: {original.get('repr')}\n{error.traceback_text}",)
     return error
-
-
-def _str_or_none(value: object) -> bool:
-    return value is None or isinstance(value, str)

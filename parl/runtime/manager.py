@@ -402,7 +402,7 @@ class Manager:
         """Play ``agent``'s games, recording episodes and errors (in the agent's thread or greenlet)."""
         play_games(agent, self._stop.is_set, self._record_episode, self._record_error, self._restarts.get(agent.id))
 
-    def _record_episode(self, record: Dict[str, float]) -> None:
+    def _record_episode(self, record: Dict[str, Any]) -> None:
         """Count one finished episode and keep its record among the recent ones."""
         self._episodes.add(record)
 
@@ -460,12 +460,12 @@ class Manager:
         limit = self.stall_seconds
         return {} if limit is None else {i: s for i, s in self.in_environment().items() if s >= limit}
 
-    def episodes(self) -> List[Dict[str, float]]:
+    def episodes(self) -> List[Dict[str, Any]]:
         """Statistics of the last :attr:`episode_window` finished episodes (all of them while fewer
         have finished), in finishing order; :meth:`episode_totals` counts every episode."""
         return self._episodes.recent()
 
-    def new_episodes(self) -> List[Dict[str, float]]:
+    def new_episodes(self) -> List[Dict[str, Any]]:
         """Episodes finished since the last call, in finishing order (for progress reports and
         metrics): each exactly once, when called at least once per :attr:`episode_window`
         episodes; records that left the window unread are counted in :attr:`missed_episodes`."""
@@ -484,7 +484,7 @@ class Manager:
         """Agent id -> :meth:`episode_totals` over that agent's episodes."""
         return self._episodes.agent_totals()
 
-    def join(self, timeout: Optional[float] = None) -> List[Dict[str, float]]:
+    def join(self, timeout: Optional[float] = None) -> List[Dict[str, Any]]:
         """Wait for every agent to finish its games, stop the wrappers, return :meth:`episodes`
         (the last :attr:`episode_window` episodes' statistics)."""
         self._runner.join(None if timeout is None else time.monotonic() + timeout)

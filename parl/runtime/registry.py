@@ -31,7 +31,7 @@ import dataclasses
 import importlib
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Type, Union
 
 from parl.moved_names import DEPRECATED_IN, deprecated
 from parl.runtime.runner import AgentRunner, RunnerContext
@@ -67,6 +67,13 @@ class Reservation:
 
     own_cpus: float = 1.0
     actors: Tuple[Mapping[str, float], ...] = ()
+
+
+class ConfigForm(Protocol):
+    """What a placement's ``config_options`` type makes of a config's ``placement:`` block."""
+
+    def options(self) -> object:
+        """The options the placement's runner gets."""
 
 
 def one_cpu(options: object) -> Reservation:
@@ -153,7 +160,7 @@ class Placement:
         if self.config_options is None:
             options = self.make_options(values)
             return options, options
-        form = _checked_make(self.config_options, values, self.name)
+        form: ConfigForm = _checked_make(self.config_options, values, self.name)
         return form, form.options()
 
     def remote_evaluation(self) -> Optional[type]:
@@ -360,7 +367,7 @@ def _check_options_type(kind: type) -> None:
         raise ValueError(f"options {kind.__name__}: every field needs a default, got none for {bare}")
 
 
-def _checked_make(kind: type, values: Mapping[str, object], placement: str) -> object:
+def _checked_make(kind: type, values: Mapping[str, object], placement: str) -> Any:
     known = list(option_names(kind))
     unknown = [key for key in values if key not in known]
     if unknown:
@@ -380,20 +387,20 @@ class _NamedOptions(MappingABC):
     """Options of a placement registered with option names (the form before options types): a frozen
     dataclass of those names (None by default) that reads as a mapping of the options set."""
 
+    #: The option names, in order: a class attribute, set by :func:`_named_options` (not a field).
+    _option_names: Tuple[str, ...] = ()
+
     def __getitem__(self, key: str) -> object:
-        value = getattr(self, key, None) if key in self._names() else None
+        value = getattr(self, key, None) if key in self._option_names else None
         if value is None:
             raise KeyError(key)
         return value
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name in self._names() if getattr(self, name) is not None)
+        return (name for name in self._option_names if getattr(self, name) is not None)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-    def _names(self) -> Tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(self))
 
 
 def _named_options(placement: str, option_names: Tuple[str, ...]) -> type:
@@ -402,6 +409,7 @@ def _named_options(placement: str, option_names: Tuple[str, ...]) -> type:
         f"_{placement.title().replace('-', '').replace('_', '')}Options",
         [(name, Optional[Any], field(default=None)) for name in option_names],
         bases=(_NamedOptions,),
+        namespace={"_option_names": option_names},
         frozen=True,
         eq=False,
     )

@@ -14,12 +14,10 @@ there is the placement's :class:`RemoteEvaluation`, named by its registry entry.
 from __future__ import annotations
 
 import abc
-from typing import Callable, List, Mapping, Optional, Protocol
-
-import numpy as np
+from typing import Any, Callable, List, Mapping, Optional, Protocol
 
 #: Task name -> its algorithm's weights (:meth:`~parl.ComputationTask.algorithm_weights`).
-Weights = Mapping[str, Mapping[str, np.ndarray]]
+Weights = Mapping[str, Mapping[str, Mapping[str, Any]]]
 
 
 class Evaluator(Protocol):

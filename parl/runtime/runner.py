@@ -65,7 +65,7 @@ class RunnerContext:
     play: Callable[[Agent], None]
     stopping: threading.Event
     agent_cpus: Optional[Set[int]]
-    record_episode: Callable[[Dict[str, object]], None]
+    record_episode: Callable[[Dict[str, Any]], None]
     record_error: Callable[[AgentError], None]
     options: Any = None
     task_settings: Mapping[str, Any] = field(default_factory=dict)
@@ -142,7 +142,7 @@ class AgentRunner(abc.ABC):
 def play_games(
     agent: Agent,
     stopped: Callable[[], bool],
-    on_episode: Callable[[Dict[str, object]], None],
+    on_episode: Callable[[Dict[str, Any]], None],
     on_error: Callable[[AgentError], None],
     restarts: Optional["Restarts"] = None,
 ) -> None:

@@ -27,7 +27,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -40,6 +40,9 @@ from parl.layers.optimizer import Optimizer, OptimizerStateError
 from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
 from parl.serving.transforms import InputNormalizer
 from parl.validation import short_repr
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+; annotations only
 
 #: ``format`` of the metadata file.
 FORMAT_NAME = "parl-task-checkpoint"
@@ -96,12 +99,12 @@ def flatten_arrays(section: str, tree: Mapping[str, object]) -> Dict[str, Tuple[
     return out
 
 
-def is_array_path(path: object) -> bool:
+def is_array_path(path: object) -> TypeGuard[List[str]]:
     """Whether ``path`` can name an array in a tree of arrays: a list of one or more strings."""
     return isinstance(path, list) and bool(path) and all(isinstance(name, str) for name in path)
 
 
-def unflatten(entries: List[Tuple[List[str], np.ndarray]]) -> Dict[str, object]:
+def unflatten(entries: List[Tuple[List[str], np.ndarray]]) -> Dict[str, Any]:
     """Inverse of :func:`flatten_arrays` for the entries of one section.
 
     Raises:
@@ -195,7 +198,7 @@ def array_problem(key: str, array: np.ndarray, weight: bool) -> Optional[str]:
 
 def read_task_checkpoint(
     path: str, expected_sha256: Optional[Mapping[str, str]] = None, recorded_in: str = "the record"
-) -> Tuple[Dict[str, object], Dict[str, Dict[str, object]]]:
+) -> Tuple[Dict[str, Any], Dict[str, Dict[str, Any]]]:
     """The metadata and the arrays by section (nested dicts) of the task checkpoint at ``path``,
     verified as the module docstring says.
 
@@ -359,7 +362,7 @@ class TaskCheckpoint:
         sections: its arrays as nested dicts, by section (weights, optimizer, normalizer, algorithm).
     """
 
-    def __init__(self, path: str, metadata: Dict[str, object], sections: Dict[str, Dict[str, object]]) -> None:
+    def __init__(self, path: str, metadata: Dict[str, Any], sections: Dict[str, Dict[str, Any]]) -> None:
         self.path = path
         self.metadata = metadata
         self.sections = sections

@@ -19,6 +19,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.serving.computation_task import ComputationTask
 from parl.serving.request import Request, Waiter
 from parl.serving.request_queue import RequestQueue
@@ -50,7 +51,8 @@ class InProcessCommunicator(Communicator):
         self._wrapper = wrapper
         task = wrapper.task
         self._take_task(task)
-        self._timer = wrapper.stats.prediction_timer() if self._times_own_requests else None
+        if self._times_own_requests:  # else no timer: such a transport's predict reads none
+            self._timer = wrapper.stats.prediction_timer()
         self._in_flight: Deque[Waiter] = deque()  # the replies of training requests handed over, oldest first
         # perf_counter() when the agent's last call began to wait on the robot, and when it got its
         # reply: read by the runner's watchdog (parl.runtime.watchdog) to tell an agent in its environment.
@@ -72,7 +74,7 @@ class InProcessCommunicator(Communicator):
         self._timer.book(1, end - start)  # the latency the agent saw, for metrics
         return result
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (already checked by the helper); returns the costs of the update
         (floats, and this batch's rows of a per-row ``td_error``)."""
         waiter = Waiter()
@@ -89,10 +91,11 @@ class InProcessCommunicator(Communicator):
         self._wrapper.training_queue.put(Request(self.agent_id, batch, waiter))
         self._in_flight.append(waiter)
 
-    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+    def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         oldest in flight is waited for first."""
-        in_flight, done = self._in_flight, []
+        in_flight = self._in_flight
+        done: List[Costs] = []
         if wait and in_flight:
             self._parked_at = perf_counter()
         try:

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import paddle
 
-from parl.core.algorithm import Algorithm, Predictor
+from parl.core.algorithm import Algorithm, Predictor, StepCosts
 from parl.core.batch import Transition, check_transition
+from parl.core.costs import Costs
 from parl.core.model import Model, named_models
 from parl.core.specs import zeros
 from parl.core.task_specs import TaskSpecs
@@ -57,8 +58,9 @@ from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpd
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
-#: A learn result: scalar costs as floats, per-row values (``td_error``) as arrays.
-Costs = Dict[str, Union[float, np.ndarray]]
+#: :meth:`ComputationTask.algorithm_weights`: each model's weights (``{key: array}``) by attribute name and,
+#: under :data:`NORMALIZER_KEY`, the input statistics (``{input: {statistic: array}}``).
+AlgorithmWeights = Dict[str, Dict[str, Any]]
 
 #: Key of the input normalizer's statistics in :meth:`ComputationTask.algorithm_weights`.
 NORMALIZER_KEY = "_input_normalizer"
@@ -124,7 +126,8 @@ class ComputationTask:
         #: Act through the algorithm's compiled predictor (:meth:`Algorithm.compile_predict`) where it
         #: has one (the same results as ``predict``, bit for bit); False: always through ``predict``.
         self.fast_predict = True
-        self._predictor: Union[Predictor, None, bool] = None  # None: not made yet; False: none for this algorithm
+        #: None: not made yet; False: none for this algorithm.
+        self._predictor: Union[Predictor, None, Literal[False]] = None
         self._input_tensors = ReusedTensors()  # the fast path's, refilled per call
         self._state_tensors = ReusedTensors()
 
@@ -178,8 +181,9 @@ class ComputationTask:
         ``deterministic`` asks the algorithm for greedy or mean actions
         (evaluation); such batches leave the input statistics unchanged.
         """
-        if self.fast_predict and self._predictor is not False:
-            return self._predict_fast(inputs, states, deterministic)
+        predictor = self._predictor
+        if self.fast_predict and predictor is not False:
+            return self._predict_fast(predictor, inputs, states, deterministic)
         return self._predict_plain(inputs, states, deterministic)
 
     def _predict_plain(
@@ -199,9 +203,12 @@ class ComputationTask:
             return _to_numpy(actions), _to_numpy(next_states)
 
     def _predict_fast(
-        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
+        self,
+        predictor: Optional[Predictor],
+        inputs: Mapping[str, np.ndarray],
+        states: Mapping[str, np.ndarray],
+        deterministic: bool,
     ) -> Tuple[ArrayDict, ArrayDict]:
-        predictor = self._predictor
         if predictor is None:
             # The first predictions go the plain way, which builds the layers the predictor reads.
             result = self._predict_plain(inputs, states, deterministic)
@@ -327,7 +334,7 @@ class ComputationTask:
         """Skipped optimizer steps in a row that raise ``NonFiniteUpdatesError``."""
         return self._skips.max_in_a_row
 
-    def _step(self, costs: Mapping[str, paddle.Tensor]) -> Costs:
+    def _step(self, costs: StepCosts) -> Costs:
         if not isinstance(costs, Mapping) or "loss" not in costs:
             got = sorted(costs) if isinstance(costs, Mapping) else type(costs).__name__
             raise ValueError(f"{type(self.algorithm).__name__}.learn must give dicts with a 'loss' entry, got {got}")
@@ -344,7 +351,7 @@ class ComputationTask:
             if not math.isfinite(loss):
                 self._skip(values, f"loss ({loss})")
                 return values
-            costs["loss"].backward()
+            cast(paddle.Tensor, costs["loss"]).backward()  # the loss is a tensor (Algorithm.learn)
             if not grads_finite([p.grad for p in self._parameters]):
                 self._skip(values, "gradient")
                 return values
@@ -416,6 +423,7 @@ class ComputationTask:
             OSError: a file could not be written.
         """
         with self._learn_lock, self._weights_lock:
+            optimizer: Optional[dict]
             if self._optimizer is not None:
                 optimizer = to_structural(self._optimizer.state_dict(), self.algorithm)
             else:
@@ -493,7 +501,7 @@ class ComputationTask:
         """This task as the checkpoint format writes and checks it (read under the task's locks)."""
         return CheckpointTarget(self.name, self.algorithm, self.specs, self.normalizer, self._optimizer)
 
-    def _check_normalizer_state(self, state: Optional[dict], source: str) -> None:
+    def _check_normalizer_state(self, state: Optional[Mapping[str, Any]], source: str) -> None:
         if (state is None) != (self.normalizer is None):
             has = "has" if state is not None else "has no"
             raise ValueError(
@@ -501,12 +509,12 @@ class ComputationTask:
                 f"{'does not normalize' if self.normalizer is None else 'normalizes'} inputs"
             )
 
-    def _set_normalizer_state(self, state: Optional[dict], source: str) -> None:
+    def _set_normalizer_state(self, state: Optional[Mapping[str, Any]], source: str) -> None:
         self._check_normalizer_state(state, source)
-        if state is not None:
+        if state is not None and self.normalizer is not None:  # both or neither, as just checked
             self.normalizer.set_state_dict(state)
 
-    def algorithm_weights(self) -> Dict[str, ArrayDict]:
+    def algorithm_weights(self) -> AlgorithmWeights:
         """Weights of every Model the algorithm holds, by attribute name, plus the input
         normalizer's statistics under :data:`NORMALIZER_KEY` when the task normalizes;
         a consistent snapshot even while the task trains."""
@@ -516,7 +524,7 @@ class ComputationTask:
                 weights[NORMALIZER_KEY] = self.normalizer.state_dict()
             return weights
 
-    def set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+    def set_algorithm_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
         """Inverse of :meth:`algorithm_weights`; never interleaves with an update or a prediction."""
         weights = dict(weights)
         stats = weights.pop(NORMALIZER_KEY, None)
@@ -547,10 +555,10 @@ class ComputationTask:
         with self._weights_lock:
             self.normalizer.merge(changes)
 
-    def _algorithm_weights(self) -> Dict[str, ArrayDict]:
+    def _algorithm_weights(self) -> AlgorithmWeights:
         return {attr: model.get_weights() for attr, model in self._models()}
 
-    def _set_algorithm_weights(self, weights: Mapping[str, ArrayDict]) -> None:
+    def _set_algorithm_weights(self, weights: Mapping[str, Mapping[str, Any]]) -> None:
         check_model_names(weights, self.algorithm, self.name, f"task {self.name!r}")
         for attr, model in self._models():
             model.set_weights(weights[attr])

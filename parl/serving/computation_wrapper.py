@@ -34,6 +34,7 @@ import numpy as np
 
 from parl.affinity import pin_current_thread
 from parl.core.batch import Transition, check_transition, join
+from parl.core.costs import Costs
 from parl.core.errors import RemoteError
 from parl.moved_names import deprecated
 from parl.serving.communicator import InProcessCommunicator
@@ -360,6 +361,7 @@ class ComputationWrapper:
     def _sink_loop(self) -> None:
         """The training loop of a wrapper with a training sink: every pending request handed over."""
         queue, sink = self.training_queue, self._training_sink
+        assert sink is not None  # start runs this loop only for a wrapper with a sink
         while not self._stop.is_set():
             requests = queue.take(1, _ALL_PENDING, None)
             if requests:
@@ -441,7 +443,7 @@ def _join_batches(batches: List[Transition[np.ndarray]]) -> Transition[np.ndarra
     )
 
 
-def _split_costs(costs: Dict[str, object], sizes: List[int]) -> List[Dict[str, object]]:
+def _split_costs(costs: Costs, sizes: List[int]) -> List[Costs]:
     """Each sender's costs: the shared scalars, and its own rows of per-row values."""
     per_row = [k for k, v in costs.items() if isinstance(v, np.ndarray)]
     if not per_row or len(sizes) == 1:

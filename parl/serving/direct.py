@@ -16,6 +16,7 @@ import numpy as np
 
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.serving.computation_task import ComputationTask
 
 ArrayDict = Dict[str, np.ndarray]
@@ -42,7 +43,7 @@ class DirectCommunicator(Communicator):
         )
         return {k: v[0] for k, v in actions.items()}, {k: v[0] for k, v in next_states.items()}
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Refused: a direct communicator serves acting only.
 
         Raises:

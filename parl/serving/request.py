@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Callable, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from parl.core.errors import StoppedError
 
@@ -38,27 +38,33 @@ class Reply(abc.ABC):
         raise NotImplementedError
 
 
-class Request:
+#: The type of a request's reply (``Request[Waiter]``: one an agent thread waits on).
+R = TypeVar("R", bound=Reply)
+
+
+class Request(Generic[R]):
     """One agent's request: what it sends, and once finished, its result or error.
 
     Attributes:
         agent_id: the sending agent's id.
-        payload: a prediction's ``(inputs, states)`` or a training batch.
+        payload: a prediction's ``(inputs, states)`` or a training batch: what the two ends of a
+            queue agree on, so typed ``Any`` here.
         reply: how the result is delivered.
-        result: the result, once finished without an error.
+        result: the result, once finished without an error: a prediction's ``(actions,
+            next_states)``, an update's costs.
         error: the error, once finished with one (else None).
     """
 
     __slots__ = ("agent_id", "payload", "reply", "result", "error")
 
-    def __init__(self, agent_id: int, payload: object, reply: Reply) -> None:
+    def __init__(self, agent_id: int, payload: Any, reply: R) -> None:
         self.agent_id = agent_id
         self.payload = payload
         self.reply = reply
-        self.result: object = None
+        self.result: Any = None
         self.error: Optional[BaseException] = None
 
-    def finish(self, result: object = None, error: Optional[BaseException] = None) -> None:
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         """Keep the result (or the error) and deliver it as :attr:`reply` says."""
         self.result = result
         self.error = error
@@ -92,7 +98,7 @@ class Waiter(Reply):
         request = self._request
         return request is not None and request.error is not None
 
-    def wait(self, is_stopped: Callable[[], bool]) -> object:
+    def wait(self, is_stopped: Callable[[], bool]) -> Any:
         """Block until the request is finished; its result. Called once.
 
         Raises:
@@ -104,6 +110,7 @@ class Waiter(Reply):
             if is_stopped():
                 raise StoppedError("the robot was stopped while this agent waited for a reply")
         request, self._request = self._request, None  # no cycle left between the two
+        assert request is not None  # delivered before the lock was released
         if request.error is not None:
             raise request.error
         return request.result

@@ -88,6 +88,7 @@ def _set_part(task: ComputationTask, path: str, part: Part, where: str) -> None:
                 f"{where}: 'normalizer' can only be replaced by another task's normalizer, got a model part"
             )
         mine = _get_part(task, path, where)
+        assert isinstance(mine, InputNormalizer)  # what NORMALIZER_PATH names
         theirs = {n: s.mean.shape for n, s in part.stats.items()}
         ours = {n: s.mean.shape for n, s in mine.stats.items()}
         if theirs != ours:
@@ -102,10 +103,12 @@ def _set_part(task: ComputationTask, path: str, part: Part, where: str) -> None:
         raise ValueError(f"{where}: layers {_structure(old)} differ from the shared part's {_structure(part)}")
     if isinstance(parent, tuple):
         raise ValueError(f"{where}: {path!r} is an item of a tuple, which cannot be replaced; use a list")
-    if isinstance(parent, (list, dict)):
+    if isinstance(parent, list):
+        parent[int(key)] = part
+    elif isinstance(parent, dict):
         parent[key] = part
     else:
-        setattr(parent, key, part)
+        setattr(parent, str(key), part)
 
 
 def _parent(task: ComputationTask, path: str, where: str) -> Tuple[object, Union[str, int]]:

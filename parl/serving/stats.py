@@ -14,6 +14,8 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from parl.core.costs import Costs
+
 #: A running total: (sum of the finite values, values counted, values that were not finite).
 Total = Tuple[float, int, int]
 
@@ -126,9 +128,7 @@ class WrapperStats:
             self._elsewhere = self.prediction_timer()
         self._elsewhere.book(timed[0], timed[1])
 
-    def record_update(
-        self, rows: int, costs: Mapping[str, object], grad_norm: Total, learning_rate: Optional[float]
-    ) -> None:
+    def record_update(self, rows: int, costs: Costs, grad_norm: Total, learning_rate: Optional[float]) -> None:
         """Count one successful update of ``rows`` rows and add its scalar costs (per-row arrays are
         skipped); ``grad_norm`` and ``learning_rate`` are the task's at the end of the update."""
         old = self._training

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import paddle
@@ -66,7 +66,7 @@ class AlgorithmCase:
     helper_args: Dict[str, Any] = field(default_factory=dict)
     bad_options: Sequence[Tuple[str, object]] = BAD_OPTIONS
 
-    def algorithm_func(self, overrides: Dict[str, Any] = None) -> Callable[[], parl.Algorithm]:
+    def algorithm_func(self, overrides: Optional[Dict[str, Any]] = None) -> Callable[[], parl.Algorithm]:
         """A zero-argument callable building the algorithm, with ``overrides`` over its arguments."""
         return parl.create_algorithm_func(
             self.model_class, self.model_args, self.algorithm_class, {**self.algorithm_args, **(overrides or {})}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -76,7 +76,7 @@ class EchoModel(parl.Model):
     def get_reward_specs(self) -> list:
         return self._specs["reward"]
 
-    def value(self, inputs: Dict[str, paddle.Tensor]) -> paddle.Tensor:
+    def value(self, inputs: Mapping[str, paddle.Tensor]) -> paddle.Tensor:
         """A linear value of the (scaled) observations, ``[B, 1]``: what ``learn`` regresses on the reward."""
         return self.fc(inputs["obs"] * 1e-3)
 
@@ -88,6 +88,8 @@ class EchoAlgorithm(parl.Algorithm):
     :class:`ToyFailure`; one holding a ``*_BLOCK`` marker sets ``entered`` and
     waits for ``gate``.
     """
+
+    model: EchoModel  # or a subclass, from model_func
 
     def __init__(
         self,

@@ -61,7 +61,7 @@ class PlacementCase:
     """
 
     placement: str
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     id: str = ""
     prepare: Optional[Callable[[Any], None]] = None
     fixtures: Tuple[str, ...] = ()

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -57,6 +57,7 @@ from parl.testing.echo import (
     PREDICT_FAIL,
     WAIT,
     CountEnv,
+    EchoAlgorithm,
     OnceMarkedEnv,
     ReportingEchoAgent,
     SeededCountEnv,
@@ -137,15 +138,22 @@ def ray_cluster() -> Iterator[object]:
 STOP_SECONDS = 5.0
 
 
-def add_agents(manager: parl.Manager, agents: List[parl.Agent], helper: Callable[[int], parl.AgentHelper]) -> None:
+def echo_algorithm(task: parl.ComputationTask) -> EchoAlgorithm:
+    """The EchoAlgorithm of ``task`` (the contract's robots have no other)."""
+    algorithm = task.algorithm
+    assert isinstance(algorithm, EchoAlgorithm), type(algorithm).__name__
+    return algorithm
+
+
+def add_agents(manager: parl.Manager, agents: Sequence[parl.Agent], helper: Callable[[int], parl.AgentHelper]) -> None:
     """Add ``agents`` to task "T" of ``manager``, agent ``i`` of them with ``helper(i)``."""
     for i, agent in enumerate(agents):
         manager.add_agent(agent, {"T": helper(i)})
 
 
-def episodes_by_agent(episodes: List[Dict[str, object]]) -> Dict[int, List[Dict[str, object]]]:
+def episodes_by_agent(episodes: Sequence[Mapping[str, Any]]) -> Dict[int, List[Mapping[str, Any]]]:
     """Agent id -> its episode records, in episode order."""
-    out: Dict[int, List[Dict[str, object]]] = {}
+    out: Dict[int, List[Mapping[str, Any]]] = {}
     for record in sorted(episodes, key=lambda e: (e["agent_id"], e["episode"])):
         out.setdefault(int(record["agent_id"]), []).append(record)
     return out
@@ -196,7 +204,7 @@ class CountingHelper(parl.OnPolicyHelper):
 class CountingAgent(ReportingEchoAgent):
     """Its records also carry ``helper_calls``: the predict calls its helper counted (None: a plain helper)."""
 
-    def run_one_episode(self) -> Dict[str, float]:
+    def run_one_episode(self) -> Dict[str, Any]:
         return {**super().run_one_episode(), "helper_calls": getattr(self.helpers["T"], "calls", None)}
 
 
@@ -217,7 +225,7 @@ def answers_one_row_short(task: parl.ComputationTask) -> None:
             actions = {name: values[:-1] for name, values in actions.items()}
         return actions, next_states
 
-    task.predict = predict_short
+    vars(task)["predict"] = predict_short  # shadows the method for this task
 
 
 #: Bad samples: how an agent makes one from its inputs, and what the ValueError says.
@@ -282,14 +290,14 @@ class ProbeAgent(parl.Agent):
     """Calls its transport (the communicator of its helper of task "T") directly, in one episode,
     and returns what every call gave: the record reaches the test from any placement."""
 
-    def run_one_episode(self) -> Dict[str, object]:
+    def run_one_episode(self) -> Dict[str, Any]:
         comm = self.helpers["T"].communicator
         code = self.env.code
 
         def echo(step: int, marker: float = 0.0) -> int:
             return int(comm.predict({"obs": echo_obs(code, step, marker)})[0]["action"][0])
 
-        seen = {"transport": type(comm).__name__}
+        seen: Dict[str, Any] = {"transport": type(comm).__name__}
         seen["bad sample"] = outcome(lambda: comm.predict({"obs": np.zeros(3, np.float32)}))
         seen["good sample"] = outcome(lambda: echo(1))
         seen["failing batch"] = outcome(lambda: echo(2, PREDICT_FAIL))
@@ -366,7 +374,7 @@ class PlacementContract:
         # replay one update every other step from the 4th (warm-up) of its 12: ceil(9 * 0.5) = 5.
         assert {i: e["learned"] for i, e in last.items()} == {i: 2 * games if i in on_policy else 5 for i in range(32)}
 
-        algorithm = manager.tasks["T"].algorithm
+        algorithm = echo_algorithm(manager.tasks["T"])
         if not registry.entry(manager.placement).predicts_in_copies:
             predicted = np.concatenate(algorithm.prediction_batches)
             assert sorted(int(v) for v in predicted[:, 0]) == every_step(range(32), games, length)
@@ -411,7 +419,7 @@ class PlacementContract:
         assert all(e["mismatches"] == 0 for e in episodes)
         for name, offset in (("goal", 0), ("follow", 500_000)):
             assert manager.wrappers[name].stats.predictions == agents * games * length
-            rows = np.concatenate(manager.tasks[name].algorithm.learn_batches)
+            rows = np.concatenate(echo_algorithm(manager.tasks[name]).learn_batches)
             assert sorted(int(v) - offset for v in rows[:, 0]) == every_step(range(agents), games, length)
 
     # -- errors ---------------------------------------------------------------------------------------
@@ -475,7 +483,7 @@ class PlacementContract:
         manager.resume()
         episodes = manager.join(timeout=WAIT * 2)
 
-        batches = manager.tasks["T"].algorithm.prediction_batches
+        batches = echo_algorithm(manager.tasks["T"]).prediction_batches
         failing = [i for i, b in enumerate(batches) if (b[:, 1] == marker).any()]
         assert len(failing) == 1
         doomed = senders(batches[failing[0]])
@@ -495,7 +503,7 @@ class PlacementContract:
     def test_a_failing_update_fails_every_agent_of_its_batch_and_later_ones_are_learned(self, robot: Robots) -> None:
         manager = robot()
         wrapper, task = manager.wrappers["T"], manager.tasks["T"]
-        algorithm = task.algorithm
+        algorithm = echo_algorithm(task)
         training = QueueWatch(wrapper.training_queue)
         doomed, survivors, length = (0, 1, 2), (3, 4, 5), 4
         add_agents(
@@ -566,7 +574,10 @@ class PlacementContract:
     def test_stop_ends_every_agent_within_5_s_and_leaves_nothing_running(self, robot: Robots, waiting: str) -> None:
         agents = 4
         # Learning: each agent's first segment waits for min_batchsize 5 segments, which never come.
-        manager = robot(**({"min_batchsize": agents + 1, "training_timeout": 60.0} if waiting == "learning" else {}))
+        settings: Dict[str, Any] = (
+            {"min_batchsize": agents + 1, "training_timeout": 60.0} if waiting == "learning" else {}
+        )
+        manager = robot(**settings)
         arrivals = Arrivals()
         predictions = QueueWatch(manager.wrappers["T"].prediction_queue)
         training = QueueWatch(manager.wrappers["T"].training_queue)
@@ -589,7 +600,7 @@ class PlacementContract:
         assert robot.leftovers() == [] and not manager.running()
         assert manager.errors == []  # agents stopped while waiting end quietly
         if waiting != "playing":
-            assert manager.episodes() == [] and manager.tasks["T"].algorithm.learn_batches == []
+            assert manager.episodes() == [] and echo_algorithm(manager.tasks["T"]).learn_batches == []
 
     @in_process_predictions
     def test_stop_reports_a_stuck_prediction_and_ends_everything_once_it_returns(self, robot: Robots) -> None:
@@ -599,7 +610,7 @@ class PlacementContract:
             [ReportingEchoAgent(CountEnv(code, marker=PREDICT_BLOCK), num_games=2) for code in range(4)],
             lambda i: parl.OnPolicyHelper(),
         )
-        algorithm = manager.tasks["T"].algorithm
+        algorithm = echo_algorithm(manager.tasks["T"])
         manager.start()
         assert algorithm.entered.wait(WAIT)  # every agent waits on a prediction stuck inside the algorithm
         start = time.monotonic()
@@ -624,7 +635,7 @@ class PlacementContract:
             [ReportingEchoAgent(CountEnv(code, length=3), corrupt=announcing(arrivals)) for code in range(agents)],
             lambda i: parl.OnPolicyHelper(sample_interval=2),
         )
-        algorithm, stats = manager.tasks["T"].algorithm, manager.wrappers["T"].stats
+        algorithm, stats = echo_algorithm(manager.tasks["T"]), manager.wrappers["T"].stats
         in_copies = registry.entry(manager.placement).predicts_in_copies
 
         def predicted() -> int:
@@ -660,7 +671,7 @@ class PlacementContract:
             lambda i: parl.OnPolicyHelper(sample_interval=2),
         )
         task = manager.tasks["T"]
-        algorithm = task.algorithm
+        algorithm = echo_algorithm(task)
         manager.start()
         assert algorithm.entered.wait(WAIT)  # an update is under way, held inside learn
         pausing = Sender(manager.pause, "pause")
@@ -688,7 +699,7 @@ class PlacementContract:
         manager = robot()
         helper = parl.OnPolicyHelper()
         manager.add_agent(ProbeAgent(CountEnv(7), num_games=1), {"T": helper})
-        algorithm = manager.tasks["T"].algorithm
+        algorithm = echo_algorithm(manager.tasks["T"])
         manager.start()
         assert wait_for(
             lambda: any((b[:, 0] == 7000 + UNTIL_STOPPED).any() for b in list(algorithm.prediction_batches))

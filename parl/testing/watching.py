@@ -12,9 +12,9 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Callable, List, Optional, Set
+from typing import Any, Callable, List, Optional, Set
 
-from parl.serving.request_queue import RequestQueue
+from parl.serving.request_queue import Request, RequestQueue
 from parl.testing.echo import WAIT
 
 
@@ -28,7 +28,10 @@ class Sender(threading.Thread):
 
     def __init__(self, fn: Callable[[], object], name: str) -> None:
         super().__init__(name=f"sender-{name}", daemon=True)
-        self.fn, self.result, self.error, self.done = fn, None, None, threading.Event()
+        self.fn = fn
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.done = threading.Event()
 
     def run(self) -> None:
         try:
@@ -123,8 +126,8 @@ class QueueWatch:
     transport's), by shadowing the queue's methods with instance attributes."""
 
     def __init__(self, queue: RequestQueue) -> None:
-        self.puts: List[object] = []
-        self.takes: List[object] = []
+        self.puts: List[Request] = []
+        self.takes: List[Request] = []
         self._cond = threading.Condition()
         put, take = queue.put, queue.take
 
@@ -141,8 +144,7 @@ class QueueWatch:
                 self._cond.notify_all()
             return batch
 
-        queue.put = recording_put
-        queue.take = recording_take
+        vars(queue).update(put=recording_put, take=recording_take)  # shadow the methods for this queue
 
     def wait(self, condition: Callable[["QueueWatch"], bool], timeout: float = WAIT) -> bool:
         """Whether ``condition(self)`` came true within ``timeout`` seconds."""

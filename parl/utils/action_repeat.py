@@ -18,7 +18,7 @@ counts for each episode (``steps`` and ``action_steps``).
 
 from __future__ import annotations
 
-from typing import Any, Dict, SupportsFloat, Tuple
+from typing import Any, Dict, Optional, SupportsFloat, Tuple
 
 import gymnasium
 import numpy as np
@@ -51,7 +51,8 @@ class ActionRepeat(gymnasium.Wrapper):
     def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
         """One action step: up to ``repeat`` env steps with ``action``; ``info[TIME_STEPS]`` says how many."""
         total = 0.0
-        previous = obs = None
+        previous: Optional[np.ndarray] = None
+        obs: Any = None
         terminated = truncated = False
         info: Dict[str, Any] = {}
         taken = 0

@@ -41,7 +41,7 @@ import signal
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 if TYPE_CHECKING:
     from parl.core.agent import Agent
@@ -183,8 +183,9 @@ def _serve(args: argparse.Namespace) -> int:
         resume = CheckpointManager(os.path.join(config.log_dir, "checkpoints")).latest() is not None
 
         def announce(manager: "Manager") -> None:
-            host, port = manager.runner.address
-            print(listening_line(host, port, config.agents, manager.runner.settings.token is not None), flush=True)
+            runner = cast(Any, manager.runner)  # the rlx placement's runner: parl serve runs no other
+            host, port = runner.address
+            print(listening_line(host, port, config.agents, runner.settings.token is not None), flush=True)
 
         evaluate = not args.no_eval
         trainer = Trainer(config, resume=resume, progress=not args.quiet, evaluate=evaluate, on_start=announce)

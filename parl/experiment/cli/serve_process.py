@@ -49,6 +49,7 @@ def start_serve(
         stderr=stderr,
         text=True,
     )
+    assert server.stdout is not None  # stdout=PIPE
     line = server.stdout.readline()
     if not line.startswith(LISTENING):
         server.kill()

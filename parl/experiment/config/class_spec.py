@@ -20,7 +20,7 @@ import inspect
 import types
 import typing
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Annotated, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, cast
 
 from pydantic import BaseModel, ConfigDict, Strict, TypeAdapter, ValidationError, ValidationInfo, WrapValidator
 from pydantic.fields import FieldInfo
@@ -98,7 +98,7 @@ class Spec:
         if isinstance(data, ClassSpec):
             return data
         key_path = join((info.context or {}).get("key_path", ""), info.field_name)
-        options = {"filled": self.filled, "reserved": dict(self.reserved), "supplied": self.supplied}
+        options: Dict[str, Any] = {"filled": self.filled, "reserved": dict(self.reserved), "supplied": self.supplied}
         return resolve_spec(data, key_path, base=self.base, **options)
 
 
@@ -228,14 +228,14 @@ def resolve_spec(
     if not callable(cls):
         raise ConfigError(f"{key_path}.{CLASS_KEY}: expected a class or function, got {import_path!r}")
     kwargs = {k: v for k, v in data.items() if k != CLASS_KEY}
-    options = {"filled": filled, "reserved": reserved, "supplied": supplied}
+    options: Dict[str, Any] = {"filled": filled, "reserved": reserved, "supplied": supplied}
     return ClassSpec(key_path, import_path, cls, *check_arguments(cls, import_path, kwargs, key_path, **options))
 
 
 def check_arguments(
     target: Callable[..., Any],
     import_path: str,
-    kwargs: Mapping[object, Any],
+    kwargs: Mapping[Any, Any],
     key_path: str,
     *,
     filled: Sequence[str] = (),
@@ -249,9 +249,10 @@ def check_arguments(
     for key in kwargs:
         if not isinstance(key, str):
             raise ConfigError(f"{key_path}: keys must be strings, got {key!r}")
+    named = cast(Mapping[str, Any], kwargs)  # every key a string, as just checked
     params, hints = _signature(target)
     if params is None:  # no signature to check against (a builtin)
-        return {k: check_value(v, Any, f"{key_path}.{k}") for k, v in kwargs.items()}, None
+        return {k: check_value(v, Any, f"{key_path}.{k}") for k, v in named.items()}, None
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(positional) < len(filled) and not any(p.kind == p.VAR_POSITIONAL for p in params):
         raise ConfigError(f"{class_path}: {import_path} must take {', '.join(filled)} as its first positional argument")
@@ -269,7 +270,7 @@ def check_arguments(
                 f"{class_path}: {import_path} needs the positional argument {p.name!r}, which a config cannot give"
             )
     options = sorted(accepted - set(reserved))
-    for key in kwargs:
+    for key in named:
         if key not in accepted and not any_keyword:
             close = did_you_mean(key, options)
             raise ConfigError(
@@ -278,13 +279,13 @@ def check_arguments(
     for p in keywords:
         if p.default is p.empty and p.name not in kwargs and p.name not in reserved and p.name not in supplied:
             raise ConfigError(f"{key_path}.{p.name}: missing, required by {import_path}")
-    checked = {k: check_value(v, hints.get(k, Any), f"{key_path}.{k}") for k, v in kwargs.items()}
+    checked = {k: check_value(v, hints.get(k, Any), f"{key_path}.{k}") for k, v in named.items()}
     return checked, None if any_keyword else accepted
 
 
 def _signature(target: Callable[..., Any]) -> Tuple[Optional[List[inspect.Parameter]], Dict[str, Any]]:
     """The parameters a call of ``target`` fills (``self`` left out; None when unknown), and their type hints."""
-    function = target.__init__ if isinstance(target, type) else target
+    function = cast(Any, target).__init__ if isinstance(target, type) else target
     try:
         params = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):

@@ -70,7 +70,7 @@ class EvaluationStart:
     def threshold(self) -> Optional[float]:
         """The recent mean return evaluations wait for; None with no rule, or before the baseline is known."""
         if self.start_fraction is not None:
-            if self.baseline is None:
+            if self.baseline is None or self.target is None:
                 return None
             return self.baseline + self.start_fraction * (self.target - self.baseline)
         return self.start_return

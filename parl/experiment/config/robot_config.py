@@ -23,7 +23,21 @@ import sys
 import typing
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from pydantic import (
     BaseModel,
@@ -60,7 +74,11 @@ RENDER_MODE = "render_mode"
 #: The agent class of a config without an ``agent`` key.
 DEFAULT_AGENT = "parl.utils.GymAgent"
 _AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-level seed"
-_TASK_DEFAULTS = {f.name: f.default for f in fields(parl.TaskSettings)}
+_TASK_DEFAULTS: Dict[str, Any] = {f.name: f.default for f in fields(parl.TaskSettings)}
+if TYPE_CHECKING:  # mypy takes only literal values in Literal[...]; pydantic reads the tuples
+    ThreadPlacement = str
+else:
+    ThreadPlacement = Literal[affinity.PLACEMENTS]
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")  # task names: file names and metric tags
 _RUN_NAME = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
 
@@ -128,7 +146,8 @@ class EnvConfig(_Section):
         function = class_spec.import_object(self.factory, "env.factory")
         if not callable(function):
             raise ConfigError(f"env.factory: expected a callable, got {self.factory!r}")
-        where = {"class_path": "env.factory"}
+        where: Dict[str, Any] = {"class_path": "env.factory"}
+        assert self.factory is not None  # an env has an id or a factory (checked before)
         self.kwargs, accepted = class_spec.check_arguments(function, self.factory, self.kwargs, "env.kwargs", **where)
         self._factory_repeats = accepted is not None and ACTION_REPEAT in accepted
         self._factory_renders = accepted is None or RENDER_MODE in accepted
@@ -306,7 +325,7 @@ class RobotConfig(_Section):
     agents: Annotated[int, Field(ge=1, le=MAX_AGENTS)] = 1
     log_dir: NonEmptyStr = Field(default_factory=lambda data: f"runs/{data['name']}")
     python_path: List[str] = []
-    thread_placement: Literal[affinity.PLACEMENTS] = "auto"
+    thread_placement: ThreadPlacement = "auto"
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     stall_seconds: Optional[PositiveFloat] = DEFAULT_STALL_SECONDS
     env: EnvConfig
@@ -384,7 +403,7 @@ class RobotConfig(_Section):
         for name in value:
             if not isinstance(name, str) or not _TASK_NAME.match(name):
                 raise ValueError(f"task names are letters, digits, '_' and '-', got {name!r}")
-        return {name: _validated(TaskConfig, task, f"tasks.{name}", info.context) for name, task in value.items()}
+        return {name: _validated(TaskConfig, task, f"tasks.{name}", info.context or {}) for name, task in value.items()}
 
     @model_validator(mode="after")
     def _placement_features(self) -> "RobotConfig":
@@ -425,7 +444,7 @@ class RobotConfig(_Section):
         return self
 
 
-def _validated(model: type, data: Any, key_path: str, context: Dict[str, Any]) -> Any:
+def _validated(model: Type[BaseModel], data: Any, key_path: str, context: Dict[str, Any]) -> Any:
     """``model`` from ``data`` found at ``key_path``; its first problem as a ConfigError."""
     try:
         return model.model_validate(data, context={**context, "key_path": key_path})
@@ -538,7 +557,7 @@ def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
         node = node[key]
 
 
-def _free_key(schema: type, keys: List[str]) -> bool:
+def _free_key(schema: Type[BaseModel], keys: List[str]) -> bool:
     """Whether the key path ``keys``, not a field of ``schema``, may still be set: a placement option (the
     ``placement`` block takes its placement's keys) or a placement key of before that block."""
     if schema.model_config.get("extra") == "allow":

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import warnings
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from safetensors.numpy import load, save
@@ -58,7 +58,7 @@ class PolicyError(ValueError):
 
 def export_policy(
     tasks: Mapping[str, ComputationTask],
-    sections: Mapping[str, Mapping[str, object]],
+    sections: Mapping[str, Mapping[str, Any]],
     directory: str,
     about: Optional[Mapping[str, object]] = None,
 ) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -36,13 +36,13 @@ FIGURES = (("final_return", "final_eval"), ("best_return", "best_eval"))
 RUN_KEYS = ("stop_reason", "reached", "env_steps", "train_seconds", "best_eval", "final_eval")
 
 
-def figure_statistics(values: Sequence[float]) -> Dict[str, object]:
+def figure_statistics(values: Sequence[float]) -> Dict[str, Any]:
     """``n``, ``mean``, ``mean_ci``, ``iqm``, ``iqm_ci``, ``min``, ``max`` of the finite ``values`` (the
     intervals: :data:`CONFIDENCE` percentile bootstrap over them); None figures when none is finite."""
     finite = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
     if finite.size == 0:
         return {"n": 0, "mean": None, "mean_ci": None, "iqm": None, "iqm_ci": None, "min": None, "max": None}
-    out: Dict[str, object] = {"n": int(finite.size)}
+    out: Dict[str, Any] = {"n": int(finite.size)}
     for name, statistic in (("mean", mean), ("iqm", interquartile_mean)):
         low, high = bootstrap_interval(finite, statistic, confidence=CONFIDENCE, samples=BOOTSTRAP_SAMPLES)
         out[name] = float(statistic(finite))
@@ -53,7 +53,7 @@ def figure_statistics(values: Sequence[float]) -> Dict[str, object]:
 
 def aggregate_runs(
     log_dir: str, seeds: Optional[Sequence[int]] = None, not_started: Sequence[int] = ()
-) -> Dict[str, object]:
+) -> Dict[str, Any]:
     """The figures of the seed runs under ``log_dir`` (those of ``seeds``, or every ``seed_<n>`` there);
     ``not_started`` lists seeds of the experiment whose run never started (a signal came first),
     whose directories are not read.
@@ -66,7 +66,7 @@ def aggregate_runs(
         if not found:
             raise ValueError(f"{log_dir}: no seed_<n> run directories (is it a parl train --seeds log dir?)")
         seeds = list(found)
-    runs: List[Dict[str, object]] = []
+    runs: List[Dict[str, Any]] = []
     missing: List[int] = []
     for seed in seeds:
         result = _read_result(os.path.join(log_dir, f"seed_{seed}"))
@@ -74,7 +74,7 @@ def aggregate_runs(
             missing.append(seed)
         else:
             runs.append({"seed": seed, **{key: finite_or_none(result.get(key)) for key in RUN_KEYS}})
-    summary: Dict[str, object] = {
+    summary: Dict[str, Any] = {
         "log_dir": log_dir,
         "seeds": list(seeds),
         "runs": runs,
@@ -89,7 +89,7 @@ def aggregate_runs(
     return summary
 
 
-def write_aggregate(log_dir: str, summary: Mapping[str, object]) -> str:
+def write_aggregate(log_dir: str, summary: Mapping[str, Any]) -> str:
     """Write ``summary`` to ``<log_dir>/aggregate.json`` (NaN as null); returns its path."""
     path = os.path.join(log_dir, AGGREGATE_FILE)
     tmp = f"{path}.tmp"
@@ -99,7 +99,7 @@ def write_aggregate(log_dir: str, summary: Mapping[str, object]) -> str:
     return path
 
 
-def summary_table(summary: Mapping[str, object]) -> str:
+def summary_table(summary: Mapping[str, Any]) -> str:
     """The per-seed table and the figures with their intervals, as ``parl train --seeds`` prints them."""
     lines = [f"{'seed':>6}  {'stop':<28} {'env steps':>10} {'best eval':>10} {'final eval':>11}"]
     for run in summary["runs"]:
@@ -126,7 +126,7 @@ def summary_table(summary: Mapping[str, object]) -> str:
     return "\n".join(lines)
 
 
-def _read_result(run_dir: str) -> Optional[Dict[str, object]]:
+def _read_result(run_dir: str) -> Optional[Dict[str, Any]]:
     path = os.path.join(run_dir, RESULT_FILE)
     if not os.path.isfile(path):
         return None

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import threading
 from types import FrameType
-from typing import Dict, Optional, Sequence, Set
+from typing import Any, Dict, Optional, Sequence, Set
 
 #: The signals forwarded to the children.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -41,7 +41,7 @@ class ChildProcesses:
         self.signal: Optional[int] = None
         self._lock = threading.Lock()
         self._running: Set[subprocess.Popen] = set()
-        self._previous: Dict[int, object] = {}
+        self._previous: Dict[int, Any] = {}  # what signal.signal returned: a handler, SIG_DFL, SIG_IGN or None
 
     def __enter__(self) -> "ChildProcesses":
         if threading.current_thread() is threading.main_thread():
@@ -54,7 +54,7 @@ class ChildProcesses:
             signal.signal(signum, previous)
         self._previous.clear()
 
-    def start(self, command: Sequence[str], **popen: object) -> Optional[subprocess.Popen]:
+    def start(self, command: Sequence[str], **popen: Any) -> Optional[subprocess.Popen]:
         """Start ``command`` (``subprocess.Popen`` with ``popen``, stdin from /dev/null, a session of its
         own), unless a signal came: then None."""
         with self._lock:

@@ -34,6 +34,10 @@ def check_cpus(name: str, value: object) -> float:
     Raises:
         ConfigError: ``<name> must be a number of CPUs >= 0, got nan``.
     """
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not (0 <= value and math.isfinite(value)):
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not (0 <= float(value) and math.isfinite(value))
+    ):
         raise ConfigError(str(ParameterError(name, "a number of CPUs >= 0", value)))
     return float(value)

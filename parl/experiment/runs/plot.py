@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import yaml
@@ -33,6 +33,9 @@ from parl.experiment.runs.seed_runs import found_seed_dirs
 from parl.experiment.runs.statistics import bootstrap_interval, mean
 from parl.experiment.train.metrics import METRICS_FILE
 from parl.validation import check_int
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+; annotations only
 
 #: The tags drawn, one panel each: (tag, panel title).
 PANELS = (("episode/reward", "training episodes"), ("eval/mean_return", "evaluations"))
@@ -273,5 +276,5 @@ def _run_settings(log_dir: str) -> Tuple[Optional[float], Optional[int]]:
     return (float(target) if _is_number(target) else None), (int(episodes) if _is_number(episodes) else None)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

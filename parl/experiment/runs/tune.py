@@ -26,7 +26,7 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from parl.experiment.config.callbacks import Callback
 from parl.experiment.config.class_spec import one_line
@@ -135,8 +135,9 @@ def _fit(plan: SweepPlan, max_concurrent: Optional[int]) -> Dict[int, TrialRow]:
     with _environment(RUN_ENVIRONMENT), CatchSignals(stop_trials):  # a second signal ends the sweep at once
         results = tuner.fit()
     rows = {}
-    for result in results:
-        trial = trial_of(plan, result.config)
+    for index in range(len(results)):  # a ResultGrid is indexed (it declares no __iter__)
+        result = results[index]
+        trial = trial_of(plan, result.config or {})
         rows[trial.index] = _row(trial, result.metrics or {}, result.error)
     return rows
 
@@ -170,7 +171,7 @@ class StopWhenFileAppears(Callback):
         return f"the sweep got {name}"
 
 
-def trial_of(plan: SweepPlan, config: Mapping[str, object]) -> Trial:
+def trial_of(plan: SweepPlan, config: Mapping[str, Any]) -> Trial:
     """The trial of ``plan`` whose values a Tune trial's ``config`` holds."""
     return plan.find([config[axis.key] for axis in plan.axes], int(config[SAMPLE_AXIS]))
 

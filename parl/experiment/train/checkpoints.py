@@ -42,7 +42,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from parl.experiment.train.metrics import report_stderr
 from parl.experiment.train.robot_file import ROBOT_FILE, has_robot, read_robot
@@ -154,7 +154,7 @@ class CheckpointManager:
         tasks: Mapping[str, ComputationTask],
         report: Optional[Callable[[str], None]] = None,
         check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
-    ) -> Optional[Tuple[str, Dict[str, object]]]:
+    ) -> Optional[Tuple[str, Dict[str, Any]]]:
         """Restore every task from the newest intact checkpoint; return its directory and counters,
         or None when there is no checkpoint at all.
 
@@ -195,7 +195,7 @@ class CheckpointManager:
         path: str,
         tasks: Mapping[str, ComputationTask],
         check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
-    ) -> Dict[str, object]:
+    ) -> Dict[str, Any]:
         """Restore every task from checkpoint directory ``path``; return the saved counters.
 
         Every file is verified (its kind and size, checksums, shapes, dtypes, finite weights, the

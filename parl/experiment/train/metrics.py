@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set, TextIO
+from typing import Any, Callable, Dict, Mapping, Optional, Set, TextIO, TypeVar
 
 import numpy as np
 
@@ -126,6 +126,7 @@ class MetricsWriter:
                 raise RuntimeError(f"the MetricsWriter of {self.log_dir} is closed")
             if self.failure is not None:
                 return
+            assert self._file is not None  # open while neither closed nor failed
             try:
                 self._file.write(line + "\n")
                 self._file.flush()
@@ -184,7 +185,10 @@ class MetricsWriter:
         self.close()
 
 
-def finite_or_none(value: object) -> object:
+_Value = TypeVar("_Value")
+
+
+def finite_or_none(value: _Value) -> Optional[_Value]:
     """``value``, or None for a float that is NaN or infinite: what JSON files of parl hold for a figure
     that has none (``json.dumps`` would write ``NaN``, which is not JSON)."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -222,7 +226,7 @@ class RobotMetrics:
         self._last: Dict[str, StatsSnapshot] = {name: w.stats.snapshot() for name, w in self._wrappers.items()}
 
     @staticmethod
-    def episode_values(episode: Mapping[str, object]) -> Dict[str, float]:
+    def episode_values(episode: Mapping[str, Any]) -> Dict[str, float]:
         """The ``episode/*`` tags of one record of ``Manager.new_episodes()``.
 
         ``reward``, ``steps`` and ``seconds`` give ``episode/reward``, ``episode/length``,

@@ -96,7 +96,7 @@ class ProgressBar:
             self._print(self._clock())
 
     def _print(self, now: float) -> None:
-        self.stream.write(self._pending.strip() + "\n")
+        self.stream.write((self._pending or "").strip() + "\n")
         self.stream.flush()
         self._pending = None
         self._last_line = now

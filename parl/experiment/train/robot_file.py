@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from parl.serving.checkpoint_format import TASK_NAME, CheckpointError
 from parl.serving.safe_files import FileCheckError, read_regular_file
@@ -28,7 +28,7 @@ def has_robot(path: str) -> bool:
     return os.path.lexists(os.path.join(path, ROBOT_FILE))
 
 
-def read_robot(path: str) -> Dict[str, object]:
+def read_robot(path: str) -> Dict[str, Any]:
     """The robot file of checkpoint directory ``path``, parsed and checked as the module says.
 
     Raises:

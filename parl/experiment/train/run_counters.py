@@ -10,10 +10,13 @@ Each check raises ValueError with one line naming the counter and its value.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, cast
 
 from parl.core.agent import Agent
 from parl.validation import short_repr
+
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+; annotations only
 
 #: The largest count taken up (2**53: every integer up to it is exact as a float); beyond it a
 #: count is damage, not a run.
@@ -49,7 +52,8 @@ def check_run_counters(counters: Mapping[str, object], agents: Sequence[Agent]) 
             raise ValueError(
                 f"{name} is {short_repr(saved)}, expected a list of {len(agents)} (one per agent of the config)"
             )
-    for index, (agent, agent_counters, helper_counters) in enumerate(zip(agents, saved_agents, saved_helpers)):
+    checked = zip(agents, cast(list, saved_agents), cast(list, saved_helpers))  # lists, as just checked
+    for index, (agent, agent_counters, helper_counters) in enumerate(checked):
         _check_kept(f"agents[{index}]", agent_counters, agent.counters())
         if not isinstance(helper_counters, Mapping):
             raise ValueError(f"helpers[{index}] is {short_repr(helper_counters)}, expected a mapping by helper name")
@@ -100,5 +104,5 @@ def _count(name: str, value: object) -> int:
     return value
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Iterator, Optional, TextIO
+from typing import Iterator, List, Optional, TextIO
 
 #: The file in the log dir that gets the run's whole log.
 LOG_FILE = "parl.log"
@@ -41,10 +41,10 @@ def run_log(log_dir: str, stream: Optional[TextIO] = None) -> Iterator[Optional[
     terminal then gets the one-line records alone)."""
     logger = logging.getLogger("parl")
     path: Optional[str] = os.path.join(log_dir, LOG_FILE)
-    handlers = []
+    handlers: List[logging.Handler] = []
     try:
         os.makedirs(log_dir, exist_ok=True)
-        to_file = logging.FileHandler(path, encoding="utf-8", delay=True)
+        to_file = logging.FileHandler(os.path.join(log_dir, LOG_FILE), encoding="utf-8", delay=True)
         to_file.setFormatter(logging.Formatter(_FORMAT))
         to_file.setLevel(logging.INFO)
         handlers.append(to_file)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Callable, Dict, Optional, Protocol, TypeVar
+from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
+
+_Self = TypeVar("_Self", bound="CatchSignals")
 
 
 class CatchSignals:
@@ -36,9 +38,9 @@ class CatchSignals:
         self.handler = handler
         #: The first signal caught (None before one).
         self.received: Optional[int] = None
-        self._previous: Dict[int, object] = {}
+        self._previous: Dict[int, Any] = {}  # what signal.signal returned: a handler, SIG_DFL, SIG_IGN or None
 
-    def __enter__(self) -> "CatchSignals":
+    def __enter__(self: _Self) -> _Self:
         if threading.current_thread() is threading.main_thread():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)

@@ -41,7 +41,7 @@ import os
 import signal
 import sys
 import time
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Type
 
 import numpy as np
 import yaml
@@ -342,7 +342,12 @@ class Trainer:
                 self._log_tasks(manager, writer, metrics, state.steps)
             if bar is not None:
                 bar.update(state.steps, state.recent_mean(), extra=_eval_text(state))
-            if next_eval is not None and state.steps >= next_eval and self._eval_ready(manager, state):
+            if (
+                every_eval is not None
+                and next_eval is not None
+                and state.steps >= next_eval
+                and self._eval_ready(manager, state)
+            ):
                 next_eval = state.steps + every_eval
                 if self._evaluate(manager, evaluators, writer, state):
                     return TARGET_REACHED
@@ -352,7 +357,7 @@ class Trainer:
                 state.elapsed = now - start
                 self._save(manager, evaluators, state, kind="periodic")
                 last_ckpt_time = time.perf_counter()
-                if next_ckpt is not None:
+                if next_ckpt is not None and every_ckpt is not None:
                     next_ckpt = state.steps + every_ckpt
 
     def _eval_ready(self, manager: Manager, state: "_RunState") -> bool:
@@ -432,7 +437,7 @@ class Trainer:
         )
 
     def _play_weights(
-        self, evaluators: Dict[str, ComputationTask], weights: Dict[str, object], episodes: int, seed: int
+        self, evaluators: Dict[str, ComputationTask], weights: Dict[str, Any], episodes: int, seed: int
     ) -> List[float]:
         """Returns of ``episodes`` evaluation episodes with ``weights``: by the evaluation actor of a run
         on Ray, else here. An actor lost for good (Ray restarts it a few times first) is reported in
@@ -521,9 +526,10 @@ class Trainer:
         """Write the best evaluation's weights as the best checkpoint, through the evaluators (every
         evaluation copies the learners' weights in first); a failure is reported in one line on
         ``stream`` and tried again with the next checkpoint."""
-        counters = state.best_counters
+        counters, weights = state.best_counters, state.best_weights
+        assert counters is not None and weights is not None  # kept by the best evaluation, not yet saved
         for name, task in evaluators.items():
-            task.set_algorithm_weights(state.best_weights[name])
+            task.set_algorithm_weights(weights[name])
         try:
             path = self.best_checkpoint.save(evaluators, counters, step=int(counters["env_steps"]))
         except CheckpointWriteError as exc:
@@ -658,7 +664,7 @@ class _RunState:
         self.best_weights: Optional[Dict[str, Dict[str, Dict[str, np.ndarray]]]] = None
         self.passed = False  # the evaluation of best_weights passed
         #: The counters of the best checkpoint while its weights are not written yet (else None).
-        self.best_counters: Optional[Dict[str, object]] = None
+        self.best_counters: Optional[Dict[str, Any]] = None
         self.elapsed = 0.0
         self.elapsed_before = 0.0
         self.checkpoint_error: Optional[str] = None
@@ -671,8 +677,9 @@ def env_steps(manager: Manager, finished_steps: int) -> int:
     """Env steps so far: live counts of agents that keep one (``total_steps``, as GymAgent does),
     otherwise the steps of finished episodes."""
     counts = [getattr(agent, "total_steps", None) for agent in manager.agents]
-    if counts and all(isinstance(c, int) for c in counts):
-        return int(sum(counts))
+    kept = [c for c in counts if isinstance(c, int)]
+    if counts and len(kept) == len(counts):
+        return int(sum(kept))
     return finished_steps
 
 

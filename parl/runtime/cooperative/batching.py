@@ -23,9 +23,11 @@ accelerators of that definition, tested against it. ``EXTENSION`` tells which ru
 
 from __future__ import annotations
 
+import importlib
 import os
 from time import perf_counter
-from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import greenlet
 import numpy as np
@@ -42,16 +44,15 @@ ArrayDict = Dict[str, np.ndarray]
 PredictBatch = Callable[[int, ArrayDict, ArrayDict], Tuple[ArrayDict, ArrayDict]]
 
 
-def _load_extension():
+def _load_extension() -> Optional[ModuleType]:
     """The C extension ``parl.runtime.cooperative._cooperative``, or None when it was not built (or
     ``PARL_NO_EXTENSION`` is set to anything but ``""`` or ``"0"``)."""
     if os.environ.get("PARL_NO_EXTENSION", "") not in ("", "0"):
         return None
     try:
-        from parl.runtime.cooperative import _cooperative
+        return importlib.import_module("parl.runtime.cooperative._cooperative")
     except ImportError:
         return None
-    return _cooperative
 
 
 #: The C hot path, or None: runners made while it is None run the Python twins below.
@@ -110,11 +111,12 @@ class Parked(Communicator):
         self._pending = queue.pending
         self._ready = ready
         # Set by the scheduler: its own greenlet and the agent's.
-        self._hub: Optional[greenlet.greenlet] = None
-        self._greenlet: Optional[greenlet.greenlet] = None
-        # The parked request: read by the scheduler while this agent is parked.
-        self._inputs: Mapping[str, object] = {}
-        self._states: Optional[Mapping[str, object]] = None
+        self._hub: greenlet.greenlet = None
+        self._greenlet: greenlet.greenlet = None
+        # The parked request: read by the scheduler while this agent is parked; ``_states`` is a
+        # mapping, or None when the agent gave none.
+        self._inputs: Mapping[str, Any] = {}
+        self._states: Any = None
         # perf_counter() at the last park, and when whoever resumed it did so (latency, watchdog).
         self._parked_at = 0.0
         self._resumed_at = 0.0
@@ -144,7 +146,7 @@ class Parked(Communicator):
         raise NotImplementedError
 
 
-def parked_in_c(cls: type, extension: Optional[object], name: str) -> type:
+def parked_in_c(cls: type, extension: Optional[ModuleType], name: str) -> type:
     """A subclass ``name`` of ``cls`` (a :class:`Parked` subclass) with the request fields and
     ``predict`` of ``extension`` (the C module: the same park, in C); ``cls`` itself when
     ``extension`` is None."""
@@ -157,12 +159,12 @@ def parked_in_c(cls: type, extension: Optional[object], name: str) -> type:
 class HotPath(NamedTuple):
     """The per-batch pieces :func:`serve` runs: the extension's, or None for the Python twins."""
 
-    join: Optional[Callable] = None
-    hand_out: Optional[Callable] = None
-    resumed_sum: Optional[Callable] = None
+    join: Optional[Callable]
+    hand_out: Optional[Callable]
+    resumed_sum: Callable[[List["Parked"]], float]
 
 
-def hot_path(extension: Optional[object]) -> HotPath:
+def hot_path(extension: Optional[ModuleType]) -> HotPath:
     """The pieces of ``extension`` (the C module), or the Python twins' (None)."""
     if extension is None:
         return HotPath(None, None, _resumed_sum)
@@ -333,7 +335,7 @@ def _checked(queue: PredictionQueue, batch: List[Parked], every: bool = False) -
     if not refused:
         return batch
     out = {id(comm) for comm, _ in refused}
-    for comm, exc in refused:
+    for comm, error in refused:
         comm._resumed_at = perf_counter()
-        throw(comm._greenlet, exc)
+        throw(comm._greenlet, error)
     return [c for c in batch if id(c) not in out]

@@ -46,8 +46,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from time import perf_counter
-from typing import Dict, List, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Tuple
 
 import greenlet
 import numpy as np
@@ -57,6 +58,7 @@ from parl.affinity import pin_current_thread
 from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.errors import StoppedError
 from parl.runtime.cooperative.batching import (
     EXTENSION,
@@ -119,8 +121,11 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
         self._runner = runner
         # Set by the scheduler thread when it starts: its hub greenlet and the agent's.
         self.attach(runner.queue(wrapper), runner.ready)
+        #: The training requests handed over by put_batch, oldest first (their replies resume agents,
+        #: so the requests themselves are kept, not waiters).
+        self._requests_in_flight: Deque[Request[_Resume]] = deque()
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (already checked by the helper); returns the costs of the update."""
         if getcurrent() is not self._greenlet:
             raise self._outside_error()
@@ -138,12 +143,13 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
             raise self._outside_error()
         request = Request(self.agent_id, batch, _Resume(self._runner, None))
         self._wrapper.training_queue.put(request)  # StoppedError once the robot stops
-        self._in_flight.append(request)
+        self._requests_in_flight.append(request)
 
-    def take_costs(self, wait: bool = False) -> List[Dict[str, object]]:
+    def take_costs(self, wait: bool = False) -> List[Costs]:
         """The costs of the finished updates of handed-over batches, oldest first; with ``wait``, the
         agent parks until the oldest in flight is learned (the other agents go on meanwhile)."""
-        in_flight, done = self._in_flight, []
+        in_flight = self._requests_in_flight
+        done: List[Costs] = []
         while in_flight:
             request = in_flight[0]
             if not self._runner._claim(request, self._greenlet if wait and not done else None):
@@ -163,6 +169,9 @@ class CooperativeCommunicator(Parked, InProcessCommunicator):
             finally:
                 self._resumed_at = perf_counter()
         return done
+
+    def batches_in_flight(self) -> int:
+        return len(self._requests_in_flight)
 
     def _outside_error(self) -> Exception:
         if self._runner.finished:
@@ -191,7 +200,7 @@ class _Resume(Reply):
 
     def __init__(self, runner: "CooperativeRunner", agent: Optional[greenlet.greenlet]) -> None:
         self.runner = runner
-        self.greenlet = agent
+        self.greenlet: greenlet.greenlet = agent  # None while nobody waits
         self.done = False
 
     def deliver(self, request: Request) -> None:
@@ -208,10 +217,10 @@ class CooperativeRunner(AgentRunner):
         self._queues: Dict[int, _TaskQueue] = {}  # id(wrapper) -> queue
         self._communicators: Dict[int, List[CooperativeCommunicator]] = {}  # agent id -> its communicators
         self._cond = threading.Condition(threading.Lock())
-        self._replies: List[Request] = []  # training requests finished whose agents are to be resumed
+        self._replies: List[Request[_Resume]] = []  # training requests finished whose agents are to be resumed
         #: Agents whose prediction rows are ready, with their rows, last to run first: each agent
         #: that parks hands over to the last one (agent to agent: one switch per step).
-        self.ready: List[Tuple[CooperativeCommunicator, Row]] = []
+        self.ready: List[Tuple[Parked, Row]] = []
         self._thread: Optional[threading.Thread] = None
         self._live = 0
         self._playing: Dict[int, float] = {}  # agent id -> when it began to play
@@ -249,7 +258,7 @@ class CooperativeRunner(AgentRunner):
     def stop(self, deadline: float) -> List[str]:
         self.wake()
         self.join(deadline)
-        return [self._thread.name] if self.running() else []
+        return [self._thread.name] if self._thread is not None and self.running() else []
 
     def wake(self) -> None:
         self._wake_scheduler()
@@ -296,7 +305,7 @@ class CooperativeRunner(AgentRunner):
             self._replies.append(request)
         self._wake_scheduler()
 
-    def _claim(self, request: Request, agent: Optional[greenlet.greenlet]) -> bool:
+    def _claim(self, request: Request[_Resume], agent: Optional[greenlet.greenlet]) -> bool:
         """Whether ``request`` is still in flight; if so and ``agent`` is given, the agent is to be
         resumed with its reply (and must park). A finished request's result or error is read by the caller."""
         reply = request.reply

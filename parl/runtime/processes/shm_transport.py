@@ -36,17 +36,20 @@ import os
 import struct
 import threading
 from time import perf_counter
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from parl import wire
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
+from parl.core.costs import Costs
 from parl.core.errors import RemoteError, StoppedError
 from parl.core.specs import Layout, fits
 from parl.core.task_specs import TaskSpecs
 from parl.serving.request import Reply, Request
+from parl.serving.stats import PredictionTimer
 
 ArrayDict = Dict[str, np.ndarray]
 
@@ -99,7 +102,7 @@ def send_message(fd: int, lock: threading.Lock, message: object) -> None:
         write_all(fd, header, body)
 
 
-def receive_message(fd: int) -> Optional[object]:
+def receive_message(fd: int) -> Any:
     """One :func:`send_message` message; None at end of file (the sender died mid-way or closed).
 
     Raises:
@@ -130,14 +133,14 @@ class SharedArena:
         self._size = 0
         self._buffer: Optional[mmap.mmap] = None
 
-    def reserve(self, shape: Sequence[int], dtype: object) -> int:
+    def reserve(self, shape: Sequence[int], dtype: DTypeLike) -> int:
         """Reserve an array; returns its handle for :meth:`array` (after :meth:`allocate`)."""
         if self._buffer is not None:
             raise RuntimeError("the arena is already allocated")
-        dtype = np.dtype(dtype)
+        dt = np.dtype(dtype)
         offset = -(-self._size // _ALIGN) * _ALIGN
-        self._size = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self._fields.append((offset, tuple(shape), dtype))
+        self._size = offset + int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        self._fields.append((offset, tuple(shape), dt))
         return len(self._fields) - 1
 
     def allocate(self) -> None:
@@ -148,6 +151,8 @@ class SharedArena:
         """The view of a reserved array."""
         offset, shape, dtype = self._fields[handle]
         count = int(np.prod(shape, dtype=np.int64))
+        if self._buffer is None:
+            raise RuntimeError("the arena is not allocated yet")
         return np.frombuffer(self._buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
 
     @property
@@ -189,16 +194,17 @@ class Slot:
             {s.name: arena.reserve(s.shape, s.dtype) for s in listed}
             for listed in (specs.inputs, specs.states, specs.actions, specs.states)
         ]
-        self.inputs: ArrayDict = handles[0]  # handles until bind_views
-        self.states: ArrayDict = handles[1]
-        self.actions: ArrayDict = handles[2]
-        self.next_states: ArrayDict = handles[3]
+        # Handles until bind_views, then views (ArrayDict).
+        self.inputs: Dict[str, Any] = handles[0]
+        self.states: Dict[str, Any] = handles[1]
+        self.actions: Dict[str, Any] = handles[2]
+        self.next_states: Dict[str, Any] = handles[3]
         self.payload: Tuple[ArrayDict, ArrayDict] = ({}, {})
         #: The actions' and next states' names, shapes and dtypes (for :func:`~parl.core.specs.fits`).
         self.reply_layout: Tuple[Layout, Layout] = ([], [])
         #: Counts the slot's predictions and their time in the parent (put to reply) for the wrapper's
-        #: metrics (a ``PredictionTimer``; None: not counted).
-        self.timer = None
+        #: metrics (None: not counted).
+        self.timer: Optional[PredictionTimer] = None
         #: perf_counter() in the parent when the slot's last request (prediction or update) arrived,
         #: and when it was answered: the watchdog's view of the agent (parl.runtime.watchdog).
         self.requested_at = 0.0
@@ -307,8 +313,11 @@ class LearnReply(Reply):
                 data = REPLY_COSTS + wire.pack(request.result)
             except ValueError as exc:  # the agent gets the error instead of the costs
                 error = RemoteError(f"sending the costs to agent {request.agent_id}", exc)
+        if data is None:
+            assert error is not None  # given, or made when the costs could not be packed
+            data = error_reply(error)
         try:
-            write_all(self.reply_fd, error_reply(error) if data is None else data)
+            write_all(self.reply_fd, data)
         except OSError:
             pass  # the worker is gone
 
@@ -373,7 +382,7 @@ class ShmCommunicator(Communicator):
             {name: view.copy() for name, view in slot.next_states.items()},
         )
 
-    def learn(self, batch: Transition[np.ndarray]) -> Dict[str, object]:
+    def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Send a training batch (a :mod:`parl.wire` frame: a Transition crosses as the tuple of its
         fields); returns the costs of the update.
 
@@ -386,7 +395,7 @@ class ShmCommunicator(Communicator):
         self._send(["learn", self._slot.number, batch])
         return self._wait(REPLY_COSTS)
 
-    def _wait(self, expected: bytes) -> object:
+    def _wait(self, expected: bytes) -> Any:
         """Block for this agent's reply: None for REPLY_OK (the reply is in the slot), else the frame's
         value. Raises ValueError for a frame that does not decode (the agent fails with it)."""
         while True:
@@ -405,7 +414,7 @@ class ShmCommunicator(Communicator):
             if self._stopped.is_set():
                 raise StoppedError("the worker is stopping")
 
-    def _receive(self, kind: type, what: str) -> object:
+    def _receive(self, kind: Type[Any], what: str) -> Any:
         value = receive_message(self._reply_fd)
         if not isinstance(value, kind) or (kind is tuple and len(value) != 2):
             raise ValueError(f"{what} on the reply pipe of agent {self.agent_id} is a {type(value).__name__}")

@@ -67,7 +67,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 import numpy as np
 
@@ -377,6 +377,7 @@ class WorkerPool:
             ids = [self.agents[p].id for p in ending]
             restart = self.restart_workers and ending and worker.restarts < self.max_restarts
             process = worker.process
+            assert process is not None  # forked before it is served
             fate = "are restarted" if restart else "end"
             error = WorkerError(worker.name, process.pid, process.exitcode, ids, fate, worker.fault)
             if not ending:
@@ -404,6 +405,7 @@ class WorkerPool:
 
     def _serve_until_exit(self, worker: _Worker) -> None:
         process = worker.process
+        assert process is not None  # forked before it is served
         request_fd, message_fd, sentinel = worker.request_fd, worker.message_fd, process.sentinel
         poller = select.poll()
         for fd in (request_fd, message_fd, sentinel):
@@ -422,7 +424,7 @@ class WorkerPool:
                         if not data:
                             poller.unregister(request_fd)
                             continue
-                        requests: List[Request] = []
+                        requests: List[Request[SlotReply]] = []
                         leftover = self._requests(worker, leftover + data, requests)
                         self._queue(requests)
                     elif fd == message_fd:
@@ -462,10 +464,12 @@ class WorkerPool:
         """End a worker that broke the protocol or stopped answering: SIGKILL to the process this
         pool forked (a stopped one included); its death is then reported with ``reason``."""
         worker.fault = reason
-        logger.warning("ending %s (pid %s): %s", worker.name, worker.process.pid, reason)
-        worker.process.kill()
+        process = worker.process
+        assert process is not None  # a worker is ended once forked
+        logger.warning("ending %s (pid %s): %s", worker.name, process.pid, reason)
+        process.kill()
 
-    def _requests(self, worker: _Worker, data: bytes, into: List[Request]) -> bytes:
+    def _requests(self, worker: _Worker, data: bytes, into: List[Request[SlotReply]]) -> bytes:
         """One prediction request per slot number in ``data``, appended to ``into``; returns an
         incomplete tail.
 
@@ -484,7 +488,7 @@ class WorkerPool:
         into.extend(requests)
         return data[whole:]
 
-    def _queue(self, requests: List[Request]) -> None:
+    def _queue(self, requests: List[Request[SlotReply]]) -> None:
         """Put prediction requests on their tasks' queues (a stopped wrapper answers them at once)."""
         for request in requests:
             try:
@@ -492,7 +496,7 @@ class WorkerPool:
             except StoppedError as exc:
                 request.finish(error=exc)
 
-    def _handle_message(self, worker: _Worker, message: object) -> bool:
+    def _handle_message(self, worker: _Worker, message: Any) -> bool:
         """Act on one message from a worker; False at end of file.
 
         Raises:
@@ -624,7 +628,7 @@ def _prctl(option: int, value: object) -> None:
         pass  # not Linux: the parent-alive check alone
 
 
-def _worker_main(pool: WorkerPool, worker: _Worker, child: Dict[str, object], parent_pid: int) -> None:
+def _worker_main(pool: WorkerPool, worker: _Worker, child: Dict[str, Any], parent_pid: int) -> None:
     """Entry of a worker process; never returns (os._exit)."""
     code = 1
     try:
@@ -656,7 +660,7 @@ def _worker_main(pool: WorkerPool, worker: _Worker, child: Dict[str, object], pa
 class _WorkerRuntime:
     """Inside a worker: the agents' threads, the message pipe and the control pipe."""
 
-    def __init__(self, pool: WorkerPool, worker: _Worker, child: Dict[str, object], parent_pid: int) -> None:
+    def __init__(self, pool: WorkerPool, worker: _Worker, child: Dict[str, Any], parent_pid: int) -> None:
         self.pool = pool
         self.worker = worker
         self.parent_pid = parent_pid

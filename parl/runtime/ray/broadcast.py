@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from types import ModuleType
-from typing import Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 import numpy as np
 
@@ -69,10 +69,10 @@ class Broadcaster:
         self._published[name] = (version, [self._ray.put(task.algorithm_weights())])
 
 
-def writable_weights(weights: Mapping[str, object]) -> Dict[str, object]:
+def writable_weights(weights: Mapping[str, object]) -> Dict[str, Any]:
     """``weights`` (nested dicts of arrays, as fetched from Ray's object store) with every read-only
     array copied, so the tasks they are set into own arrays they may write."""
-    out: Dict[str, object] = {}
+    out: Dict[str, Any] = {}
     for key, value in weights.items():
         if isinstance(value, Mapping):
             out[key] = writable_weights(value)

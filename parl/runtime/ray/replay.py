@@ -34,7 +34,21 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Deque, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from operator import itemgetter
+from typing import (
+    Any,
+    Callable,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    cast,
+    runtime_checkable,
+)
 
 import numpy as np
 
@@ -44,7 +58,7 @@ from parl.core.errors import StoppedError
 from parl.core.task_specs import TaskSpecs
 from parl.experience.frame_store import FrameStoreSetting
 from parl.experience.n_step import copy_transition
-from parl.experience.prioritized_replay_buffer import replay_buffer_for
+from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer, ReplayBufferSettings, replay_buffer_for
 
 logger = logging.getLogger("parl")
 
@@ -127,24 +141,24 @@ class ReplaySettings:
         per_agent = [_helper_settings(h) for h in helpers]
         if any(s != per_agent[0] for s in per_agent):
             raise ValueError(f"replay_shards: the agents' ExpReplayHelpers of task {task!r} have different settings")
-        h = helpers[0]
+        knobs = dict(zip(REPLAY_KNOBS, per_agent[0]))  # what every helper has alike
         agents_per_shard = len(helpers) / shards
         return cls(
-            capacity=max(1, int(h.capacity * agents_per_shard)),
-            batch_size=h.batch_size,
-            warmup_steps=h.warmup_steps * len(helpers),
-            updates_per_step=h.updates_per_step,
-            prioritized=h.prioritized,
-            alpha=h.alpha,
-            beta_start=h.beta_start,
-            beta_steps=int(h.beta_steps * agents_per_shard),
-            priority_epsilon=h.priority_epsilon,
-            bootstrap_steps=h.n_step > 1,
-            frame_store=h.frame_store,
+            capacity=max(1, int(knobs["capacity"] * agents_per_shard)),
+            batch_size=knobs["batch_size"],
+            warmup_steps=knobs["warmup_steps"] * len(helpers),
+            updates_per_step=knobs["updates_per_step"],
+            prioritized=knobs["prioritized"],
+            alpha=knobs["alpha"],
+            beta_start=knobs["beta_start"],
+            beta_steps=int(knobs["beta_steps"] * agents_per_shard),
+            priority_epsilon=knobs["priority_epsilon"],
+            bootstrap_steps=knobs["n_step"] > 1,
+            frame_store=knobs["frame_store"],
         )
 
 
-def _helper_settings(helper: ReplayHelper) -> tuple:
+def _helper_settings(helper: object) -> Tuple[Any, ...]:
     return tuple(getattr(helper, knob) for knob in REPLAY_KNOBS)
 
 
@@ -152,7 +166,9 @@ class ReplayShard:
     """One shard (made a Ray actor by the runner): a replay buffer of the task's specs."""
 
     def __init__(self, specs: TaskSpecs, settings: ReplaySettings, seed: int) -> None:
-        self.buffer = replay_buffer_for(settings, specs, bootstrap_steps=settings.bootstrap_steps)
+        # Read only: its frozen fields stand for the protocol's attributes.
+        buffer_settings = cast(ReplayBufferSettings, settings)
+        self.buffer = replay_buffer_for(buffer_settings, specs, bootstrap_steps=settings.bootstrap_steps)
         self.prioritized = settings.prioritized
         self._rng = np.random.default_rng(seed)
         self.added = 0
@@ -162,7 +178,7 @@ class ReplayShard:
     def add(self, rows: Transition[np.ndarray]) -> int:
         """Store every row of ``rows`` (a batch); returns the rows stored in all."""
         for i in range(rows.batch_size):
-            self.buffer.add(rows.map_arrays(lambda values, i=i: values[i]))  # row i, as views
+            self.buffer.add(rows.map_arrays(itemgetter(i)))  # row i, as views
         self.added += rows.batch_size
         return self.added
 
@@ -175,12 +191,14 @@ class ReplayShard:
         size = len(self.buffer)
         if size == 0:
             return [], 0, self.instance
-        if self.prioritized:
-            return [self.buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
-        return [(self.buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
+        buffer = self.buffer
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            return [buffer.sample(batch_size, self._rng) for _ in range(count)], size, self.instance
+        return [(buffer.sample(batch_size, self._rng), None) for _ in range(count)], size, self.instance
 
     def update_priorities(self, slots: np.ndarray, td_errors: np.ndarray) -> None:
         """Priorities ``|td_error| + epsilon`` for the rows in ``slots``."""
+        assert isinstance(self.buffer, PrioritizedReplayBuffer)  # slots come from a prioritized sample only
         self.buffer.update_priorities(slots, td_errors)
 
 
@@ -222,13 +240,13 @@ class ShardWriter:
     gathers transitions and sends each chunk to the next shard in turn, starting at ``first``,
     within the worker's ``allowance``."""
 
-    def __init__(self, task: str, shards: Sequence[object], first: int, allowance: Allowance) -> None:
+    def __init__(self, task: str, shards: Sequence[Any], first: int, allowance: Allowance) -> None:
         self.task = task
         self._shards = list(shards)
         self._next = first % len(self._shards)
         self._allowance = allowance
         self._rows: List[Transition[np.ndarray]] = []
-        self._in_flight: List[object] = []
+        self._in_flight: List[Any] = []  # Ray object refs
 
     def add(self, transition: Transition[np.ndarray]) -> None:
         """Keep a copy of ``transition``; send a chunk once :data:`CHUNK` rows are kept."""
@@ -279,11 +297,11 @@ class ReplayLearner:
     def __init__(
         self,
         communicator: Communicator,
-        shards: Sequence[object],
+        shards: Sequence[Any],
         settings: ReplaySettings,
         *,
         stored: Callable[[], int],
-        after_update: Callable[[], None],
+        after_update: Callable[[], object],
         on_error: Callable[[BaseException], None],
         seed: int,
     ) -> None:
@@ -342,7 +360,7 @@ class ReplayLearner:
     def _run(self) -> None:
         import ray
 
-        pending: Deque[Tuple[int, object, int]] = deque()  # (shard, reply, batches asked for)
+        pending: Deque[Tuple[int, Any, int]] = deque()  # (shard, reply, batches asked for)
         asked = 0  # batches asked for and not yet learned
         try:
             while not self._stop.is_set():

@@ -40,12 +40,13 @@ started it (:mod:`parl.runtime.ray_cluster.session`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class _Slot:
     name: str
     agent_ids: List[int]
     blob: bytes
-    actor: object = None
+    actor: Any = None  # a Ray actor handle
     generation: int = 0
     running: bool = True
     answers: List[tuple] = field(default_factory=list)
@@ -122,7 +123,7 @@ class RayRunner(AgentRunner):
         self._stopping = threading.Event()
         self._paused = False
         self._lock = threading.Lock()
-        self._worker_class: object = None  # the Ray actor class, made at start
+        self._worker_class: Any = None  # the Ray actor class, made at start
         self._stuck: Dict[int, float] = {}  # agents stuck in their environment at stop
         self._replay_shards: Dict[str, list] = {}
 
@@ -137,8 +138,8 @@ class RayRunner(AgentRunner):
             return
         options = self.options
         wanted = (self.workers or 1) * options.worker_cpus
-        self._session = RaySession.join(options.address, wanted, options.local_cpus)
-        ray = self._session.ray
+        session = self._session = RaySession.join(options.address, wanted, options.local_cpus)
+        ray = session.ray
         from ray import cloudpickle
 
         workers = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // options.worker_cpus))
@@ -146,7 +147,7 @@ class RayRunner(AgentRunner):
         tasks = {name: wrapper.task for name, wrapper in self.context.wrappers.items()}
         for task in tasks.values():
             task.build_layers()
-        self._broadcaster = Broadcaster(ray, tasks)
+        broadcaster = self._broadcaster = Broadcaster(ray, tasks)
         shards = self._start_replay(ray, tasks)
         for helper in (h for agent in agents for h in agent.helpers.values()):
             helper.unbind()  # the workers bind their own; no transport or empty buffer travels
@@ -161,7 +162,7 @@ class RayRunner(AgentRunner):
             blob = cloudpickle.dumps((self.context.task_settings, self.context.shared, [agents[i] for i in ids]))
             slot = _Slot(k, f"parl-ray-worker-{k}", ids, blob)
             self._slots.append(slot)
-            self._broadcaster.listen(lambda slot=slot: self._notify(slot))
+            broadcaster.listen(functools.partial(self._notify, slot))
         for slot in self._slots:
             self._launch(slot)
         for slot in self._slots:
@@ -199,9 +200,9 @@ class RayRunner(AgentRunner):
                 self.context.wrappers[name].communicator(len(agents)),
                 shards,
                 settings,
-                stored=lambda name=name: self._stored(name),
-                after_update=lambda name=name: self._broadcaster.after_update(name, self.options.broadcast_interval),
-                on_error=lambda exc, name=name: self._replay_failed(name, exc),
+                stored=functools.partial(self._stored, name),
+                after_update=functools.partial(self._broadcasts().after_update, name, self.options.broadcast_interval),
+                on_error=functools.partial(self._replay_failed, name),
                 seed=int(np.random.randint(2**31)),
             )
             self._learners[name] = learner
@@ -224,7 +225,7 @@ class RayRunner(AgentRunner):
             slot.agent_ids,
             counters,
             self.options.worker_placement,
-            self._broadcaster.current(),
+            self._broadcasts().current(),
             self._replay_shards,
             self._limits(slot),
             int(np.random.randint(2**31)),
@@ -234,7 +235,7 @@ class RayRunner(AgentRunner):
 
     # -- the driver's two threads per worker ---------------------------------------------------
     def _take_loop(self, slot: _Slot) -> None:
-        ray = self._session.ray
+        ray = self._ray()
         while not self._stopping.is_set() and slot.running:
             generation = slot.generation
             try:
@@ -246,7 +247,7 @@ class RayRunner(AgentRunner):
                 continue
             self._take_up(slot, generation, out)
 
-    def _take_up(self, slot: _Slot, generation: int, out: Dict[str, object]) -> None:
+    def _take_up(self, slot: _Slot, generation: int, out: Dict[str, Any]) -> None:
         context = self.context
         for record in out["episodes"]:
             context.record_episode(record)
@@ -285,7 +286,7 @@ class RayRunner(AgentRunner):
     def _queue(self, slot: _Slot, generation: int, ticket: int, task: str, agent_id: int, batch, version: int) -> None:
         segment = is_segment(batch)
         staleness = self.options.max_staleness
-        if segment and staleness is not None and version < self._broadcaster.version(task) - staleness:
+        if segment and staleness is not None and version < self._broadcasts().version(task) - staleness:
             with self._lock:
                 self.dropped_segments += 1
             self._answer(slot, generation, (ticket, {}, None))
@@ -295,7 +296,7 @@ class RayRunner(AgentRunner):
             if isinstance(error, StoppedError):
                 return
             if error is None:
-                self._broadcaster.after_update(task, 1 if segment else self.options.broadcast_interval)
+                self._broadcasts().after_update(task, 1 if segment else self.options.broadcast_interval)
                 self._answer(slot, generation, (ticket, result, None))
             else:
                 original = getattr(error, "original", error)
@@ -315,12 +316,24 @@ class RayRunner(AgentRunner):
                 slot.answers.append(answer)
                 slot.wake.notify()
 
+    def _ray(self) -> Any:
+        """The ``ray`` module of the session :meth:`start` joined."""
+        session = self._session
+        assert session is not None  # joined by start
+        return session.ray
+
+    def _broadcasts(self) -> Broadcaster:
+        """The broadcaster :meth:`start` made."""
+        broadcaster = self._broadcaster
+        assert broadcaster is not None  # made by start
+        return broadcaster
+
     def _notify(self, slot: _Slot) -> None:
         with slot.wake:
             slot.wake.notify()
 
     def _deliver_loop(self, slot: _Slot) -> None:
-        ray = self._session.ray
+        ray = self._ray()
         while not self._stopping.is_set():
             with slot.wake:
                 while not self._stopping.is_set() and not slot.answers and not self._newer_weights(slot):
@@ -331,7 +344,7 @@ class RayRunner(AgentRunner):
                 actor, generation = slot.actor, slot.generation
             if self._stopping.is_set():
                 return
-            current = self._broadcaster.current()
+            current = self._broadcasts().current()
             try:
                 ray.get(actor.deliver.remote(answers, current, self._limits(slot)), timeout=self.options.sample_timeout)
             except Exception:  # noqa: BLE001 - the take thread notices the loss and starts it again
@@ -341,7 +354,7 @@ class RayRunner(AgentRunner):
                 slot.pushed = {name: version for name, (version, _) in current.items()}
 
     def _newer_weights(self, slot: _Slot) -> bool:
-        current = self._broadcaster.current()
+        current = self._broadcasts().current()
         return any(slot.pushed.get(name, -1) < version for name, (version, _) in current.items())
 
     def _limits(self, slot: _Slot) -> Dict[str, int]:
@@ -358,7 +371,7 @@ class RayRunner(AgentRunner):
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Report ``slot``'s worker as lost and start it again."""
         reason = _brief(exc)
-        versions = {name: version for name, (version, _) in self._broadcaster.current().items()}
+        versions = {name: version for name, (version, _) in self._broadcasts().current().items()}
         logger.error(
             "Ray worker %s (agents %s) was lost: %s; starting it again with weights versions %s",
             slot.name,
@@ -367,7 +380,7 @@ class RayRunner(AgentRunner):
             versions,
         )
         self.losses.append(WorkerLoss(slot.name, list(slot.agent_ids), reason))  # after the line, for readers
-        ray = self._session.ray
+        ray = self._ray()
         try:
             ray.kill(slot.actor, no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
@@ -439,9 +452,10 @@ class RayRunner(AgentRunner):
 
     def stop(self, deadline: float) -> List[str]:
         self._stopping.set()
-        if self._session is None:
+        session = self._session
+        if session is None:
             return []
-        ray = self._session.ray
+        ray = session.ray
         for learner in self._learners.values():
             learner.stop(max(0.0, deadline - time.monotonic()))
         now = time.perf_counter()
@@ -459,7 +473,7 @@ class RayRunner(AgentRunner):
                 slot.wake.notify_all()
         for thread in [t for slot in self._slots for t in slot.threads]:
             thread.join(max(0.0, deadline - time.monotonic()))
-        self._session.leave()
+        session.leave()
         threads = [t.name for slot in self._slots for t in slot.threads if t.is_alive()]
         return threads + [f"parl-ray-replay-{name}" for name, learner in self._learners.items() if not learner.stop(0)]
 
@@ -473,10 +487,10 @@ class RayRunner(AgentRunner):
     def _idle(self) -> Dict[int, float]:
         return {agent_id: since for slot in self._slots for agent_id, (_, since) in slot.idle_since.items()}
 
-    def _call_all(self, method: str, timeout: float, args: Tuple[object, ...] = ()) -> List[object]:
+    def _call_all(self, method: str, timeout: float, args: Tuple[object, ...] = ()) -> List[Any]:
         """Call ``method`` on every worker, wait up to ``timeout`` seconds for them all, and return
         the answers that came (a lost worker's is missing: its take thread starts it again)."""
-        ray = self._session.ray
+        ray = self._ray()
         refs = []
         for slot in self._slots:
             try:

@@ -35,7 +35,7 @@ from parl.serving.stats import StatsSnapshot
 #: A request taken for the driver: (ticket, task name, driver agent id, batch, weights version).
 Outgoing = Tuple[int, str, int, object, int]
 #: An answer from the driver: (ticket, costs, error) with error None or (where, error data, traceback text).
-Answer = Tuple[int, Optional[Dict[str, object]], Optional[Tuple[str, Dict[str, object]]]]
+Answer = Tuple[int, Optional[Dict[str, object]], Optional[Tuple[str, Dict[str, object], Optional[str]]]]
 #: Weights the driver broadcast: task name -> (version, [object ref]) (the ref in a list, so that
 #: Ray hands it over as a ref and the worker fetches it only when the version is new to it).
 Broadcast = Mapping[str, Tuple[int, list]]

@@ -10,13 +10,13 @@ the memory floor is in MiB (``min_free_memory_mb``). The file is read when the c
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from parl.rlx.messages import MAX_TOKEN_BYTES
 from parl.runtime.rlx.settings import ServerSettings
 from parl.validation import ParameterError, check_int
 
-_DEFAULTS = {f.name: f.default for f in fields(ServerSettings)}
+_DEFAULTS: Dict[str, Any] = {f.name: f.default for f in fields(ServerSettings)}
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class ServerConfig:
 
     def options(self) -> ServerSettings:
         """The server's settings (the token read when this was made)."""
+        assert self._settings is not None  # set by __post_init__
         return self._settings
 
 

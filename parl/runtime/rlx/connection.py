@@ -18,14 +18,14 @@ bad value is a :class:`~parl.rlx.errors.ProtocolError` that ends this connection
 from __future__ import annotations
 
 import socket
-from typing import List, Optional, Protocol, Union
+from typing import Any, List, Optional, Protocol, Union, cast
 
 import numpy as np
 
 from parl.core.specs import Spec, check_sample
 from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
-from parl.rlx.messages import Bye, ClientMessage, Hello, Init, Metrics, Reset, Step
+from parl.rlx.messages import ActionValue, Bye, ClientMessage, Hello, Init, Metrics, Reset, ServerMessage, Step
 from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
@@ -51,8 +51,14 @@ class Slot(Protocol):
     index: int
     obs_spec: Spec
 
-    def action_taken(self, value: object, where: str) -> object:
+    def action_taken(self, value: ActionValue, where: str) -> ActionValue:
         """A client's ``action_taken`` checked against the action space (ProtocolError if it does not fit)."""
+
+    def offer(self, conn: "Connection", message: Any) -> None:
+        """A checked init, step or reset of ``conn``, for the slot's agent."""
+
+    def connection_closed(self, conn: "Connection") -> None:
+        """``conn`` ended: the slot is free."""
 
 
 class Connection:
@@ -113,7 +119,7 @@ class Connection:
             raise ClosedByPeer()
         return self._reader.feed(data)
 
-    def send(self, message: object) -> None:
+    def send(self, message: ServerMessage) -> None:
         """Write one message; what the socket does not take now waits in the outbox (:meth:`flush`).
 
         Raises:
@@ -168,14 +174,15 @@ class Connection:
             ProtocolError: ``bad_message``, naming the message and what is wrong.
         """
         self.last_heard = now
+        # Dispatched on the exact type (cheaper than isinstance); the casts say what each branch holds.
         kind = type(message)
         if self.state == HANDSHAKE:
             if kind is not Hello:
                 raise ProtocolError(BAD_MESSAGE, f"expected hello first, got {_name(message)}")
-            self.client = message.client
+            self.client = cast(Hello, message).client
             return message
         if kind is Metrics:
-            checked_metric(message.value, "metrics:")
+            checked_metric(cast(Metrics, message).value, "metrics:")
             return message
         if kind is Bye:
             return message
@@ -187,20 +194,25 @@ class Connection:
         if kind is Init:
             if self.state != READY:
                 raise ProtocolError(BAD_MESSAGE, "init while an episode is under way (end it with reset)")
-            message = Init(self._observation(message.obs, "init:"))
+            message = Init(self._observation(cast(Init, message).obs, "init:"))
             self.state, self.episode_started = EPISODE, now
             self.episode_return, self.episode_length = 0.0, 0
         else:
             if self.state != EPISODE:
                 raise ProtocolError(BAD_MESSAGE, f"{_name(message)} with no episode under way (start one with init)")
             what = _name(message)
-            reward = checked_reward(message.reward, self.settings.max_abs_reward, f"{what}:")
-            obs = None if message.obs is None else self._observation(message.obs, f"{what}:")
-            taken = None if message.action_taken is None else slot.action_taken(message.action_taken, what)
-            message = message._replace(reward=reward, obs=obs, action_taken=taken)
-            self.episode_return += message.reward
+            sent: Any = message  # a Step or a Reset (by kind): their fields are read alike, without a cast
+            reward = checked_reward(sent.reward, self.settings.max_abs_reward, f"{what}:")
+            obs = None if sent.obs is None else self._observation(sent.obs, f"{what}:")
+            if sent.action_taken is None:
+                taken = None
+            else:
+                assert slot is not None  # admitted before its first init
+                taken = slot.action_taken(sent.action_taken, what)
+            message = sent._replace(reward=reward, obs=obs, action_taken=taken)
+            self.episode_return += reward
             self.episode_length += 1
-            if kind is Reset or message.terminated or message.truncated:
+            if kind is Reset or sent.terminated or sent.truncated:
                 self.state = READY
         self.awaiting_reply = True
         self.received_at = now
@@ -208,7 +220,9 @@ class Connection:
 
     def _observation(self, value: object, where: str) -> np.ndarray:
         """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
-        spec, limit = self.slot.obs_spec, self.settings.max_abs_observation
+        slot = self.slot
+        assert slot is not None  # admitted before its first init
+        spec, limit = slot.obs_spec, self.settings.max_abs_observation
         return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
 
     def metric_allowed(self, now: float) -> bool:

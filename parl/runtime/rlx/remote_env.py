@@ -26,7 +26,7 @@ import numpy as np
 
 from parl.core.specs import Spec
 from parl.rlx import spaces
-from parl.rlx.messages import Action, ActionValue, Done, Init, Step
+from parl.rlx.messages import Action, ActionValue, Done, Init, ServerMessage, Step
 from parl.runtime.rlx.connection import Connection, checked
 from parl.runtime.rlx.values import FLOAT32_MAX, bounded
 
@@ -41,7 +41,7 @@ Transition = Tuple[Any, float, bool, bool, Dict[str, Any]]
 class SlotHost(Protocol):
     """What a slot asks of its server (:class:`~parl.runtime.rlx.server.RlxServer`)."""
 
-    def answer(self, conn: Connection, message: object, *, act: bool) -> None:
+    def answer(self, conn: Connection, message: ServerMessage, *, act: bool) -> None:
         """Send the answer to ``conn``'s request under way."""
 
     def weights_version(self) -> int:
@@ -75,13 +75,15 @@ class RemoteEnv:
         self.obs_spec = _spec("obs", self.described_observation)
         self._taken_spec = _spec("action_taken", self.described_action)
         self._discrete = isinstance(self.described_action, spaces.DiscreteSpace)
+        described = self.described_action
+        self._action_dtype = None if isinstance(described, spaces.DiscreteSpace) else described.dtype
         self._server = server
         self.connection: Optional[Connection] = None
         #: True once its agent has ended: it takes no new connection.
         self.retired = False
         self.waited_at = self.resumed_at = 0.0
-        self._agent: Optional[greenlet.greenlet] = None
-        self._hub: Optional[greenlet.greenlet] = None
+        self._agent: greenlet.greenlet = None  # the agent's and the scheduler's, set by bind
+        self._hub: greenlet.greenlet = None
         self._waiting_for: object = None  # _INIT, the connection whose reply it waits for, or None
         self._episode: Optional[Connection] = None
         self._last_obs: Any = None
@@ -124,14 +126,14 @@ class RemoteEnv:
         """Nothing to release: the server owns the connections."""
 
     def _box_action(self, action: Any) -> np.ndarray:
-        return np.asarray(action, dtype=self.described_action.dtype)
+        return np.asarray(action, dtype=self._action_dtype)
 
     def _cut(self) -> Transition:
         """The end of an episode whose connection ended: truncated at the last observation."""
         self._episode = None
         return self._last_obs, 0.0, False, True, {"rlx": "the connection ended"}
 
-    def _wait(self, what: object) -> Tuple[Connection, Any]:
+    def _wait(self, what: Any) -> Tuple[Connection, Any]:
         """The next request for this slot: an init from its connection (``_INIT``), or the reply
         of connection ``what``; parks the agent until it comes."""
         conn = self.connection if what is _INIT else what
@@ -160,6 +162,7 @@ class RemoteEnv:
         """This slot's connection (between episodes) plays the free slot ``target`` from now on; a
         request it sent and no agent took waits for ``target``'s agent. Returns the connection."""
         conn, self.connection = self.connection, None
+        assert conn is not None  # handed over between episodes, connected
         conn.slot = target
         target.attach(conn)
         return conn

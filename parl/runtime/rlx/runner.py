@@ -167,6 +167,7 @@ class RlxRunner(CooperativeRunner):
             conn = self._handed_over.pop()
             if conn.open and conn.pending is not None:
                 message, conn.pending = conn.pending, None
+                assert conn.slot is not None  # a moved connection has its new slot
                 conn.slot.offer(conn, message)
                 served = True
         return served

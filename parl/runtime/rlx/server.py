@@ -31,13 +31,13 @@ import logging
 import selectors
 import socket
 from time import perf_counter
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple, cast
 
 from parl.rlx.address import split_address
 from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
 from parl.rlx.framing import encode
 from parl.rlx.messages import VERSION as PROTOCOL_VERSION
-from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, Welcome, parse_client
+from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, ServerMessage, Welcome, parse_client
 from parl.runtime.errors import PlacementStartError
 from parl.runtime.rlx.admission import Admission
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
@@ -55,7 +55,7 @@ SWEEP_SECONDS = 0.1
 ACCEPTS_PER_POLL = 64
 _LISTENER, _WAKE = "listener", "wake"
 #: How loud the line about an ended connection is, by its ServerStats counter (a client that leaves: debug).
-_LOG_LEVELS = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": logging.INFO}
+_LOG_LEVELS: Dict[Optional[str], int] = {"errors": logging.WARNING, "timeouts": logging.INFO, "refused": logging.INFO}
 _READ = selectors.EVENT_READ
 
 
@@ -135,7 +135,9 @@ class RlxServer:
         anything came (a request handed to a slot runs its agent until it parks again)."""
         if self._muted:
             timeout = max(0.0, min(timeout, min(self._muted.values()) - perf_counter()))
-        events = self._selector.select(timeout)
+        selector = self._selector
+        assert selector is not None  # made by start
+        events = selector.select(timeout)
         now = perf_counter()
         listening = False
         for key, mask in events:
@@ -143,7 +145,7 @@ class RlxServer:
             if target is _LISTENER:
                 listening = True  # accepted after the reads: a hello already in counts before room is made
             elif target is _WAKE:
-                _drain(self._wake_reader)
+                _drain(cast(socket.socket, self._wake_reader))  # what start made it
             else:
                 if mask & selectors.EVENT_WRITE and target.open:
                     self._flush(target)
@@ -169,7 +171,7 @@ class RlxServer:
             except OSError:  # full (a wake-up is pending anyway) or closed
                 pass
 
-    def answer(self, conn: Connection, message: object, *, act: bool) -> None:
+    def answer(self, conn: Connection, message: ServerMessage, *, act: bool) -> None:
         """Send the answer to ``conn``'s request under way (an ``act`` counts the server's act latency)."""
         if not conn.open:
             return
@@ -196,8 +198,10 @@ class RlxServer:
             except OSError:
                 pass
         self._muted.pop(conn, None)
-        if conn.sock in self._selector.get_map():  # a muted connection with nothing to write is not in it
-            self._selector.unregister(conn.sock)
+        selector = self._selector
+        assert selector is not None  # made by start
+        if conn.sock in selector.get_map():  # a muted connection with nothing to write is not in it
+            selector.unregister(conn.sock)
         conn.close()
         self._connections.discard(conn)
         self._admission.closed(conn)
@@ -232,9 +236,11 @@ class RlxServer:
     def _accept(self, now: float) -> None:
         # At most max_handshakes a poll: none taken in this poll is ended to make room in the same poll,
         # and the reads of the next come first (a hello already sent is read before room is made again).
+        listener, selector = self._listener, self._selector
+        assert listener is not None and selector is not None  # made by start
         for _ in range(min(ACCEPTS_PER_POLL, self.settings.max_handshakes)):
             try:
-                sock, address = self._listener.accept()
+                sock, address = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # out of file descriptors, say: the client waits in the backlog
@@ -247,7 +253,7 @@ class RlxServer:
                 continue
             if self._admission.full():  # the oldest waiting, of the address with the most waiting, makes room
                 self.end(
-                    self._admission.oldest_waiting(),
+                    cast(Connection, self._admission.oldest_waiting()),
                     TIMEOUT,
                     "no hello before newer connections came",
                     counter="timeouts",
@@ -255,7 +261,7 @@ class RlxServer:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = Connection(sock, peer, self.settings, now)
-            self._selector.register(sock, _READ, conn)
+            selector.register(sock, _READ, conn)
             self._connections.add(conn)
             self._admission.opened(conn, host)
             self.stats.accepted += 1
@@ -307,10 +313,11 @@ class RlxServer:
     def _handle(self, conn: Connection, message: ClientMessage, now: float) -> None:
         kind = type(message)
         if kind is Hello:
-            self._hello(conn, message)
+            self._hello(conn, cast(Hello, message))
         elif kind is Metrics:
             if conn.metric_allowed(now):
-                self.stats.client_metric(message.step, message.name, message.value)
+                metric = cast(Metrics, message)
+                self.stats.client_metric(metric.step, metric.name, metric.value)
             else:
                 self.stats.throttled_metrics += 1
                 self._muted[conn] = now + conn.quiet_for()
@@ -318,7 +325,9 @@ class RlxServer:
         elif kind is Bye:
             self.end(conn, None, "said bye")
         else:
-            conn.slot.offer(conn, message)
+            slot = conn.slot
+            assert slot is not None  # admitted at its hello
+            slot.offer(conn, message)
 
     def _hello(self, conn: Connection, hello: Hello) -> None:
         if hello.version != PROTOCOL_VERSION:
@@ -330,10 +339,11 @@ class RlxServer:
             self.end(conn, UNAUTHORIZED, "the token is missing or wrong", counter="errors")
             return
         slot = self.free_slot()
-        reason = self._refusal(slot)
-        if reason is not None:
-            self.end(conn, BUSY, reason, counter="refused")
+        refusal = self._refusal(slot)
+        if refusal is not None:
+            self.end(conn, BUSY, refusal, counter="refused")
             return
+        assert slot is not None  # refused above when there is none
         conn.admit(slot)
         slot.attach(conn)
         self._admission.admitted(conn)
@@ -356,14 +366,16 @@ class RlxServer:
         """Have the selector watch ``conn`` for what it needs now: reading unless muted, writing while its
         outbox holds frames (a connection that needs neither is not registered)."""
         events = (0 if conn in self._muted else _READ) | (selectors.EVENT_WRITE if conn.wants_to_write else 0)
-        key = self._selector.get_map().get(conn.sock)
+        selector = self._selector
+        assert selector is not None  # made by start
+        key = selector.get_map().get(conn.sock)
         if key is None:
             if events:
-                self._selector.register(conn.sock, events, conn)
+                selector.register(conn.sock, events, conn)
         elif not events:
-            self._selector.unregister(conn.sock)
+            selector.unregister(conn.sock)
         elif key.events != events:
-            self._selector.modify(conn.sock, events, conn)
+            selector.modify(conn.sock, events, conn)
 
     def _unmute(self, now: float) -> None:
         """Read again the muted connections whose time has come."""
