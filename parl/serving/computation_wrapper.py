@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
@@ -103,7 +103,7 @@ class Batching:
     ) -> "Batching":
         """These settings with the ones given (not None) of parl 0.1's separate keyword arguments of
         ``owner``, which warns that they are deprecated."""
-        given = {
+        given: Dict[str, Any] = {
             "max_batchsize": max_batchsize,
             "min_batchsize": min_batchsize,
             "max_training_batchsize": max_training_batchsize,

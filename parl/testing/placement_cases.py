@@ -123,7 +123,9 @@ class Robots:
     ) -> parl.Manager:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
         TaskSettings' default), restarting failed agents ``restart_agents`` times."""
-        given = dict(max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout)
+        given: Dict[str, Any] = dict(
+            max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout
+        )
         batching = Batching(**{name: value for name, value in given.items() if value is not None})
         manager = parl.Manager(
             {
