@@ -135,30 +135,28 @@ class GaussianActor(Model):
 
 
 class ContinuousActorCritic(Model):
-    """Base of the models of this module: specs, an ``actor`` of ``actor_class`` and the ``critic``.
+    """Base of the models of this module: specs, an ``actor`` of the subclass's ``actor_class`` and the
+    ``critic``.
 
     Args:
         obs_dim: length of the float32 ``obs`` input.
         action_dim: length of the float32 ``action``, in [-1, 1].
         num_critics: independent Q networks (1 for DDPG, 2 for TD3 and SAC).
         hidden_sizes: ReLU layers of the actor and of each critic.
-        actor_class: :class:`DeterministicActor` or :class:`GaussianActor`.
     """
 
+    #: :class:`DeterministicActor` or :class:`GaussianActor`, set by each subclass.
+    actor_class: Type[Union[DeterministicActor, GaussianActor]]
+
     def __init__(
-        self,
-        obs_dim: int,
-        action_dim: int,
-        num_critics: int,
-        hidden_sizes: Sequence[int],
-        actor_class: Type[Union[DeterministicActor, GaussianActor]],
+        self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
     ) -> None:
         super().__init__()
         self.obs_dim = check_int("obs_dim", obs_dim, 1)
         self.action_dim = check_int("action_dim", action_dim, 1)
         self.hidden_sizes = tuple(check_int("hidden_sizes", h, 1) for h in hidden_sizes)
         self.critic = QCritic(num_critics, self.hidden_sizes)
-        self.actor = actor_class(self.action_dim, self.hidden_sizes)
+        self.actor = self.actor_class(self.action_dim, self.hidden_sizes)
         with paddle.no_grad():
             obs, action = paddle.zeros([1, self.obs_dim]), paddle.zeros([1, self.action_dim])
             self.actor.forward(obs)
@@ -174,23 +172,15 @@ class ContinuousActorCritic(Model):
 class DeterministicActorCritic(ContinuousActorCritic):
     """A :class:`DeterministicActor` and ``num_critics`` Q networks (DDPG: 1, TD3: 2)."""
 
+    actor_class = DeterministicActor
     actor: DeterministicActor
-
-    def __init__(
-        self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
-    ) -> None:
-        super().__init__(obs_dim, action_dim, num_critics, hidden_sizes, DeterministicActor)
 
 
 class GaussianActorCritic(ContinuousActorCritic):
     """A :class:`GaussianActor` and ``num_critics`` Q networks (SAC: 2)."""
 
+    actor_class = GaussianActor
     actor: GaussianActor
-
-    def __init__(
-        self, obs_dim: int, action_dim: int, num_critics: int = 2, hidden_sizes: Sequence[int] = (256, 256)
-    ) -> None:
-        super().__init__(obs_dim, action_dim, num_critics, hidden_sizes, GaussianActor)
 
 
 class _Scalar(LayerFunc):
