@@ -9,7 +9,6 @@ from pathlib import Path
 
 import placement_example
 import pytest
-import yaml
 from placement_example import CappedThreadsOptions
 from placement_example.runner import CappedThreadRunner
 
@@ -18,10 +17,10 @@ from parl.experiment.cli import main
 from parl.experiment.config import ConfigError, load_config
 from parl.runtime import registry
 from parl.testing import PlacementCase, PlacementContract
+from parl.testing.robots import cartpole_a2c_config
+from parl.testing.robots import write_config as write_config_file
 
 from toys import WAIT, CountEnv, ReportingEchoAgent, echo_algorithm_func
-
-CONFIG = Path(__file__).resolve().parents[1] / "examples" / "configs" / "a2c_cartpole.yaml"
 
 
 class TestCappedThreads(PlacementContract):
@@ -56,13 +55,9 @@ def test_its_options_reach_its_runner_through_the_manager() -> None:
 
 
 def write_config(tmp_path: Path, placement: object) -> str:
-    data = yaml.safe_load(CONFIG.read_text())
-    data.update(agents=2, placement=placement, log_dir=str(tmp_path / "run"))
-    data["train"] = {"max_env_steps": 300, "target_return": None}
-    data["evaluation"] = {"every_steps": None, "episodes": 1}
-    path = tmp_path / "capped.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return str(path)
+    """A two-agent CartPole robot of 300 env steps in ``placement`` (a config's placement block), as YAML."""
+    config = cartpole_a2c_config(agents=2, max_env_steps=300)
+    return str(write_config_file(tmp_path / "capped.yaml", config, {"placement": placement}, log_dir=tmp_path / "run"))
 
 
 def test_its_options_reach_its_runner_through_a_configs_placement_block_as_parl_train_reads_it(

@@ -198,10 +198,14 @@ def test_trials_ask_for_the_cpus_of_their_own_values_of_the_keys_that_decide_the
     ray_overrides = ["placement.name=ray", "placement.workers=2"]
     ray = plan_sweep(PPO, ["placement.worker_cpus=0.5,1"], overrides=ray_overrides, log_dir=str(tmp_path))
     assert [t.bundles for t in ray.trials] == [({}, {"CPU": 0.5}, {"CPU": 0.5}), ({}, {"CPU": 1.0}, {"CPU": 1.0})]
-    with pytest.warns(DeprecationWarning, match="config key ray.worker_cpus is deprecated"):  # the keys of before
+    with pytest.warns(DeprecationWarning) as caught:  # the keys of before the placement block
         old = plan_sweep(
             PPO, ["ray.worker_cpus=0.5,1"], overrides=["placement=ray", "workers=2"], log_dir=str(tmp_path)
         )
+    assert {str(w.message).split(" is deprecated")[0] for w in caught} == {
+        "config key ray.worker_cpus",
+        "config key workers",
+    }
     assert [t.bundles for t in old.trials] == [t.bundles for t in ray.trials]
 
 

@@ -71,6 +71,7 @@ from parl.core_claims import CoreClaim
 from parl.moved_names import deprecated
 from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
+from parl.runtime.old_keywords import with_old_keywords
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
@@ -241,14 +242,15 @@ class Manager:
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
         self.restart_agents = check_int("restart_agents", restart_agents, 0)
-        legacy = {
+        entry, options = registry.placement_and_options(placement)
+        old: Dict[str, Any] = {
             "workers": workers,
             "restart_workers": restart_workers or None,
             "heartbeat_timeout": heartbeat_timeout,
-            "ray": ray,
-            "rlx": rlx,
         }
-        entry, options = registry.placement_and_options(placement, legacy)
+        old = {keyword: value for keyword, value in {**old, "ray": ray, "rlx": rlx}.items() if value is not None}
+        if old:
+            options = with_old_keywords(entry, options, old)
         if restart_agents and "restart_agents" in entry.refuses:
             raise ValueError(
                 f"restart_agents is not available with placement {entry.name!r} (its agents end on failure)"

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Mapping as MappingABC
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Type, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Type, Union
 
 from parl.moved_names import DEPRECATED_IN, deprecated
+from parl.runtime.named_options import named_options_type
 from parl.runtime.runner import AgentRunner, RunnerContext
 
 #: The built-in placements, in registration order: the module of each that calls :func:`register`.
@@ -205,10 +205,10 @@ def register(
     if not (module and colon and cls):
         raise ValueError(f"runner must be 'module:Class', got {runner!r}")
     if options is None:
-        options = _named_options(name, ())
+        options = named_options_type(name, ())
     elif not isinstance(options, type):
         deprecated(OLD_REGISTER, NEW_REGISTER, DEPRECATED_IN)
-        options = _named_options(name, tuple(options))
+        options = named_options_type(name, tuple(options))
     for kind in (options, config_options):
         if kind is not None:
             _check_options_type(kind)
@@ -279,42 +279,22 @@ def taking(option: str) -> List[str]:
     return [e.name for e in _ENTRIES.values() if option in e.options]
 
 
-def placement_and_options(placement: object, legacy: Optional[Mapping[str, object]] = None) -> Tuple[Placement, object]:
-    """The entry and options of ``placement``, a placement's name (its default options) or an instance of
-    its options type, with the options of ``legacy`` (keyword -> value; None: not given) put in: the
-    Manager's keywords from before options types, each either one option's value (``workers=4``) or a
-    whole options instance (``ray=RayOptions(...)``). Warns (DeprecationWarning) when ``legacy`` sets one.
+def placement_and_options(placement: object) -> Tuple[Placement, object]:
+    """The entry and options of ``placement``: a placement's name (with its default options) or an
+    instance of an entry's options type.
 
     Raises:
-        ValueError: an unknown placement, a keyword the placement does not take (naming the
-            placements that do), or a bad option value.
+        ValueError: an unknown placement, or options of no entry's type.
     """
     if isinstance(placement, str):
-        chosen, options = entry(placement), None
-    else:
-        chosen, options = entry_of(placement), placement
-    given = {keyword: value for keyword, value in (legacy or {}).items() if value is not None}
-    if not given:
-        return chosen, options if options is not None else chosen.make_options({})
-    values = {} if options is None else option_values(options)
-    whole = {keyword: value for keyword, value in given.items() if _is_options(value)}
-    for keyword, value in whole.items():  # first: a single option given beside them goes on top
-        owner = entry_of(value).name
-        if owner != chosen.name:
-            raise ValueError(f"{keyword} applies to placement {owner!r} only, got placement {chosen.name!r}")
-        values.update(option_values(value))
-    for keyword, value in given.items():
-        if keyword in whole:
-            continue
-        if keyword not in chosen.options:
-            raise ValueError(
-                f"{keyword} applies to placement {' or '.join(map(repr, taking(keyword)))} only, "
-                f"got placement {chosen.name!r}"
-            )
-        values[keyword] = value
-    old = f"Manager({', '.join(f'{k}=...' for k in given)})"
-    deprecated(old, f"Manager(placement={_constructor_text(chosen.options_type, values)})", DEPRECATED_IN, stacklevel=4)
-    return chosen, chosen.make_options(values)
+        chosen = entry(placement)
+        return chosen, chosen.make_options({})
+    return entry_of(placement), placement
+
+
+def is_options(value: object) -> bool:
+    """Whether ``value`` is an instance of a registered placement's options type."""
+    return any(type(value) is e.options_type for e in _ENTRIES.values())
 
 
 def option_names(kind: type) -> Tuple[str, ...]:
@@ -351,10 +331,6 @@ def _import(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _is_options(value: object) -> bool:
-    return any(type(value) is e.options_type for e in _ENTRIES.values())
-
-
 def _check_options_type(kind: type) -> None:
     if not dataclasses.is_dataclass(kind):
         raise ValueError(f"options must be a dataclass type, got {kind!r}")
@@ -374,42 +350,3 @@ def _checked_make(kind: type, values: Mapping[str, object], placement: str) -> A
         takes = f"its options are {known}" if known else "it takes none"
         raise ValueError(f"placement {placement!r} takes no option {unknown[0]!r}; {takes}")
     return kind(**values)
-
-
-def _constructor_text(kind: type, values: Mapping[str, object]) -> str:
-    """``ProcessesOptions(workers=4)``: options type ``kind`` with those of ``values`` that differ from its defaults."""
-    defaults = option_values(kind())
-    changed = {k: v for k, v in values.items() if k not in defaults or defaults[k] != v}
-    return f"{kind.__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
-
-
-class _NamedOptions(MappingABC):
-    """Options of a placement registered with option names (the form before options types): a frozen
-    dataclass of those names (None by default) that reads as a mapping of the options set."""
-
-    #: The option names, in order: a class attribute, set by :func:`_named_options` (not a field).
-    _option_names: Tuple[str, ...] = ()
-
-    def __getitem__(self, key: str) -> object:
-        value = getattr(self, key, None) if key in self._option_names else None
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return (name for name in self._option_names if getattr(self, name) is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-def _named_options(placement: str, option_names: Tuple[str, ...]) -> type:
-    """A :class:`_NamedOptions` type of its own for ``placement`` (so that its instances find its entry)."""
-    return dataclasses.make_dataclass(
-        f"_{placement.title().replace('-', '').replace('_', '')}Options",
-        [(name, Optional[Any], field(default=None)) for name in option_names],
-        bases=(_NamedOptions,),
-        namespace={"_option_names": option_names},
-        frozen=True,
-        eq=False,
-    )
