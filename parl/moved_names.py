@@ -4,7 +4,7 @@ warning, reported at the line of the code that used the old name.
     import parl.experiment.trainer          # DeprecationWarning: ... use parl.experiment.train.trainer
     import parl.framework.manager           # DeprecationWarning: ... use parl.runtime.manager
     from parl.utils import train_agents     # DeprecationWarning: ... use parl.experiment.train.trainer.Trainer
-    __getattr__ = forward_names("parl.experiment.config.robot_config")   # in a package's __init__
+    __getattr__ = forward_names(["parl.experiment.config.robot_config"])   # in a package's __init__
 
 Old module paths come in two kinds, both imported through the finder ``import parl`` puts first on
 ``sys.meta_path``:
@@ -223,17 +223,19 @@ def moved_attribute(module: str, name: str) -> object:
     raise AttributeError(f"{where} has no attribute {name!r}{instead}")
 
 
-def forward_names(module: str) -> Callable[[str], Any]:
-    """A package's ``__getattr__`` that finds a name it does not hold in ``module`` (imported on first
-    use), so the package answers for the module it holds."""
+def forward_names(modules: Sequence[str]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` that finds a name it does not hold in the first of ``modules`` that
+    has it (each imported on first use), so the package answers for the modules it holds."""
 
     def __getattr__(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        try:
-            return getattr(importlib.import_module(module), name)
-        except AttributeError:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+        for module in modules:
+            try:
+                return getattr(importlib.import_module(module), name)
+            except AttributeError:
+                continue
+        raise AttributeError(f"none of the modules {list(modules)} has an attribute {name!r}")
 
     return __getattr__
 

@@ -45,6 +45,10 @@ def test_every_batching_field_of_a_config_reaches_the_wrapper(field: dataclasses
 def test_parl_0_1_keywords_still_set_batching_with_a_deprecation_warning() -> None:
     with pytest.warns(DeprecationWarning, match=r"TaskSettings\(max_batchsize=\.\.\., training_timeout=\.\.\.\)"):
         settings = parl.TaskSettings(echo_algorithm_func(), max_batchsize=8, training_timeout=1.0)
+    with pytest.warns(DeprecationWarning) as caught:
+        parl.TaskSettings(echo_algorithm_func(), min_batchsize=2)
+        parl.ComputationWrapper(parl.TaskSettings(echo_algorithm_func()).make_task("T"), min_batchsize=2)
+    assert [w.filename for w in caught] == [__file__, __file__]  # reported at the line that used them
     assert settings.batching == parl.Batching(max_batchsize=8, training_timeout=1.0)
     with pytest.warns(
         DeprecationWarning, match=r"TaskSettings\.max_batchsize .* TaskSettings\.batching\.max_batchsize"

@@ -126,7 +126,13 @@ class TaskSettings:
         training_timeout: Optional[float],
     ) -> None:
         self.batching = self.batching.with_changes(
-            max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "TaskSettings"
+            # 3: past this method and the __init__ the dataclass wrote, to the code that made the settings
+            max_batchsize,
+            min_batchsize,
+            max_training_batchsize,
+            training_timeout,
+            "TaskSettings",
+            3,
         )
 
     def __getattr__(self, name: str) -> Any:

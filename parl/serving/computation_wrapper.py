@@ -100,9 +100,11 @@ class Batching:
         max_training_batchsize: Optional[int],
         training_timeout: Optional[float],
         owner: str,
+        stacklevel: int,
     ) -> "Batching":
         """These settings with the ones given (not None) of parl 0.1's separate keyword arguments of
-        ``owner``, which warns that they are deprecated."""
+        ``owner``, which warns that they are deprecated; ``stacklevel`` counts from this method to the
+        code that called ``owner`` (1: this method's caller)."""
         given: Dict[str, Any] = {
             "max_batchsize": max_batchsize,
             "min_batchsize": min_batchsize,
@@ -113,7 +115,10 @@ class Batching:
         if not given:
             return self
         deprecated(
-            f"{owner}({', '.join(f'{key}=...' for key in given)})", f"{owner}(batching=Batching(...))", "0.2.0", 4
+            f"{owner}({', '.join(f'{key}=...' for key in given)})",
+            f"{owner}(batching=Batching(...))",
+            "0.2.0",
+            stacklevel + 2,
         )
         return replace(self, **given)
 
@@ -151,7 +156,7 @@ class ComputationWrapper:
         self.task = task
         self._training_sink = training_sink
         self.batching = (Batching() if batching is None else batching).with_changes(
-            max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "ComputationWrapper"
+            max_batchsize, min_batchsize, max_training_batchsize, training_timeout, "ComputationWrapper", 2
         )
         self._layout = BatchLayout(task.specs)  # how its prediction requests stack
         self.prediction_queue = RequestQueue()

@@ -3,4 +3,4 @@
 
 from parl.moved_names import forward_names
 
-__getattr__ = forward_names("parl.experiment.cli.commands")
+__getattr__ = forward_names(["parl.experiment.cli.commands"])

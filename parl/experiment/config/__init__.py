@@ -4,4 +4,4 @@
 
 from parl.moved_names import forward_names
 
-__getattr__ = forward_names("parl.experiment.config.robot_config")
+__getattr__ = forward_names(["parl.experiment.config.robot_config"])
