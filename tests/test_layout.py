@@ -3,7 +3,8 @@ other, directly or around a circle, and nothing above the runtime names a placem
 
 Ranks, top to bottom (a module may import its own folder and any folder ranked below it):
 
-    experiment, utils, testing,        the user-facing top
+    experiment, utils, multiagent,     the user-facing top
+    testing
     compat                             what old names need besides a new path (0.1's train_agents, ...)
     parl/__init__
     algorithms                         math per algorithm
@@ -39,6 +40,7 @@ TOP = 8
 RANKS = {
     "experiment": 8,
     "utils": 8,
+    "multiagent": 8,
     "testing": 8,
     "compat": 8,
     "__main__": 8,

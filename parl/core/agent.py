@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import math
 import numbers
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from parl.core.agent_helper import AgentHelper
 from parl.core.counters import read_counter
@@ -64,6 +64,13 @@ class Agent(abc.ABC):
         and ``steps`` (a whole number >= 0), checked by :func:`check_episode_result`; other numbers
         are logged as ``episode/<key>``, other values kept in the episode's record."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_one_episode()")
+
+    def helper_tasks(self, tasks: Sequence[str]) -> Dict[str, str]:
+        """The helpers this agent plays with: helper key -> task name, given the robot's ``tasks``. By
+        default one helper per task, keyed by its name; an agent of a multi-agent environment holds one
+        per environment agent (:class:`~parl.multiagent.PettingZooAgent`). ``Manager.add_agent`` binds
+        each helper to its task by this, and configs build the helpers it names."""
+        return {name: name for name in tasks}
 
     def counters(self) -> Dict[str, int]:
         """The integers a resumed run needs to go on where this agent stopped: ``episode``.

@@ -51,6 +51,11 @@ class AgentHelper(abc.ABC):
     A subclass without :meth:`learn` fails at construction with a TypeError naming it.
     """
 
+    #: The name of the task this helper is bound to (set by ``Manager.add_agent``; None before). An agent's
+    #: helpers are keyed by task name, or, where one agent holds several helpers of one task (one per agent
+    #: of a multi-agent environment), by names of their own that ``add_agent`` maps to tasks.
+    task_name: Optional[str] = None
+
     def __init__(self) -> None:
         self._comm: Optional[Communicator] = None
 
@@ -195,3 +200,23 @@ def _states_optional(predict: Callable[..., object]) -> bool:
     except (TypeError, ValueError):  # no signature to read (a builtin, say)
         return False
     return parameter is not None and parameter.default is None
+
+
+def helper_tasks(helpers: Mapping[str, AgentHelper], tasks: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Helper key -> the name of its task: ``tasks[key]`` where given, else the helper's
+    :attr:`~AgentHelper.task_name` from an earlier binding, else the key itself.
+
+    Raises:
+        ValueError: ``tasks`` names a key that is no helper's, or maps one to a name that is not a string.
+    """
+    tasks = dict(tasks or {})
+    stray = sorted(set(tasks) - set(helpers))
+    if stray:
+        raise ValueError(f"tasks names helpers {stray} the agent does not have; its helpers are {sorted(helpers)}")
+    out = {}
+    for key, helper in helpers.items():
+        task = tasks.get(key, getattr(helper, "task_name", None) or key)
+        if not isinstance(task, str):
+            raise ValueError(f"tasks[{key!r}]: expected a task name, got {task!r}")
+        out[key] = task
+    return out

@@ -73,7 +73,8 @@ def play_episodes(
     """The checked statistics of one episode of each of ``make_agent(0)``, ..., ``make_agent(episodes - 1)``,
     in that order, played at most ``concurrency`` at a time (see the module docstring).
 
-    Each agent's ``helpers`` are set to ``{name: make_helper(name, communicator)}`` over ``tasks``;
+    Each agent's ``helpers`` are set to ``{key: make_helper(name, communicator)}`` over its
+    :meth:`~parl.Agent.helper_tasks` of ``tasks`` (by default one per task, keyed by its name);
     the predictions are ``task.predict(..., deterministic=deterministic)`` on batches of every
     parked request of a task (at most ``concurrency`` rows). A sample that breaks the task's specs
     raises its ValueError at that agent's ``predict``; an error of ``task.predict`` reaches the agents
@@ -150,10 +151,11 @@ class _Episodes:
         """Bind the agent's helpers and run it until its first prediction (or its end)."""
         agent_greenlet = greenlet.greenlet(self._run, self.hub)
         helpers = {}
-        for name, queue in self.queues.items():
-            comm = self.communicator_class(queue, self.ready, index)
+        for key, name in agent.helper_tasks(list(self.queues)).items():
+            comm = self.communicator_class(self.queues[name], self.ready, index)
             comm._hub, comm._greenlet = self.hub, agent_greenlet
-            helpers[name] = self.make_helper(name, comm)
+            helpers[key] = self.make_helper(name, comm)
+            helpers[key].task_name = name
         agent.helpers = helpers
         self.live[index] = agent_greenlet
         agent_greenlet.switch(index, agent)

@@ -64,7 +64,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parl import affinity
 from parl.core.agent import Agent
-from parl.core.agent_helper import AgentHelper
+from parl.core.agent_helper import AgentHelper, helper_tasks
 from parl.core.algorithm import Algorithm
 from parl.core.errors import AgentError
 from parl.core_claims import CoreClaim
@@ -344,23 +344,36 @@ class Manager:
         env_factory: Optional[Callable[[], Any]] = None,
         *,
         agent_id: Optional[int] = None,
+        tasks: Optional[Mapping[str, str]] = None,
     ) -> int:
-        """Bind one helper per task to ``agent``; returns the agent's id: ``agent_id``, by default its
-        index among the agents. A Manager that plays a share of another's agents (a Ray worker's) gives
-        them the other's ids, so each agent's ``id``, its records and its errors carry the same id
-        wherever it runs (placement ``"processes"`` needs the default ids). ``env_factory`` makes a
-        fresh environment for the agent when it is restarted (``restart_agents``), unless the
-        placement's environments are remote (rlx: a restarted agent keeps its slot).
+        """Bind ``agent``'s helpers, each to its task; returns the agent's id: ``agent_id``, by default its
+        index among the agents.
+
+        A helper's key names its task, unless ``tasks`` (by default the agent's
+        :meth:`~parl.Agent.helper_tasks`) maps the key to one, or the helper was bound before and keeps
+        its :attr:`~parl.AgentHelper.task_name`: so one agent may hold several helpers of one task, as
+        an agent playing a multi-agent environment holds one per environment agent
+        (``helpers={"agent_0": h0, "agent_1": h1}, tasks={"agent_0": "RL", "agent_1": "RL"}``). Each
+        helper has its own end of the task's wrapper; their requests batch with all others.
+
+        A Manager that plays a share of another's agents (a Ray worker's) gives them the other's ids, so
+        each agent's ``id``, its records and its errors carry the same id wherever it runs (placement
+        ``"processes"`` needs the default ids). ``env_factory`` makes a fresh environment for the agent when
+        it is restarted (``restart_agents``), unless the placement's environments are remote (rlx: a
+        restarted agent keeps its slot).
 
         Raises:
-            ValueError: a helper names an unknown task, or is not an AgentHelper; ``agent_id`` is not an
-                integer >= 0 or is another agent's.
+            ValueError: a helper names an unknown task, or is not an AgentHelper; ``tasks`` maps a key that
+                is no helper's; ``agent_id`` is not an integer >= 0 or is another agent's.
         """
         if self._started:
             raise RuntimeError("add agents before Manager.start()")
         if not isinstance(agent, Agent):
             raise ValueError(f"expected a parl.Agent, got {type(agent).__name__}")
-        unknown = sorted(set(helpers) - set(self.tasks))
+        if tasks is None:  # what the agent says it plays with
+            tasks = {key: task for key, task in agent.helper_tasks(list(self.tasks)).items() if key in helpers}
+        task_of = helper_tasks(helpers, tasks)
+        unknown = sorted({task for task in task_of.values()} - set(self.tasks))
         if unknown:
             raise ValueError(f"helpers for unknown tasks {unknown}; tasks are {sorted(self.tasks)}")
         new_id = len(self.agents) if agent_id is None else check_int("agent_id", agent_id, 0)
@@ -370,7 +383,8 @@ class Manager:
         for name, helper in helpers.items():
             if not isinstance(helper, AgentHelper):
                 raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")
-            helper.bind(self._runner.communicator(self.wrappers[name], agent.id))
+            helper.task_name = task_of[name]
+            helper.bind(self._runner.communicator(self.wrappers[task_of[name]], agent.id))
         agent.helpers = dict(helpers)
         self.agents.append(agent)
         if self.restart_agents:

@@ -19,6 +19,9 @@ from parl.experiment.config.class_spec import build_checked
 from parl.experiment.config.robot_config import RobotConfig
 from parl.validation import check_int
 
+#: Between the seeds of one agent's helpers (several where it plays a multi-agent environment).
+HELPER_SEED_STRIDE = 7919
+
 
 def agent_seed(config: RobotConfig, index: int) -> int:
     """The seed of agent ``index``: ``seed * 1000 + index``."""
@@ -62,11 +65,19 @@ def make_agent(config: RobotConfig, index: int, *, seed: Optional[int] = None, e
     return build_checked(config.agent, args=(make_env(config) if env is None else env,), extra={"seed": seed})
 
 
-def make_helpers(config: RobotConfig, index: int) -> Dict[str, parl.AgentHelper]:
-    """Agent ``index``'s helpers, by task name; each gets ``seed=<agent seed>`` if it takes ``seed``
-    and the config gives none."""
-    seed = {"seed": agent_seed(config, index)}
-    return {name: task.helper.build(extra=task.helper.defaults_for(seed)) for name, task in config.tasks.items()}
+def make_helpers(config: RobotConfig, index: int, agent: Optional[parl.Agent] = None) -> Dict[str, parl.AgentHelper]:
+    """Agent ``index``'s helpers: one per task, by task name, or those ``agent`` plays with (its
+    :meth:`~parl.Agent.helper_tasks`: one per environment agent of a multi-agent environment), each
+    built from its task's ``helper``. Each gets ``seed=<agent seed>`` if it takes ``seed`` and the config
+    gives none; several of one agent's helpers keyed by environment agents: the k-th ``+ k * HELPER_SEED_STRIDE``."""
+    by_task = {name: name for name in config.tasks}
+    keys = by_task if agent is None else agent.helper_tasks(list(config.tasks))
+    stride = 0 if keys == by_task else HELPER_SEED_STRIDE  # one helper per task: all on the agent's seed
+    out = {}
+    for k, (key, name) in enumerate(keys.items()):
+        spec = config.tasks[name].helper
+        out[key] = spec.build(extra=spec.defaults_for({"seed": agent_seed(config, index) + k * stride}))
+    return out
 
 
 def build_manager(config: RobotConfig) -> parl.Manager:
@@ -84,7 +95,6 @@ def build_manager(config: RobotConfig) -> parl.Manager:
     )
     for index in range(config.agents):
         env = manager.environment(lambda: make_env(config))
-        manager.add_agent(
-            make_agent(config, index, env=env), make_helpers(config, index), env_factory=lambda: make_env(config)
-        )
+        agent = make_agent(config, index, env=env)
+        manager.add_agent(agent, make_helpers(config, index, agent), env_factory=lambda: make_env(config))
     return manager

@@ -52,15 +52,18 @@ class EnvSpaces:
             ConfigError: ``env.id: ...`` for an id gymnasium does not know, ``<key_path>: ...`` for what
                 has no spaces, ``env: ...`` for any other failure.
         """
-        instance = _made(make_env)
+        instance = made_env(make_env)
         if not (hasattr(instance, "observation_space") and hasattr(instance, "action_space")):
             raise ConfigError(f"{key_path}: expected an environment (with spaces), got {instance!r}"[:300])
         try:
             observation_space, action_space = instance.observation_space, instance.action_space
         finally:
-            close = getattr(instance, "close", None)
-            if callable(close):
-                close()
+            close_env(instance)
+        return cls.from_spaces(name, observation_space, action_space)
+
+    @classmethod
+    def from_spaces(cls, name: str, observation_space: Any, action_space: Any) -> "EnvSpaces":
+        """The model sizes ``observation_space`` and ``action_space`` declare (``name`` names them in errors)."""
         sizes: Dict[str, int] = {}
         unavailable: Dict[str, str] = {}
         for keys, function, space, word in (
@@ -132,7 +135,14 @@ def required_keywords(cls: Callable[..., Any]) -> FrozenSet[str]:
     return frozenset(p.name for p in params if p.kind in kinds and p.default is p.empty)
 
 
-def _made(make_env: Callable[[], Any]) -> Any:
+def close_env(instance: Any) -> None:
+    """``instance.close()`` where it has one."""
+    close = getattr(instance, "close", None)
+    if callable(close):
+        close()
+
+
+def made_env(make_env: Callable[[], Any]) -> Any:
     """``make_env()``, its failures as ConfigErrors."""
     import gymnasium
 

@@ -62,6 +62,7 @@ from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, buil
 from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.config.evaluation_start import EvaluationStart
 from parl.experiment.config.placement_config import PlacementConfig, fold_old_keys, is_old_section
+from parl.experiment.config.task_spaces import spaces_by_task
 from parl.experiment.config.yaml_loading import parse_value, read_config_file
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.serving.shared_parts import share_parts
@@ -498,9 +499,11 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
     config._source = source
     env = config.env
     where = "env.id" if env.id is not None else "env.factory"
-    spaces = EnvSpaces.of(lambda: env.make(checked=True), f"env {env.id or env.factory}", where)
-    for task in config.tasks.values():
-        task._model_sizes = spaces.model_sizes(task.model)
+    spaces = spaces_by_task(
+        lambda: env.make(checked=True), f"env {env.id or env.factory}", where, config.agent, list(config.tasks)
+    )
+    for name, task in config.tasks.items():
+        task._model_sizes = spaces[name].model_sizes(task.model)
     _check_by_building(config, spaces)
     return config
 
@@ -565,11 +568,12 @@ def _free_key(schema: Type[BaseModel], keys: List[str]) -> bool:
     return tuple(keys) in OLD_PLACEMENT_KEYS or (len(keys) == 1 and is_old_section(keys[0]))
 
 
-def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
-    """Build once what the classes check themselves, and check the first model of the task a
-    GymAgent plays against the environment's spaces; nothing built is kept."""
+def _check_by_building(config: RobotConfig, spaces: Mapping[str, EnvSpaces]) -> None:
+    """Build once what the classes check themselves, and check the first model of each task the agent
+    plays (that a GymAgent plays, those a PettingZooAgent maps agents to) against its spaces; nothing
+    built is kept."""
     built = {}
-    played = _played_task(config.agent)
+    played = _played_tasks(config.agent, spaces)
     for name, task in config.tasks.items():
         models: List[parl.Model] = []
 
@@ -578,8 +582,8 @@ def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
             return models[-1]
 
         algorithm = build_checked(task.algorithm, args=(model_func,))
-        if models and name == played:
-            spaces.check_model(models[0], task.model, task.model_sizes)
+        if models and name in played:
+            spaces[name].check_model(models[0], task.model, task.model_sizes)
         try:
             built[name] = parl.ComputationTask(name, algorithm, **dict(task.transforms))
         except Exception as exc:  # noqa: BLE001 - reported on one line
@@ -592,6 +596,18 @@ def _check_by_building(config: RobotConfig, spaces: EnvSpaces) -> None:
     class_spec.build_value(config.agent.kwargs, checked=True)
     for callback in config.callbacks:
         build_checked(callback)
+
+
+def _played_tasks(agent: ClassSpec, spaces: Mapping[str, EnvSpaces]) -> List[str]:
+    """The tasks whose models the environment's spaces must fit: the one a :class:`~parl.utils.GymAgent` plays,
+    those a :class:`~parl.multiagent.PettingZooAgent` maps environment agents to; none for other agents, whose
+    tasks may see anything."""
+    from parl.multiagent.agent import PettingZooAgent
+
+    if isinstance(agent.cls, type) and issubclass(agent.cls, PettingZooAgent):
+        return [name for name, task_spaces in spaces.items() if task_spaces.observation_space is not None]
+    played = _played_task(agent)
+    return [] if played is None else [played]
 
 
 def _played_task(agent: ClassSpec) -> Optional[str]:

@@ -229,14 +229,15 @@ class WorkerPool:
         for position, agent in enumerate(self.agents):
             if agent.id != position:
                 raise ValueError(f"agent at index {position} has id {agent.id}; add agents with Manager.add_agent")
-            for task, helper in agent.helpers.items():
+            for key, helper in agent.helpers.items():
+                task = helper.task_name or key
                 if task not in self.wrappers:
                     raise ValueError(f"agent {agent.id} has a helper for task {task!r}, which has no wrapper")
                 comm = helper.communicator
                 slot = Slot(len(self._slots), agent.id, task, self._arena, comm.specs)
                 slot.timer = self.wrappers[task].stats.prediction_timer()
                 self._slots.append(slot)
-                self._slot_of[(position, task)] = slot
+                self._slot_of[(position, key)] = slot
         counters_handle = self._arena.reserve((len(self.agents), 2), np.int64)
         self._arena.allocate()
         for slot in self._slots:
@@ -675,13 +676,13 @@ class _WorkerRuntime:
         for position in worker.positions:
             agent = pool.agents[position]
             reply_r, _ = self.reply_fds[agent.id]
-            for task, helper in agent.helpers.items():
+            for key, helper in agent.helpers.items():
                 # The helper was bound in the parent with these same specs: only the transport changes.
                 helper._set_transport(
                     ShmCommunicator(
                         agent_id=agent.id,
                         specs=helper.communicator.specs,
-                        slot=pool._slot_of[(position, task)],
+                        slot=pool._slot_of[(position, key)],
                         request_fd=child["request_fd"],
                         reply_fd=reply_r,
                         send=self.send,

@@ -191,7 +191,7 @@ class RayRunner(AgentRunner):
             num_cpus=0, max_restarts=SHARD_RESTARTS, max_task_retries=SHARD_RESTARTS
         )
         for name, task in tasks.items():
-            helpers = [agent.helpers[name] for agent in agents if name in agent.helpers]
+            helpers = [h for agent in agents for key, h in agent.helpers.items() if (h.task_name or key) == name]
             settings = ReplaySettings.from_helpers(name, helpers, count)
             shards = [shard_class.remote(task.specs, settings, int(np.random.randint(2**31))) for _ in range(count)]
             self._shards.extend(shards)

@@ -161,7 +161,9 @@ class RolloutWorker:
                 agent.total_steps = steps
             for task_name, actors in shards.items():
                 writer = ShardWriter(task_name, actors, local + seed, self._allowance)
-                agent.helpers[task_name].store_only(writer)
+                for helper in agent.helpers.values():
+                    if helper.task_name == task_name:
+                        helper.store_only(writer)
                 self._writers.append(writer)
         self._errors_sent = 0
         self._served: Dict[str, StatsSnapshot] = {}  # the copies' prediction counters at the last take
