@@ -21,7 +21,7 @@ import numpy as np
 
 from parl.rlx import spaces
 from parl.rlx.errors import BAD_MESSAGE, CODES, ProtocolError
-from parl.rlx.framing import decode, to_array
+from parl.rlx.framing import decode, to_array, to_observation
 
 #: The protocol version this package speaks: 2 adds dict observation spaces to version 1.
 VERSION = 2
@@ -42,8 +42,6 @@ MAX_STEP = (1 << 63) - 1
 ActionValue = Union[int, np.ndarray]
 #: An observation as it travels: an array (box and discrete spaces) or key -> array (dict spaces).
 Observation = Union[np.ndarray, Dict[str, np.ndarray]]
-#: The keys of a map that is an array, not a dict observation.
-_ARRAY_KEYS = frozenset(("dtype", "shape", "data"))
 
 
 # -- client to server ---------------------------------------------------------------------------
@@ -272,16 +270,6 @@ def _token(value: object, where: str) -> bytes:
     raise ProtocolError(BAD_MESSAGE, f"{where} must be a string or bytes of at most {MAX_TOKEN_BYTES} bytes")
 
 
-def _observation(value: object, where: str) -> Observation:
-    """An array (an array map, a number or a list of numbers), or a map of string keys -> arrays (a
-    dict space's observation); whether it fits the observation space is the server's to check."""
-    if isinstance(value, dict) and value.keys() != _ARRAY_KEYS:
-        if not all(isinstance(key, str) for key in value):
-            raise ProtocolError(BAD_MESSAGE, f"{where}: a map's keys must be strings, got {_shown(list(value))}")
-        return {key: to_array(item, f"{where}.{key}") for key, item in value.items()}
-    return to_array(value, where)
-
-
 def _action(value: object, where: str) -> ActionValue:
     if type(value) is int:
         return value
@@ -306,13 +294,13 @@ def _read_hello(f: _Fields) -> Hello:
 
 
 def _read_init(f: _Fields) -> Init:
-    return Init(f.take("obs", _observation))
+    return Init(f.take("obs", to_observation))
 
 
 def _read_step(f: _Fields) -> Step:
     return Step(
         f.take("reward", _number),
-        f.take("obs", _observation),
+        f.take("obs", to_observation),
         f.take("terminated", _flag, False),
         f.take("truncated", _flag, False),
         f.take("action_taken", _action, None),
@@ -323,7 +311,7 @@ def _read_reset(f: _Fields) -> Reset:
     return Reset(
         f.take("reward", _number),
         f.take("truncated", _flag, False),
-        f.take("obs", _observation, None),
+        f.take("obs", to_observation, None),
         f.take("action_taken", _action, None),
     )
 

@@ -32,11 +32,11 @@ from parl.rlx.messages import (
     Hello,
     Init,
     Metrics,
-    Observation,
     Reset,
     ServerMessage,
     Step,
 )
+from parl.rlx.messages import Observation as ObservationValue
 from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
@@ -230,7 +230,7 @@ class Connection:
         self.received_at = now
         return message
 
-    def _observation(self, value: object, where: str) -> Observation:
+    def _observation(self, value: object, where: str) -> ObservationValue:
         """An observation checked against the slot's space and, for a float space, ``max_abs_observation``:
         an array, or for a dict space a map whose every key is checked against its own space."""
         slot = self.slot
