@@ -305,7 +305,7 @@ INIT = {"type": "init", "obs": [1.0, 0.0]}
     "messages, code, text",
     [
         ([INIT], BAD_MESSAGE, "expected hello first, got init"),
-        ([{"type": "hello", "version": 2}], VERSION, "this server speaks RLX version 1, the client version 2"),
+        ([{"type": "hello", "version": 3}], VERSION, "this server speaks RLX versions 1 to 2, the client version 3"),
         ([HELLO, HELLO], BAD_MESSAGE, "hello was already said"),
         ([HELLO, {"type": "step", "reward": 1, "obs": [1.0, 0]}], BAD_MESSAGE, "step with no episode under way"),
         ([HELLO, {"type": "reset", "reward": 1}], BAD_MESSAGE, "reset with no episode under way"),

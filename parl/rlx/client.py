@@ -19,7 +19,7 @@ from __future__ import annotations
 import socket
 import time
 from collections import deque
-from typing import Deque, Dict, Optional, Type, TypeVar, Union
+from typing import Deque, Dict, Mapping, Optional, Type, TypeVar, Union
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from parl.rlx.messages import (
     Hello,
     Init,
     Metrics,
+    Observation,
     Reset,
     ServerMessage,
     Step,
@@ -95,7 +96,10 @@ class Client:
         limit = welcome.limits.get("max_frame_bytes")
         self._max_frame_bytes = limit if type(limit) is int and limit > 0 else MAX_FRAME_BYTES
         space = self.observation_space
-        self._obs_dtype = np.dtype(space.dtype) if isinstance(space, spaces.BoxSpace) else np.dtype(np.int64)
+        self._obs_dtype = _dtype(space) if not isinstance(space, spaces.DictSpace) else np.dtype(np.float32)
+        self._obs_dtypes: Optional[Dict[str, np.dtype]] = None
+        if isinstance(space, spaces.DictSpace):
+            self._obs_dtypes = {key: _dtype(member) for key, member in space.spaces.items()}
 
     # -- RELAAX's calls --------------------------------------------------------------------------
     def init(self, obs: object) -> ActionValue:
@@ -157,8 +161,19 @@ class Client:
         self.disconnect()
 
     # -- the wire ----------------------------------------------------------------------------------
-    def _obs(self, obs: object) -> np.ndarray:
-        return np.asarray(obs, dtype=self._obs_dtype)
+    def _obs(self, obs: object) -> Observation:
+        """``obs`` as it travels: an array of the space's dtype, or for a dict space key -> such arrays.
+
+        Raises:
+            ValueError: a dict space's observation that is not a mapping of exactly its keys.
+        """
+        dtypes = self._obs_dtypes
+        if dtypes is None:
+            return np.asarray(obs, dtype=self._obs_dtype)
+        if not isinstance(obs, Mapping) or obs.keys() != dtypes.keys():
+            got = sorted(map(str, obs)) if isinstance(obs, Mapping) else type(obs).__name__
+            raise ValueError(f"the server's observations are maps of keys {sorted(dtypes)}, got {got}")
+        return {key: np.asarray(obs[key], dtype=dtype) for key, dtype in dtypes.items()}
 
     def _act(self, message: ClientMessage) -> ActionValue:
         reply = self._request(message, Action)
@@ -197,6 +212,11 @@ class Client:
                 raise ConnectionError("the server closed the connection")
             waiting.extend(self._reader.feed(data))
         return parse_server(waiting.popleft())
+
+
+def _dtype(space: spaces.SimpleSpace) -> np.dtype:
+    """What a value of ``space`` travels as: the box's dtype, int64 for a discrete space."""
+    return np.dtype(space.dtype) if isinstance(space, spaces.BoxSpace) else np.dtype(np.int64)
 
 
 def _action(value: Optional[object]) -> Optional[ActionValue]:

@@ -85,15 +85,9 @@ def to_array(value: object, where: str) -> np.ndarray:
             a dtype not in :data:`DTYPES`, data that does not fill the shape, a ragged list.
     """
     if isinstance(value, dict):
-        if set(value) != _ARRAY_KEYS:
+        if value.keys() != _ARRAY_KEYS:
             raise ProtocolError(BAD_MESSAGE, f"{where}: an array map has keys dtype, shape, data; got {_keys(value)}")
-        dtype = DTYPES.get(value["dtype"]) if isinstance(value["dtype"], str) else None
-        if dtype is None:
-            raise ProtocolError(BAD_MESSAGE, f"{where}: dtype {value['dtype']!r} is not one of {', '.join(DTYPES)}")
-        try:
-            return wire.array_from(dtype, value["shape"], value["data"])
-        except ValueError as exc:
-            raise ProtocolError(BAD_MESSAGE, f"{where}: {exc}") from None
+        return _from_array_map(value, where)
     if isinstance(value, (bool, int, float, list)):
         try:
             array = np.asarray(value)
@@ -105,6 +99,34 @@ def to_array(value: object, where: str) -> np.ndarray:
     raise ProtocolError(
         BAD_MESSAGE, f"{where}: expected an array map, a number or a list of numbers, got {type(value).__name__}"
     )
+
+
+def to_observation(value: object, where: str) -> Union[np.ndarray, Dict[str, np.ndarray]]:
+    """``value`` as an array (as :func:`to_array` reads one), or, when it is a map that is not an array
+    map, as a map of its string keys -> arrays (a dict space's observation).
+
+    Raises:
+        ProtocolError: ``bad_message`` as :func:`to_array`, naming ``where.key`` for a map's value, or a
+            map's key that is not a string.
+    """
+    if type(value) is dict:
+        if value.keys() == _ARRAY_KEYS:
+            return _from_array_map(value, where)
+        if not all(isinstance(key, str) for key in value):
+            raise ProtocolError(BAD_MESSAGE, f"{where}: a map's keys must be strings, got {_keys(value)}")
+        return {key: to_array(item, f"{where}.{key}") for key, item in value.items()}
+    return to_array(value, where)
+
+
+def _from_array_map(value: Dict[str, Any], where: str) -> np.ndarray:
+    """The array of an array map (its keys already checked)."""
+    dtype = DTYPES.get(value["dtype"]) if isinstance(value["dtype"], str) else None
+    if dtype is None:
+        raise ProtocolError(BAD_MESSAGE, f"{where}: dtype {value['dtype']!r} is not one of {', '.join(DTYPES)}")
+    try:
+        return wire.array_from(dtype, value["shape"], value["data"])
+    except ValueError as exc:
+        raise ProtocolError(BAD_MESSAGE, f"{where}: {exc}") from None
 
 
 class FrameReader:

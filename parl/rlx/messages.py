@@ -21,10 +21,15 @@ import numpy as np
 
 from parl.rlx import spaces
 from parl.rlx.errors import BAD_MESSAGE, CODES, ProtocolError
-from parl.rlx.framing import decode, to_array
+from parl.rlx.framing import decode, to_array, to_observation
 
-#: The protocol version this package speaks.
-VERSION = 1
+#: The protocol version this package speaks: 2 adds dict observation spaces to version 1.
+VERSION = 2
+#: The versions a server speaks (the ``welcome`` answers in the client's); a version 1 client can
+#: play every robot whose observation space is not a dict space.
+VERSIONS = (1, 2)
+#: The first version whose observations may be dict spaces.
+DICT_SPACES_SINCE = 2
 #: The longest token a hello may carry, in bytes.
 MAX_TOKEN_BYTES = 4096
 #: Metric names: letters, digits, ``_ . / -``, 1 to 128 of them.
@@ -35,6 +40,8 @@ MAX_STEP = (1 << 63) - 1
 
 #: An action as it travels: an int (discrete spaces) or an array (box spaces).
 ActionValue = Union[int, np.ndarray]
+#: An observation as it travels: an array (box and discrete spaces) or key -> array (dict spaces).
+Observation = Union[np.ndarray, Dict[str, np.ndarray]]
 
 
 # -- client to server ---------------------------------------------------------------------------
@@ -60,7 +67,7 @@ class Hello(NamedTuple):
 class Init(NamedTuple):
     """Starts an episode with its first observation; the reply is an ``action``."""
 
-    obs: np.ndarray
+    obs: Observation
 
     def to_data(self) -> Dict[str, object]:
         return {"type": "init", "obs": self.obs}
@@ -72,7 +79,7 @@ class Step(NamedTuple):
     the action the environment really took, when it was not the one sent (off-policy logging)."""
 
     reward: float
-    obs: np.ndarray
+    obs: Observation
     terminated: bool = False
     truncated: bool = False
     action_taken: Optional[ActionValue] = None
@@ -95,7 +102,7 @@ class Reset(NamedTuple):
 
     reward: float
     truncated: bool = False
-    obs: Optional[np.ndarray] = None
+    obs: Optional[Observation] = None
     action_taken: Optional[ActionValue] = None
 
     def to_data(self) -> Dict[str, object]:
@@ -287,13 +294,13 @@ def _read_hello(f: _Fields) -> Hello:
 
 
 def _read_init(f: _Fields) -> Init:
-    return Init(f.take("obs", to_array))
+    return Init(f.take("obs", to_observation))
 
 
 def _read_step(f: _Fields) -> Step:
     return Step(
         f.take("reward", _number),
-        f.take("obs", to_array),
+        f.take("obs", to_observation),
         f.take("terminated", _flag, False),
         f.take("truncated", _flag, False),
         f.take("action_taken", _action, None),
@@ -304,7 +311,7 @@ def _read_reset(f: _Fields) -> Reset:
     return Reset(
         f.take("reward", _number),
         f.take("truncated", _flag, False),
-        f.take("obs", to_array, None),
+        f.take("obs", to_observation, None),
         f.take("action_taken", _action, None),
     )
 
@@ -317,7 +324,7 @@ def _read_welcome(f: _Fields) -> Welcome:
     return Welcome(
         f.take("version", _count),
         f.take("observation_space", spaces.from_data),
-        f.take("action_space", spaces.from_data),
+        f.take("action_space", spaces.action_from_data),
         f.take("limits", _limits),
         f.take("env_steps", _count),
         f.take("slot", _count),

@@ -4,14 +4,16 @@
     data = space.to_data()                                   # {"type": "discrete", "n": 2, "start": 0}
     assert spaces.from_data(data, "welcome: action_space") == space
 
-Two kinds, as gymnasium names them: ``box`` (an array of ``shape`` and ``dtype`` between ``low`` and
-``high``, which may hold infinities) and ``discrete`` (an integer in ``[start, start + n)``).
+Three kinds, as gymnasium names them: ``box`` (an array of ``shape`` and ``dtype`` between ``low`` and
+``high``, which may hold infinities), ``discrete`` (an integer in ``[start, start + n)``) and, for
+observations since protocol version 2, ``dict`` (a map of key -> a box or discrete space; its
+values travel as a map of key -> value).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Tuple, Union
+from typing import Any, Dict, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -66,26 +68,65 @@ class DiscreteSpace:
         return spaces.Discrete(self.n, start=self.start)
 
 
-Space = Union[BoxSpace, DiscreteSpace]
+#: A space a ``dict`` space holds per key.
+SimpleSpace = Union[BoxSpace, DiscreteSpace]
+
+
+@dataclass(frozen=True)
+class DictSpace:
+    """Values that are maps of key -> a value of ``spaces[key]`` (a box or a discrete space), every key
+    present. Keys are strings, and not exactly ``dtype``, ``shape`` and ``data`` (that map is an array)."""
+
+    spaces: Dict[str, SimpleSpace]
+
+    def to_data(self) -> dict:
+        """As a ``welcome`` carries it."""
+        return {"type": "dict", "spaces": {key: space.to_data() for key, space in self.spaces.items()}}
+
+    def to_gymnasium(self) -> Any:
+        """The same space as a ``gymnasium.spaces.Dict`` (imports gymnasium)."""
+        from gymnasium import spaces
+
+        return spaces.Dict({key: space.to_gymnasium() for key, space in self.spaces.items()})
+
+
+Space = Union[BoxSpace, DiscreteSpace, DictSpace]
+#: The keys of a map that is an array (framing's array maps): no dict space may have exactly these.
+_ARRAY_KEYS = frozenset(("dtype", "shape", "data"))
 
 
 def describe(space: Any) -> Space:
-    """A gymnasium ``Box`` or ``Discrete`` space (read by its class name and attributes) as RLX describes it.
+    """A gymnasium ``Box``, ``Discrete`` or ``Dict`` (of Box and Discrete spaces) space, read by its class
+    name and attributes, as RLX describes it.
 
     Raises:
-        ValueError: another kind of space, or a Box of a dtype arrays do not travel in.
+        ValueError: another kind of space, a Dict holding one, a Box of a dtype arrays do not travel in,
+            or a Dict whose keys are not strings or are exactly ``dtype``, ``shape`` and ``data``.
     """
+    if type(space).__name__ == "Dict":
+        members = dict(space.spaces)
+        if not members or not all(isinstance(key, str) for key in members) or set(members) == _ARRAY_KEYS:
+            raise ValueError(
+                f"a Dict space is served with string keys, not just dtype, shape and data: {list(members)}"
+            )
+        return DictSpace({key: _simple(member, f"Dict key {key!r}: ") for key, member in members.items()})
+    return _simple(space, "")
+
+
+def _simple(space: Any, where: str) -> SimpleSpace:
     kind = type(space).__name__
     if kind == "Discrete":
         return DiscreteSpace(int(space.n), int(getattr(space, "start", 0)))
     if kind == "Box":
         dtype = np.dtype(space.dtype)
         if dtype.name not in DTYPES:
-            raise ValueError(f"a Box of dtype {dtype} cannot be served; dtypes: {', '.join(DTYPES)}")
+            raise ValueError(f"{where}a Box of dtype {dtype} cannot be served; dtypes: {', '.join(DTYPES)}")
         shape = tuple(int(d) for d in space.shape)
         low, high = (np.broadcast_to(np.asarray(b, dtype), shape).copy() for b in (space.low, space.high))
         return BoxSpace(shape, dtype.name, low, high)
-    raise ValueError(f"RLX serves Box and Discrete spaces, got a {kind} space")
+    raise ValueError(
+        f"{where}RLX serves Box and Discrete spaces, got a {kind} space (observations: Dict spaces of them too)"
+    )
 
 
 def from_data(data: object, where: str) -> Space:
@@ -94,6 +135,26 @@ def from_data(data: object, where: str) -> Space:
     Raises:
         ProtocolError: ``bad_message`` naming ``where`` and what is wrong.
     """
+    if isinstance(data, Mapping) and data.get("type") == "dict":
+        members = data.get("spaces")
+        if set(data) != {"type", "spaces"} or not isinstance(members, dict) or not members:
+            raise ProtocolError(BAD_MESSAGE, f"{where}: a dict space is {{type, spaces: a map}}: {_shown(data)}")
+        if set(members) == _ARRAY_KEYS:
+            raise ProtocolError(BAD_MESSAGE, f"{where}: a dict space's keys cannot be just dtype, shape and data")
+        return DictSpace({key: _simple_from_data(value, f"{where}.{key}") for key, value in members.items()})
+    return _simple_from_data(data, where)
+
+
+def action_from_data(data: object, where: str) -> SimpleSpace:
+    """The action space ``data`` describes: a box or a discrete space.
+
+    Raises:
+        ProtocolError: as :func:`from_data`.
+    """
+    return _simple_from_data(data, where)
+
+
+def _simple_from_data(data: object, where: str) -> SimpleSpace:
     if not isinstance(data, Mapping):
         raise ProtocolError(BAD_MESSAGE, f"{where}: expected a map, got {type(data).__name__}")
     kind = data.get("type")

@@ -4,6 +4,7 @@
 
     policy = parl.load_policy("policies/ppo_cartpole")
     actions, _ = policy.predict({"obs": obs_batch})            # [B, 4] in, {"action": [B, 1]} out
+    actions, _ = policy.predict(obs)                            # one [4] observation: {"action": [1]}
 
 An exported policy is a directory: ``policy.json`` (the format version, and for
 each task its model and algorithm as the run's config gave them, its input
@@ -33,6 +34,7 @@ from parl.core.algorithm import Algorithm
 from parl.core.model import Model, named_models
 from parl.experiment.config.class_spec import ConfigError, UserExitError, resolve_spec
 from parl.experiment.policy.import_guard import check_importable, guarded_imports
+from parl.experiment.policy.policy_inputs import Observation, policy_batch, with_batch_axis, without_batch_axis
 from parl.serving.checkpoint_format import TASK_NAME, array_problem, flatten_arrays, is_array_path, unflatten
 from parl.serving.computation_task import NORMALIZER_KEY, ComputationTask
 from parl.serving.safe_files import FileCheckError, read_regular_file, replace_file
@@ -117,34 +119,40 @@ class Policy:
 
     def predict(
         self,
-        inputs: Mapping[str, np.ndarray],
+        obs: Observation,
         states: Optional[Mapping[str, np.ndarray]] = None,
         task: Optional[str] = None,
     ) -> Tuple[ArrayDict, ArrayDict]:
-        """Actions and next recurrent states for a batch of inputs (a batch axis in front).
+        """The deterministic actions and next recurrent states for ``obs``, as the environment gives it.
+
+        ``obs`` is a bare array (a policy of one input) or a mapping of input name -> array (a
+        gymnasium ``Dict`` observation is one input per key, of the same name; a Box observation's
+        input is ``"obs"``), each either one sample (the input spec's shape) or a batch (a batch axis
+        in front), all alike. A batch gives input name -> ``[B, ...]`` actions and states; one sample
+        gives them without the batch axis, and takes ``states`` so too (as the last call returned them).
 
         Args:
-            inputs: input name -> ``[B, ...]`` array.
+            obs: one sample or a batch of observations.
             states: recurrent states (None: zeros, the start of an episode).
             task: which task acts (None: the only one).
 
         Raises:
-            ValueError: an unknown task, a missing ``task`` when there are several, or inputs that break
-                the specs (named).
+            ValueError: an unknown task, a missing ``task`` when there are several, a bare array for a
+                policy of several inputs, or inputs that break the specs (naming the input, the shape
+                expected and the one given).
         """
         chosen = self._task(task)
-        batch = {k: np.asarray(v) for k, v in inputs.items()}
-        for spec in chosen.input_specs:
-            value = batch.get(spec.name)
-            if value is None or value.shape[1:] != spec.shape:
-                got = None if value is None else list(value.shape)
-                raise ValueError(
-                    f"input {spec.name!r}: expected shape [B, {', '.join(map(str, spec.shape))}], got {got}"
-                )
-            batch[spec.name] = value.astype(spec.dtype, copy=False)
-        size = len(next(iter(batch.values()))) if batch else 1
-        states = chosen.initial_states(size) if states is None else {k: np.asarray(v) for k, v in states.items()}
-        return chosen.predict(batch, states, deterministic=True)
+        batch, single = policy_batch(chosen.input_specs, obs)
+        if states is None:
+            given = chosen.initial_states(len(next(iter(batch.values()))) if batch else 1)
+        elif single:
+            given = with_batch_axis(chosen.state_specs, states, "state")
+        else:
+            given = {k: np.asarray(v) for k, v in states.items()}
+        actions, next_states = chosen.predict(batch, given, deterministic=True)
+        if single:
+            return without_batch_axis(actions), without_batch_axis(next_states)
+        return actions, next_states
 
     def _task(self, name: Optional[str]) -> ComputationTask:
         if name is None:

@@ -18,14 +18,25 @@ bad value is a :class:`~parl.rlx.errors.ProtocolError` that ends this connection
 from __future__ import annotations
 
 import socket
-from typing import Any, List, Optional, Protocol, Union, cast
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Union, cast
 
 import numpy as np
 
 from parl.core.specs import Spec, check_sample
 from parl.rlx.errors import BAD_MESSAGE, ProtocolError
 from parl.rlx.framing import FrameReader, encode
-from parl.rlx.messages import ActionValue, Bye, ClientMessage, Hello, Init, Metrics, Reset, ServerMessage, Step
+from parl.rlx.messages import (
+    ActionValue,
+    Bye,
+    ClientMessage,
+    Hello,
+    Init,
+    Metrics,
+    Reset,
+    ServerMessage,
+    Step,
+)
+from parl.rlx.messages import Observation as ObservationValue
 from parl.runtime.rlx.log_text import escaped
 from parl.runtime.rlx.rate import TokenBucket
 from parl.runtime.rlx.settings import ServerSettings
@@ -50,6 +61,7 @@ class Slot(Protocol):
 
     index: int
     obs_spec: Spec
+    obs_specs: Optional[Dict[str, Spec]]
 
     def action_taken(self, value: ActionValue, where: str) -> ActionValue:
         """A client's ``action_taken`` checked against the action space (ProtocolError if it does not fit)."""
@@ -218,12 +230,16 @@ class Connection:
         self.received_at = now
         return message
 
-    def _observation(self, value: object, where: str) -> np.ndarray:
-        """An observation checked against the slot's space and, for a float space, ``max_abs_observation``."""
+    def _observation(self, value: object, where: str) -> ObservationValue:
+        """An observation checked against the slot's space and, for a float space, ``max_abs_observation``:
+        an array, or for a dict space a map whose every key is checked against its own space."""
         slot = self.slot
         assert slot is not None  # admitted before its first init
-        spec, limit = slot.obs_spec, self.settings.max_abs_observation
-        return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
+        limit, keyed = self.settings.max_abs_observation, slot.obs_specs
+        if keyed is None:
+            spec = slot.obs_spec
+            return bounded(spec, checked(spec, value, where), limit, "max_abs_observation", where)
+        return checked_keys(keyed, value, limit, where)
 
     def metric_allowed(self, now: float) -> bool:
         """Whether a ``metrics`` message read at ``now`` is within ``max_metrics_per_second`` (the server
@@ -276,6 +292,27 @@ def checked(spec: Spec, value: object, where: str) -> np.ndarray:
         return check_sample(spec, value, where)
     except ValueError as exc:
         raise ProtocolError(BAD_MESSAGE, str(exc)) from None
+
+
+def checked_keys(specs: Mapping[str, Spec], value: object, limit: float, where: str) -> Dict[str, np.ndarray]:
+    """``value``, a dict space's observation: a map with exactly the keys of ``specs``, each value
+    checked against its spec and, for a float one, within ``[-limit, limit]``.
+
+    Raises:
+        ProtocolError: ``bad_message`` naming the missing or unknown keys, or the key whose value does not fit.
+    """
+    if not isinstance(value, dict):
+        raise ProtocolError(BAD_MESSAGE, f"{where} 'obs': expected a map of keys {list(specs)}, got an array")
+    if value.keys() != specs.keys():
+        missing = [key for key in specs if key not in value]
+        unknown = sorted(key for key in value if key not in specs)
+        raise ProtocolError(
+            BAD_MESSAGE, f"{where} 'obs': keys {list(specs)} expected, missing {missing}, unknown {unknown}"
+        )
+    return {
+        key: bounded(spec, checked(spec, value[key], where), limit, "max_abs_observation", where)
+        for key, spec in specs.items()
+    }
 
 
 def _name(message: object) -> str:

@@ -59,7 +59,8 @@ class RemoteEnv:
         index: the slot's number (its agent's id in the server's robot).
         observation_space, action_space: the gymnasium spaces of the robot's environment.
         described_observation, described_action: the same as a ``welcome`` tells them.
-        obs_spec: what an observation must be (shape, dtype, finite).
+        obs_spec: what an observation must be (shape, dtype, finite); for a dict space, a placeholder.
+        obs_specs: for a dict space, what each key's value must be (None for other spaces).
         connection: the connection attached now (None: the slot is free, unless ``retired``).
         retired: its agent has ended (played its games, or failed); it takes no new connection.
         waited_at, resumed_at: ``perf_counter()`` when its agent last began and ended a wait on the
@@ -72,7 +73,14 @@ class RemoteEnv:
         self.action_space = action_space
         self.described_observation = spaces.describe(observation_space)
         self.described_action = spaces.describe(action_space)
-        self.obs_spec = _spec("obs", self.described_observation)
+        described = self.described_observation
+        if isinstance(described, spaces.DictSpace):
+            self.obs_specs: Optional[Dict[str, Spec]] = {key: _spec(key, s) for key, s in described.spaces.items()}
+            self.obs_spec = Spec("obs", (), "float32")
+        else:
+            self.obs_specs, self.obs_spec = None, _spec("obs", described)
+        if isinstance(self.described_action, spaces.DictSpace):
+            raise ValueError("an RLX action space is a Box or a Discrete space, got a Dict space")
         self._taken_spec = _spec("action_taken", self.described_action)
         self._discrete = isinstance(self.described_action, spaces.DiscreteSpace)
         described = self.described_action
@@ -200,7 +208,7 @@ class RemoteEnv:
         return int(array) if self._discrete else array
 
 
-def _spec(name: str, space: spaces.Space) -> Spec:
+def _spec(name: str, space: spaces.SimpleSpace) -> Spec:
     """What a value of ``space`` must be: an int in range (discrete), or an array of the box's shape and dtype."""
     if isinstance(space, spaces.DiscreteSpace):
         return Spec(name, (), "int64", (space.start, space.start + space.n))

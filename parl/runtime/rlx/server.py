@@ -36,8 +36,19 @@ from typing import Callable, Dict, List, Optional, Set, Tuple, cast
 from parl.rlx.address import split_address
 from parl.rlx.errors import BUSY, SERVER_ERROR, SHUTDOWN, TIMEOUT, UNAUTHORIZED, VERSION, ProtocolError
 from parl.rlx.framing import encode
-from parl.rlx.messages import VERSION as PROTOCOL_VERSION
-from parl.rlx.messages import Bye, ClientMessage, Error, Hello, Metrics, ServerMessage, Welcome, parse_client
+from parl.rlx.messages import (
+    DICT_SPACES_SINCE,
+    Bye,
+    ClientMessage,
+    Error,
+    Hello,
+    Metrics,
+    ServerMessage,
+    Welcome,
+    parse_client,
+)
+from parl.rlx.messages import VERSIONS as PROTOCOL_VERSIONS
+from parl.rlx.spaces import DictSpace
 from parl.runtime.errors import PlacementStartError
 from parl.runtime.rlx.admission import Admission
 from parl.runtime.rlx.connection import ClosedByPeer, Connection
@@ -330,8 +341,9 @@ class RlxServer:
             slot.offer(conn, message)
 
     def _hello(self, conn: Connection, hello: Hello) -> None:
-        if hello.version != PROTOCOL_VERSION:
-            reason = f"this server speaks RLX version {PROTOCOL_VERSION}, the client version {hello.version}"
+        if hello.version not in PROTOCOL_VERSIONS:
+            speaks = f"versions {PROTOCOL_VERSIONS[0]} to {PROTOCOL_VERSIONS[-1]}"
+            reason = f"this server speaks RLX {speaks}, the client version {hello.version}"
             self.end(conn, VERSION, reason, counter="errors")
             return
         token = self.settings.token
@@ -344,12 +356,16 @@ class RlxServer:
             self.end(conn, BUSY, refusal, counter="refused")
             return
         assert slot is not None  # refused above when there is none
+        if hello.version < DICT_SPACES_SINCE and isinstance(slot.described_observation, DictSpace):
+            reason = f"this robot's observations are a dict space, carried since RLX version {DICT_SPACES_SINCE}"
+            self.end(conn, VERSION, f"{reason}; the client speaks version {hello.version}", counter="errors")
+            return
         conn.admit(slot)
         slot.attach(conn)
         self._admission.admitted(conn)
         limits = self.settings.limits()
         welcome = Welcome(
-            PROTOCOL_VERSION, slot.described_observation, slot.described_action, limits, self._env_steps(), slot.index
+            hello.version, slot.described_observation, slot.described_action, limits, self._env_steps(), slot.index
         )
         self.answer(conn, welcome, act=False)
 
