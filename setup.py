@@ -76,6 +76,9 @@ setup(
         # Box2D for gymnasium's LunarLander (examples/configs/ppo_lunarlander.yaml); gymnasium's box2d
         # environments import pygame-ce (for rendering) when they load.
         "box2d": ["box2d>=2.3.10", "pygame-ce>=2.1.3"],
+        # Multi-agent environments (parl.multiagent, docs/multiagent.md): PettingZoo's APIs and its classic games,
+        # and mpe2, the maintained multi-agent particle environments (simple_spread_v3).
+        "multiagent": ["pettingzoo>=1.25", "mpe2>=1.0"],
         # moviepy, which gymnasium's RecordVideo writes MP4 files with: parl eval --video (parl/experiment/video.py).
         # 1.0.3 is the newest that installs beside matplotlib's Pillow (moviepy 2 requires Pillow < 12).
         "video": ["moviepy>=1.0.3"],
@@ -95,6 +98,8 @@ setup(
             "box2d>=2.3.10",
             "pygame-ce>=2.1.3",
             "moviepy>=1.0.3",
+            "pettingzoo>=1.25",
+            "mpe2>=1.0",
             "ray[tune]>=2.60",
             # `make lint`: ruff (lint and format) and mypy (types of parl/, configured in pyproject.toml).
             "ruff>=0.6",
