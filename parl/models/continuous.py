@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Callable, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Mapping, Optional, Sequence, Tuple, Type, Union, cast
 
 import paddle
 from paddle import _C_ops
@@ -78,16 +78,20 @@ class QCritic(Model):
         ``frozen=True`` detaches the weights: gradients flow to ``obs`` and
         ``action`` only (an encoder's features are then computed without gradient).
         """
-        if self.encoder is not None:
-            if frozen:
-                with paddle.no_grad():
-                    obs = self.encoder.features(plain)(obs)
-            else:
-                obs = self.encoder.features(plain)(obs)
-        h = paddle.concat([obs, action], axis=-1)
+        h = paddle.concat([self._features(obs, frozen), action], axis=-1)
         for layer in self.hidden + [self.out]:
             h = layer.frozen(h) if frozen else layer(h)
         return h
+
+    def _features(self, obs: Observation, frozen: bool) -> paddle.Tensor:
+        """``obs`` itself, or its encoder's features of the input dict (without gradient when ``frozen``)."""
+        if self.encoder is None:
+            return cast(paddle.Tensor, obs)
+        inputs = cast(Mapping[str, paddle.Tensor], obs)
+        if not frozen:
+            return self.encoder.features(plain)(inputs)
+        with paddle.no_grad():
+            return self.encoder.features(plain)(inputs)
 
 
 class DeterministicActor(Model):
@@ -302,9 +306,9 @@ def _encoded(
 ) -> Callable[[Observation], paddle.Tensor]:
     """``body`` over the encoder's features of the input dict, or ``body`` itself without an encoder."""
     if encoder is None:
-        return body
+        return cast(Callable[[Observation], paddle.Tensor], body)
     features: FeaturesFn = encoder.features(bind)
-    return lambda inputs: body(features(inputs))  # type: ignore[arg-type]
+    return lambda inputs: body(features(cast(Mapping[str, paddle.Tensor], inputs)))
 
 
 class _Scalar(LayerFunc):

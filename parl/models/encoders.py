@@ -15,7 +15,7 @@ over each other input (flattened), and concatenates the results, as Stable-Basel
 from __future__ import annotations
 
 import operator
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, cast
 
 import numpy as np
 import paddle
@@ -53,10 +53,11 @@ class InputEncoder(Model):
 
     def zero_inputs(self, rows: int = 1) -> Dict[str, paddle.Tensor]:
         """Zeros of every input, ``rows`` of them (to build the layers)."""
-        return {
-            name: paddle.to_tensor(np.zeros([rows, *spec["shape"]], dtype=spec["dtype"]))
-            for name, spec in self.get_input_specs()
-        }
+        out = {}
+        for name, spec in self.get_input_specs():
+            shape = cast(Sequence[int], spec["shape"])
+            out[name] = paddle.to_tensor(np.zeros([rows, *shape], dtype=str(spec["dtype"])))
+        return out
 
 
 class ObsInput(InputEncoder):
@@ -112,7 +113,7 @@ class MultiInputEncoder(InputEncoder):
         super().__init__()
         self.shapes, self.dtypes = _checked_inputs(observation_shapes, observation_dtypes)
         self.channels_first = {n: channels_first(s) for n, s in self.shapes.items() if len(s) == 3}
-        convs = [tuple(int(v) for v in conv) for conv in convs]
+        convs = [(int(filters), int(size), int(stride)) for filters, size, stride in convs]
         self.image_convs: Dict[str, List[LayerFunc]] = {}
         self.image_hidden: Dict[str, LayerFunc] = {}
         self.vector_hidden: Dict[str, List[LayerFunc]] = {}
