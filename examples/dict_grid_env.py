@@ -12,7 +12,9 @@ both goals, 0 elsewhere) and a float32 vector ``goal`` of shape [2], one-hot, sa
 corners pays. Reaching it gives +1, reaching the other -1 (both end the episode); every other step
 costs 0.02, and an episode is cut after ``max_steps``. The image alone cannot tell the goals apart and
 the vector alone does not say where the agent is: both inputs are needed to act well (a policy that
-ignores the vector returns about 0 at best).
+ignores the vector returns about 0 at best). With ``continuous=True`` the action is a Box of shape
+[2] (a move along the larger of its two components: row, column), for SAC and TD3; with
+``channels_first=True`` the image is [1, size, size].
 """
 
 from __future__ import annotations
@@ -36,33 +38,41 @@ class DictGridEnv(gym.Env):
     Args:
         size: the grid's side, at least 3.
         max_steps: steps after which an episode is truncated.
+        continuous: actions are a Box of shape [2] in [-1, 1] instead of Discrete(4).
+        channels_first: the image is [1, size, size] instead of [size, size, 1].
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, size: int = 5, max_steps: int = 20) -> None:
+    def __init__(
+        self, size: int = 5, max_steps: int = 20, continuous: bool = False, channels_first: bool = False
+    ) -> None:
         if not isinstance(size, int) or size < 3:
             raise ValueError(f"size must be an integer >= 3, got {size!r}")
         if not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
-        self.size, self.max_steps = size, max_steps
+        self.size, self.max_steps, self.continuous = size, max_steps, bool(continuous)
+        self.image_shape = (1, size, size) if channels_first else (size, size, 1)
         self.observation_space = gym.spaces.Dict(
             {
-                "image": gym.spaces.Box(0, 255, (size, size, 1), dtype=np.uint8),
+                "image": gym.spaces.Box(0, 255, self.image_shape, dtype=np.uint8),
                 "goal": gym.spaces.Box(0.0, 1.0, (2,), dtype=np.float32),
             }
         )
-        self.action_space = gym.spaces.Discrete(len(MOVES))
+        self.action_space: gym.Space = (
+            gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32) if self.continuous else gym.spaces.Discrete(len(MOVES))
+        )
         self.corners = ((0, 0), (size - 1, size - 1))
         self.position = (0, 0)
         self.target = 0
         self.steps = 0
 
     def _observation(self) -> Dict[str, np.ndarray]:
-        image = np.zeros((self.size, self.size, 1), dtype=np.uint8)
+        grid = np.zeros((self.size, self.size), dtype=np.uint8)
         for row, col in self.corners:
-            image[row, col, 0] = GOAL
-        image[self.position[0], self.position[1], 0] = AGENT
+            grid[row, col] = GOAL
+        grid[self.position] = AGENT
+        image = grid.reshape(self.image_shape)
         goal = np.zeros(2, dtype=np.float32)
         goal[self.target] = 1.0
         return {"image": image, "goal": goal}
@@ -79,8 +89,16 @@ class DictGridEnv(gym.Env):
         self.steps = 0
         return self._observation(), {}
 
+    def _move(self, action: Any) -> Tuple[int, int]:
+        if not self.continuous:
+            return MOVES[int(action)]
+        row, col = (float(v) for v in np.asarray(action, dtype=np.float32))
+        if abs(row) >= abs(col):
+            return (1, 0) if row > 0 else (-1, 0)
+        return (0, 1) if col > 0 else (0, -1)
+
     def step(self, action: Any) -> Tuple[Dict[str, np.ndarray], float, bool, bool, dict]:
-        move = MOVES[int(action)]
+        move = self._move(action)
         row = min(max(self.position[0] + move[0], 0), self.size - 1)
         col = min(max(self.position[1] + move[1], 0), self.size - 1)
         self.position = (row, col)
