@@ -35,7 +35,7 @@ from parl.core.specs import SpecList
 from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.layers.distributions import Categorical, DiagGaussian
 from parl.models.conv_torso import MINATAR_CONVS, ConvSpec
-from parl.models.encoders import InputEncoder, MultiInputEncoder, ObsInput
+from parl.models.encoders import InputEncoder, ObsInput, multi_input_encoder
 from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
@@ -238,12 +238,8 @@ class MultiInputActorCritic(MLPActorCritic):
         image_hidden_size: int = 128,
         vector_hidden_sizes: Sequence[int] = (64,),
     ) -> None:
-        encoder = MultiInputEncoder(
-            observation_shapes,
-            observation_dtypes,
-            convs=convs,
-            image_hidden_size=image_hidden_size,
-            vector_hidden_sizes=vector_hidden_sizes,
+        encoder = multi_input_encoder(
+            observation_shapes, observation_dtypes, convs, image_hidden_size, vector_hidden_sizes
         )
         ActorCriticModel.__init__(self, None, num_actions, action_dim, encoder)
         self._trunks(hidden_sizes, shared)

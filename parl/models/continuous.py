@@ -39,7 +39,7 @@ from parl.layers.distributions import TanhGaussian
 from parl.layers.ensemble_fc import EnsembleFC
 from parl.layers.layer_func import LayerFunc, ParamSpec
 from parl.models.conv_torso import MINATAR_CONVS, ConvSpec
-from parl.models.encoders import FeaturesFn, MultiInputEncoder
+from parl.models.encoders import FeaturesFn, MultiInputEncoder, multi_input_encoder
 from parl.validation import check_int, check_positive
 
 #: Bounds of a GaussianActor's log standard deviation (as Stable-Baselines3's SAC).
@@ -255,12 +255,8 @@ class _MultiInput(ContinuousActorCritic):
         Model.__init__(self)
 
         def encoder() -> MultiInputEncoder:
-            return MultiInputEncoder(
-                observation_shapes,
-                observation_dtypes,
-                convs=convs,
-                image_hidden_size=image_hidden_size,
-                vector_hidden_sizes=vector_hidden_sizes,
+            return multi_input_encoder(
+                observation_shapes, observation_dtypes, convs, image_hidden_size, vector_hidden_sizes
             )
 
         self._parts(action_dim, num_critics, hidden_sizes, encoder)

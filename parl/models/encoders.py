@@ -160,6 +160,23 @@ class MultiInputEncoder(InputEncoder):
         return lambda x: image(paddle.transpose(x, [0, 3, 1, 2]))
 
 
+def multi_input_encoder(
+    observation_shapes: Mapping[str, Sequence[int]],
+    observation_dtypes: Optional[Mapping[str, str]],
+    convs: Sequence[ConvSpec],
+    image_hidden_size: int,
+    vector_hidden_sizes: Sequence[int],
+) -> MultiInputEncoder:
+    """A :class:`MultiInputEncoder` of the options the multi-input models take, in their order."""
+    return MultiInputEncoder(
+        observation_shapes,
+        observation_dtypes,
+        convs=convs,
+        image_hidden_size=image_hidden_size,
+        vector_hidden_sizes=vector_hidden_sizes,
+    )
+
+
 def _checked_inputs(
     shapes: Mapping[str, Sequence[int]], dtypes: Optional[Mapping[str, str]]
 ) -> "tuple[Dict[str, List[int]], Dict[str, str]]":

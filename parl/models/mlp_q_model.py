@@ -12,7 +12,7 @@ from parl.core.model import Model
 from parl.core.specs import SpecList
 from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.models.conv_torso import MINATAR_CONVS, ConvSpec
-from parl.models.encoders import InputEncoder, MultiInputEncoder, ObsInput
+from parl.models.encoders import InputEncoder, ObsInput, multi_input_encoder
 from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
@@ -105,17 +105,13 @@ class MultiInputQModel(QModel):
         observation_shapes: Mapping[str, Sequence[int]],
         num_actions: int,
         observation_dtypes: Optional[Mapping[str, str]] = None,
-        hidden_sizes: Sequence[int] = (64,),
-        dueling: bool = False,
         convs: Sequence[ConvSpec] = MINATAR_CONVS,
         image_hidden_size: int = 128,
         vector_hidden_sizes: Sequence[int] = (64,),
+        hidden_sizes: Sequence[int] = (64,),
+        dueling: bool = False,
     ) -> None:
-        encoder = MultiInputEncoder(
-            observation_shapes,
-            observation_dtypes,
-            convs=convs,
-            image_hidden_size=image_hidden_size,
-            vector_hidden_sizes=vector_hidden_sizes,
+        encoder = multi_input_encoder(
+            observation_shapes, observation_dtypes, convs, image_hidden_size, vector_hidden_sizes
         )
         super().__init__(encoder, num_actions, hidden_sizes, dueling)

@@ -76,9 +76,9 @@ class RandomStartAgent(GymAgent):
         self,
         env: Any,
         *,
+        task: str = "RL",
         random_steps: int,
         seed: int,
-        task: str = "RL",
         observation_inputs: Optional[Union[str, ObservationMapper]] = None,
     ) -> None:
         super().__init__(env, task=task, seed=seed, observation_inputs=observation_inputs)
@@ -107,9 +107,9 @@ class GaussianNoiseAgent(RandomStartAgent):
         self,
         env: Any,
         *,
-        noise_std: float,
         random_steps: int,
         seed: int,
+        noise_std: float,
         task: str = "RL",
         observation_inputs: Optional[Union[str, ObservationMapper]] = None,
     ) -> None:
@@ -170,8 +170,8 @@ class OUNoiseAgent(RandomStartAgent):
 
     Args:
         theta, sigma, dt: as :class:`OUNoise`.
-        random_steps, seed, task, observation_inputs: as :class:`RandomStartAgent`; the noise comes from the
-            same generator.
+        random_steps, seed, task, observation_inputs: as :class:`RandomStartAgent` (one generator draws
+            the random start and the noise).
     """
 
     def __init__(
