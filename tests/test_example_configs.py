@@ -42,7 +42,16 @@ LAUNCHERS = (
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
 #: Configs run by `parl train` only, whose environment factory (if any) is a module of examples/ of its own:
 #: Atari (docs/atari.md), MinAtar and MuJoCo (docs/mujoco.md); tests/test_workloads.py runs them.
-NO_LAUNCHER = ("dqn_atari", "ppo_atari", "dqn_minatar", "sac_mujoco", "td3_mujoco", "ppo_halfcheetah", "ppo_hopper")
+NO_LAUNCHER = (
+    "dqn_atari",
+    "ppo_atari",
+    "dqn_minatar",
+    "dqn_dict_obs",
+    "sac_mujoco",
+    "td3_mujoco",
+    "ppo_halfcheetah",
+    "ppo_hopper",
+)
 #: The on-policy robots whose every update joins one segment of each agent: batching sized by `agents`.
 SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander")
 RESULT_KEYS = {"seed", "env_steps", "episodes", "updates", "stop_reason", "reached", "best_eval", "final_eval"}

@@ -73,6 +73,15 @@ CASES = [
         "4/4 reached (seeds 100-103), 5.0k-7.0k env steps; 2.5-3.6 at the stop, 2.5-3.3 on 50 fresh episodes",
         overrides=("evaluation.every_steps=2000",),
     ),
+    # A Dict observation (examples/dict_grid_env.py: a uint8 image and a goal vector, both needed; the best
+    # return is about 0.94, a policy blind to the vector about 0). Measured on the test's own seeds, 2026-11-27.
+    Case(
+        "dqn_dict_obs",
+        0.8,
+        10_000,
+        "10/10 reached (seeds 100-109), 2.9k-5.0k env steps; 0.94-0.95 on 100 fresh episodes",
+        min_reached=3,
+    ),
 ]
 
 

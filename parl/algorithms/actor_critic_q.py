@@ -2,7 +2,8 @@
 
 class MyActorCritic(ActorCriticQ):
     def learn(self, batch):
-        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
+        obs, next_obs = self.model.observation(batch.inputs), self.model.observation(batch.next_inputs)
+        action = batch.actions["action"]
         with paddle.no_grad():
             next_action = self.target_model.actor.forward(next_obs)
             next_q = self.target_model.critic.value(next_obs, next_action)       # [M, B, 1]

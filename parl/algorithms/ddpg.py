@@ -23,7 +23,7 @@ from parl.core.algorithm import Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.layers.compiled import stands_in_for
-from parl.models.continuous import ActionFn, DeterministicActorCritic
+from parl.models.continuous import ActionFn, DeterministicActorCritic, Observation
 
 
 class DDPG(ActorCriticQ):
@@ -67,15 +67,15 @@ class DDPG(ActorCriticQ):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        return _policy_action(self.model.actor.forward)(inputs, states, deterministic)
+        return _policy_action(self.model.actor.forward, self.model.observation_picker())(inputs, states, deterministic)
 
     @stands_in_for(["predict"])
     def compile_predict(self) -> Optional[Predictor]:
         """The same actions over the actor's ``compile_forward()``; None where that is None."""
         forward = self.model.actor.compile_forward()
-        return None if forward is None else _policy_action(forward)
+        return None if forward is None else _policy_action(forward, self.model.observation_picker())
 
-    def next_actions(self, next_obs: paddle.Tensor) -> paddle.Tensor:
+    def next_actions(self, next_obs: Observation) -> paddle.Tensor:
         """Actions of the target policy at the next observations (called without gradient)."""
         return self.target_model.actor.forward(next_obs)
 
@@ -84,7 +84,8 @@ class DDPG(ActorCriticQ):
         return True
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
-        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
+        obs, next_obs = self.model.observation(batch.inputs), self.model.observation(batch.next_inputs)
+        action = batch.actions["action"]
         with paddle.no_grad():
             next_q = self.target_model.critic.value(next_obs, self.next_actions(next_obs))
             target = self.q_target(next_q.min(axis=0), batch)
@@ -101,11 +102,11 @@ class DDPG(ActorCriticQ):
         return costs
 
 
-def _policy_action(forward: ActionFn) -> Predictor:
+def _policy_action(forward: ActionFn, observation: Callable[[TensorDict], Observation]) -> Predictor:
     """DDPG's action: the deterministic actor's output, ``pi(s)`` (``predict`` over ``actor.forward``, the
     compiled predictor over ``actor.compile_forward()``)."""
 
     def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
-        return {"action": forward(inputs["obs"])}, {}
+        return {"action": forward(observation(inputs))}, {}
 
     return act

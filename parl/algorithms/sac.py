@@ -26,7 +26,7 @@ from parl.core.algorithm import Predictor, TensorDict
 from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.layers.compiled import stands_in_for
-from parl.models.continuous import GaussianActorCritic, GaussianFn, Temperature
+from parl.models.continuous import GaussianActorCritic, GaussianFn, Observation, Temperature
 
 
 class SAC(ActorCriticQ):
@@ -87,16 +87,19 @@ class SAC(ActorCriticQ):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        return _squashed_action(self.model.actor.forward)(inputs, states, deterministic)
+        return _squashed_action(self.model.actor.forward, self.model.observation_picker())(
+            inputs, states, deterministic
+        )
 
     @stands_in_for(["predict"])
     def compile_predict(self) -> Optional[Predictor]:
         """The same actions over the actor's ``compile_forward()``; None where that is None."""
         forward = self.model.actor.compile_forward()
-        return None if forward is None else _squashed_action(forward)
+        return None if forward is None else _squashed_action(forward, self.model.observation_picker())
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
-        obs, action, next_obs = batch.inputs["obs"], batch.actions["action"], batch.next_inputs["obs"]
+        obs, next_obs = self.model.observation(batch.inputs), self.model.observation(batch.next_inputs)
+        action = batch.actions["action"]
         policy_action, log_pi = self.model.actor.dist(obs).rsample()
         log_alpha = self.temperature.log_alpha()
         alpha = paddle.exp(log_alpha).detach()
@@ -127,12 +130,12 @@ class SAC(ActorCriticQ):
         return costs
 
 
-def _squashed_action(forward: GaussianFn) -> Predictor:
+def _squashed_action(forward: GaussianFn, observation: Callable[[TensorDict], Observation]) -> Predictor:
     """SAC's action: ``tanh`` of a Gaussian sample, or of its mean when deterministic (``predict`` over
     ``actor.forward``, the compiled predictor over ``actor.compile_forward()``)."""
 
     def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
-        mean, log_std = forward(inputs["obs"])
+        mean, log_std = forward(observation(inputs))
         if deterministic:
             return {"action": paddle.tanh(mean)}, {}
         return {"action": paddle.tanh(mean + paddle.exp(log_std) * paddle.randn(mean.shape))}, {}

@@ -19,6 +19,7 @@ import paddle
 
 from parl.algorithms.ddpg import DDPG
 from parl.core.model import Model
+from parl.models.continuous import Observation
 from parl.validation import check_int, check_positive, check_range
 
 
@@ -60,7 +61,7 @@ class TD3(DDPG):
         self.target_noise = check_range("target_noise", target_noise, 0.0, float("inf"))
         self.noise_clip = check_positive("noise_clip", noise_clip)
 
-    def next_actions(self, next_obs: paddle.Tensor) -> paddle.Tensor:
+    def next_actions(self, next_obs: Observation) -> paddle.Tensor:
         action = self.target_model.actor.forward(next_obs)
         if self.target_noise == 0.0:
             return action

@@ -1,9 +1,15 @@
 """parl.models: ready-made models for common observation and action spaces."""
 
-from parl.models.actor_critic import ActorCriticModel, LSTMActorCritic, MLPActorCritic
+from parl.models.actor_critic import ActorCriticModel, LSTMActorCritic, MLPActorCritic, MultiInputActorCritic
 from parl.models.atari_q_model import AtariQModel, MinAtarQModel
-from parl.models.continuous import DeterministicActorCritic, GaussianActorCritic
-from parl.models.mlp_q_model import MLPQModel
+from parl.models.continuous import (
+    DeterministicActorCritic,
+    GaussianActorCritic,
+    MultiInputDeterministicActorCritic,
+    MultiInputGaussianActorCritic,
+)
+from parl.models.encoders import InputEncoder, MultiInputEncoder, ObsInput
+from parl.models.mlp_q_model import MLPQModel, MultiInputQModel, QModel
 from parl.models.pixel_actor_critic import AtariActorCritic
 
 __all__ = [
@@ -12,8 +18,16 @@ __all__ = [
     "AtariQModel",
     "DeterministicActorCritic",
     "GaussianActorCritic",
+    "InputEncoder",
     "LSTMActorCritic",
     "MLPActorCritic",
     "MLPQModel",
     "MinAtarQModel",
+    "MultiInputActorCritic",
+    "MultiInputDeterministicActorCritic",
+    "MultiInputEncoder",
+    "MultiInputGaussianActorCritic",
+    "MultiInputQModel",
+    "ObsInput",
+    "QModel",
 ]

@@ -34,6 +34,8 @@ from parl.core.model import Model
 from parl.core.specs import SpecList
 from parl.layers.compiled import Bind, chain, fast, plain, stands_in_for
 from parl.layers.distributions import Categorical, DiagGaussian
+from parl.models.conv_torso import MINATAR_CONVS, ConvSpec
+from parl.models.encoders import InputEncoder, ObsInput, multi_input_encoder
 from parl.validation import check_int
 
 TensorDict = Dict[str, paddle.Tensor]
@@ -55,12 +57,21 @@ class ActorCriticModel(Model):
 
     Args:
         obs_dim: length of the float32 ``obs`` input; None for a subclass that declares an input of
-            its own in :meth:`get_input_specs` (frames: :class:`~parl.models.pixel_actor_critic.AtariActorCritic`).
+            its own in :meth:`get_input_specs` (frames: :class:`~parl.models.pixel_actor_critic.AtariActorCritic`)
+            or gives an ``encoder``.
         num_actions: discrete actions (give this or ``action_dim``).
         action_dim: dimensions of a continuous action.
+        encoder: how the trunk reads the inputs (None: :class:`~parl.models.encoders.ObsInput` of
+            ``obs_dim`` when given); it declares the input specs.
     """
 
-    def __init__(self, obs_dim: Optional[int], num_actions: Optional[int], action_dim: Optional[int]) -> None:
+    def __init__(
+        self,
+        obs_dim: Optional[int],
+        num_actions: Optional[int],
+        action_dim: Optional[int],
+        encoder: Optional[InputEncoder] = None,
+    ) -> None:
         super().__init__()
         if (num_actions is None) == (action_dim is None):
             raise ValueError(
@@ -68,6 +79,9 @@ class ActorCriticModel(Model):
                 f"got num_actions={num_actions!r}, action_dim={action_dim!r}"
             )
         self.obs_dim = None if obs_dim is None else check_int("obs_dim", obs_dim, 1)
+        if encoder is None and self.obs_dim is not None:
+            encoder = ObsInput(self.obs_dim)
+        self.encoder = encoder
         self.discrete = num_actions is not None
         if self.discrete:
             self.num_actions = check_int("num_actions", num_actions, 2)
@@ -79,6 +93,8 @@ class ActorCriticModel(Model):
         self.critic = layers.fc(1)
 
     def get_input_specs(self) -> SpecList:
+        if self.encoder is not None:
+            return self.encoder.get_input_specs()
         return [("obs", dict(shape=[self.obs_dim], dtype="float32"))]
 
     def get_action_specs(self) -> SpecList:
@@ -170,26 +186,63 @@ class MLPActorCritic(ActorCriticModel):
         shared: bool = False,
     ) -> None:
         super().__init__(obs_dim, num_actions, action_dim)
+        self._trunks(hidden_sizes, shared)
+
+    def _trunks(self, hidden_sizes: Sequence[int], shared: bool) -> None:
         self.shared = bool(shared)
         self.actor_hidden = [layers.fc(check_int("hidden_sizes", h, 1), act="tanh") for h in hidden_sizes]
         self.critic_hidden = [] if self.shared else [layers.fc(h, act="tanh") for h in hidden_sizes]
 
     def _features(self, bind: Bind, value: bool) -> FeaturesFn:
         actor = chain(bind, self.actor_hidden)
+        encoder = self.encoder
+        assert encoder is not None  # set from obs_dim, or given
         if self.shared:
+            trunk = encoder.into(bind, actor)
 
             def shared(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, paddle.Tensor, TensorDict]:
-                h = actor(inputs["obs"])
+                h = trunk(inputs)
                 return h, h, {}
 
             return shared
         critic = chain(bind, self.critic_hidden) if value else None
+        encode = encoder.features(bind)
 
         def separate(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]:
-            obs = inputs["obs"]
+            obs = encode(inputs)
             return actor(obs), (None if critic is None else critic(obs)), {}
 
         return separate
+
+
+class MultiInputActorCritic(MLPActorCritic):
+    """:class:`MLPActorCritic` over several inputs: a :class:`~parl.models.encoders.MultiInputEncoder`
+    (a small CNN per image input, an MLP per other input, concatenated) shared by the actor's and the
+    critic's tanh layers, as Stable-Baselines3's ``MultiInputPolicy`` for PPO and A2C.
+
+    Args:
+        observation_shapes, observation_dtypes: the inputs (from a Dict or Tuple observation space).
+        num_actions, action_dim, hidden_sizes, shared: as :class:`MLPActorCritic`'s.
+        convs, image_hidden_size, vector_hidden_sizes: the encoder's, as :class:`MultiInputEncoder`'s.
+    """
+
+    def __init__(
+        self,
+        observation_shapes: Mapping[str, Sequence[int]],
+        num_actions: Optional[int] = None,
+        action_dim: Optional[int] = None,
+        observation_dtypes: Optional[Mapping[str, str]] = None,
+        hidden_sizes: Sequence[int] = (64, 64),
+        shared: bool = False,
+        convs: Sequence[ConvSpec] = MINATAR_CONVS,
+        image_hidden_size: int = 128,
+        vector_hidden_sizes: Sequence[int] = (64,),
+    ) -> None:
+        encoder = multi_input_encoder(
+            observation_shapes, observation_dtypes, convs, image_hidden_size, vector_hidden_sizes
+        )
+        ActorCriticModel.__init__(self, None, num_actions, action_dim, encoder)
+        self._trunks(hidden_sizes, shared)
 
 
 class LSTMActorCritic(ActorCriticModel):

@@ -7,6 +7,7 @@ from parl.moved_names import moved_attribute as _moved_attribute
 from parl.utils.action_repeat import ActionRepeat
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
+from parl.utils.observations import observation_mapper
 from parl.utils.schedules import LinearSchedule
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "env_action_converter",
     "model_action_converter",
     "obs_inputs",
+    "observation_mapper",
 ]
 
 

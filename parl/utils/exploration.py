@@ -15,11 +15,12 @@ with its seed.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
 from parl.utils.gym_agent import GymAgent
+from parl.utils.observations import ObservationMapper
 from parl.validation import check_int, check_positive
 
 ArrayDict = Dict[str, np.ndarray]
@@ -34,10 +35,19 @@ class EpsilonGreedyAgent(GymAgent):
         epsilon: the exploration rate by this agent's step (a :class:`parl.utils.LinearSchedule`).
         seed: seeds the coin flips (``random.Random(seed)``), the first reset and the action space.
         task: the name of the task whose helper acts and learns.
+        observation_inputs: as :class:`~parl.utils.GymAgent`'s.
     """
 
-    def __init__(self, env: Any, *, epsilon: Callable[[int], float], seed: int, task: str = "RL") -> None:
-        super().__init__(env, task=task, seed=seed)
+    def __init__(
+        self,
+        env: Any,
+        *,
+        epsilon: Callable[[int], float],
+        seed: int,
+        task: str = "RL",
+        observation_inputs: Optional[Union[str, ObservationMapper]] = None,
+    ) -> None:
+        super().__init__(env, task=task, seed=seed, observation_inputs=observation_inputs)
         if not callable(epsilon):
             raise ValueError(f"epsilon must be a schedule called with the step, got {epsilon!r}")
         self.epsilon = epsilon
@@ -59,10 +69,19 @@ class RandomStartAgent(GymAgent):
         random_steps: steps of uniformly random actions at the start (0: none).
         seed: seeds the random actions (``numpy.random.default_rng(seed)``), the first reset and the action space.
         task: the name of the task whose helper acts and learns.
+        observation_inputs: as :class:`~parl.utils.GymAgent`'s.
     """
 
-    def __init__(self, env: Any, *, random_steps: int, seed: int, task: str = "RL") -> None:
-        super().__init__(env, task=task, seed=seed)
+    def __init__(
+        self,
+        env: Any,
+        *,
+        task: str = "RL",
+        random_steps: int,
+        seed: int,
+        observation_inputs: Optional[Union[str, ObservationMapper]] = None,
+    ) -> None:
+        super().__init__(env, task=task, seed=seed, observation_inputs=observation_inputs)
         self.random_steps = check_int("random_steps", random_steps, 0)
         self.rng = np.random.default_rng(seed)
         self.action_shape = env.action_space.shape
@@ -80,11 +99,21 @@ class GaussianNoiseAgent(RandomStartAgent):
 
     Args:
         noise_std: the noise's standard deviation, in the policy's [-1, 1] units.
-        random_steps, seed, task: as :class:`RandomStartAgent`; the noise comes from the same generator.
+        random_steps, seed, task, observation_inputs: as :class:`RandomStartAgent`; the noise comes from the
+            same generator.
     """
 
-    def __init__(self, env: Any, *, noise_std: float, random_steps: int, seed: int, task: str = "RL") -> None:
-        super().__init__(env, random_steps=random_steps, seed=seed, task=task)
+    def __init__(
+        self,
+        env: Any,
+        *,
+        random_steps: int,
+        seed: int,
+        noise_std: float,
+        task: str = "RL",
+        observation_inputs: Optional[Union[str, ObservationMapper]] = None,
+    ) -> None:
+        super().__init__(env, random_steps=random_steps, seed=seed, task=task, observation_inputs=observation_inputs)
         self.noise_std = check_positive("noise_std", noise_std)
 
     def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
@@ -141,7 +170,8 @@ class OUNoiseAgent(RandomStartAgent):
 
     Args:
         theta, sigma, dt: as :class:`OUNoise`.
-        random_steps, seed, task: as :class:`RandomStartAgent`; the noise comes from the same generator.
+        random_steps, seed, task, observation_inputs: as :class:`RandomStartAgent` (one generator draws
+            the random start and the noise).
     """
 
     def __init__(
@@ -154,8 +184,9 @@ class OUNoiseAgent(RandomStartAgent):
         sigma: float = 0.2,
         dt: float = 1e-2,
         task: str = "RL",
+        observation_inputs: Optional[Union[str, ObservationMapper]] = None,
     ) -> None:
-        super().__init__(env, random_steps=random_steps, seed=seed, task=task)
+        super().__init__(env, random_steps=random_steps, seed=seed, task=task, observation_inputs=observation_inputs)
         self.noise = OUNoise(self.action_shape, self.rng, theta=theta, sigma=sigma, dt=dt)
 
     def reset_env(self) -> Any:

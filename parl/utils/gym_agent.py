@@ -6,7 +6,8 @@
             ...
             return actions, next_states
 
-The agent feeds ``{"obs": obs}`` to the helper of task ``"RL"``, carries
+The agent feeds each observation as an input dict (:meth:`GymAgent.observation_inputs`: ``{"obs": obs}``
+for a Box, one input per key of a Dict, ``obs_0``, ``obs_1``, ... for a Tuple) to the helper of task ``"RL"``, carries
 recurrent states through the episode (zero at its start), converts actions
 for the environment with :func:`env_action_converter`, stores every
 transition and asks the helper to learn after each step. In an environment
@@ -19,12 +20,13 @@ stored instead: an RLX client logging its own actions (docs/rlx.md).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from parl.core.agent import Agent
 from parl.core.counters import read_counter
+from parl.utils.observations import ObservationMapper, import_function, obs_inputs, observation_mapper
 
 ArrayDict = Dict[str, np.ndarray]
 #: The ``info`` key by which an environment that repeats actions
@@ -73,15 +75,6 @@ def model_action_converter(space: Any, name: str = "action") -> Callable[[Any], 
     raise ValueError(f"no action conversion for a {kind} space; give one explicitly")
 
 
-def obs_inputs(obs: Any) -> ArrayDict:
-    """The default input dict of an observation: ``{"obs": array}``, float32 except that
-    uint8 image frames stay uint8 (a quarter of the bytes; the model scales them)."""
-    arr = np.asarray(obs)
-    if arr.dtype == np.uint8:
-        return {"obs": arr}
-    return {"obs": arr.astype(np.float32, copy=False)}
-
-
 class GymAgent(Agent):
     """Plays gymnasium episodes through the helper of ``task``.
 
@@ -95,11 +88,23 @@ class GymAgent(Agent):
         task: the name of the task whose helper acts and learns.
         seed: seeds the first reset and the action space.
         num_games: episodes to play (None: until stopped).
+        observation_inputs: maps an observation to the input dict, as a function or its dotted path
+            ``package.module.function`` (None: :func:`~parl.utils.observations.observation_mapper` of the
+            observation space); a subclass may override :meth:`observation_inputs` instead.
     """
 
-    def __init__(self, env: Any, *, task: str = "RL", seed: int = 0, num_games: Any = None) -> None:
+    def __init__(
+        self,
+        env: Any,
+        *,
+        task: str = "RL",
+        seed: int = 0,
+        num_games: Any = None,
+        observation_inputs: Union[str, ObservationMapper, None] = None,
+    ) -> None:
         super().__init__(env, seed=seed, num_games=num_games)
         self.task = task
+        self._to_inputs = _mapper(env, observation_inputs)
         self.total_steps = 0
         self.to_env_action = env_action_converter(env.action_space)
         self.to_model_action = model_action_converter(env.action_space)
@@ -118,6 +123,14 @@ class GymAgent(Agent):
         total_steps = read_counter(counters, "total_steps", type(self).__name__)
         super().restore_counters(counters)
         self.total_steps = total_steps
+
+    def observation_inputs(self, obs: Any) -> ArrayDict:
+        """The input dict of the observation ``obs`` (of a reset or a step); override to feed derived inputs.
+
+        Raises:
+            ValueError: by default, an observation that does not fit a Dict or Tuple space, naming the key.
+        """
+        return self._to_inputs(obs)
 
     def act(self, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states for one step; override to explore."""
@@ -146,8 +159,11 @@ class GymAgent(Agent):
 
     def run_one_episode(self) -> Dict[str, float]:
         helper = self.helpers[self.task]
+        # The mapping itself where no subclass overrides the method: one call fewer per step.
+        overridden = type(self).observation_inputs is not GymAgent.observation_inputs
+        to_inputs = self.observation_inputs if overridden else self._to_inputs
         obs, _ = self.reset_env()
-        inputs = obs_inputs(obs)
+        inputs = to_inputs(obs)
         states = helper.initial_states()
         total, steps, action_steps, repeated, done = 0.0, 0, 0, False, False
         while not done:
@@ -162,7 +178,7 @@ class GymAgent(Agent):
             # Counted as soon as the environment has stepped: ``record`` may park this agent on a
             # training request, and a robot stopped then must still count the step it took.
             self.total_steps += time_steps
-            next_inputs = obs_inputs(obs)
+            next_inputs = to_inputs(obs)
             costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
             inputs, states = next_inputs, next_states
             total += float(reward)
@@ -173,3 +189,19 @@ class GymAgent(Agent):
         if repeated:
             return {"reward": total, "steps": steps, "action_steps": action_steps}
         return {"reward": total, "steps": steps}
+
+
+def _mapper(env: Any, observation_inputs: Union[str, ObservationMapper, None]) -> ObservationMapper:
+    """The observation mapping a GymAgent was given (a function or its dotted path), else the space's default."""
+    if observation_inputs is None:
+        return observation_mapper(getattr(env, "observation_space", None))
+    if isinstance(observation_inputs, str):
+        return import_function(observation_inputs, "GymAgent observation_inputs")
+    if not callable(observation_inputs):
+        raise ValueError(
+            f"GymAgent observation_inputs: expected a function or its dotted path, got {observation_inputs!r}"
+        )
+    return observation_inputs
+
+
+__all__ = ["GymAgent", "TIME_STEPS", "env_action_converter", "model_action_converter", "obs_inputs"]

@@ -34,14 +34,15 @@ class EnvSpaces:
 
     Attributes:
         name: the environment in messages (``"env CartPole-v1"``).
-        sizes: size keyword -> value, for the sizes the spaces declare.
+        sizes: size keyword -> value, for the sizes the spaces declare (``observation_shapes`` and
+            ``observation_dtypes``, mappings by input name, for a Dict or Tuple observation space).
         unavailable: size keyword -> why the environment gives none.
     """
 
     name: str
     observation_space: Any
     action_space: Any
-    sizes: Dict[str, int]
+    sizes: Dict[str, Any]
     unavailable: Dict[str, str]
 
     @classmethod
@@ -64,7 +65,7 @@ class EnvSpaces:
     @classmethod
     def from_spaces(cls, name: str, observation_space: Any, action_space: Any) -> "EnvSpaces":
         """The model sizes ``observation_space`` and ``action_space`` declare (``name`` names them in errors)."""
-        sizes: Dict[str, int] = {}
+        sizes: Dict[str, Any] = {}
         unavailable: Dict[str, str] = {}
         for keys, function, space, word in (
             (OBSERVATION_SIZE_KEYS, observation_sizes, observation_space, "observation"),
@@ -79,7 +80,7 @@ class EnvSpaces:
                     unavailable[key] = f"its {word} space is {describe_space(space)}"
         return cls(name, observation_space, action_space, sizes, unavailable)
 
-    def model_sizes(self, spec: ClassSpec) -> Dict[str, int]:
+    def model_sizes(self, spec: ClassSpec) -> Dict[str, Any]:
         """The sizes ``spec``'s class takes that its config leaves out; a size group the config
         states any of (``num_actions`` or ``action_dim``) is left to the config.
 
@@ -103,9 +104,9 @@ class EnvSpaces:
                     )
         return out
 
-    def check_model(self, model: parl.Model, spec: ClassSpec, sizes: Mapping[str, int]) -> None:
-        """Raise a ConfigError naming the config key when ``model``'s ``obs`` or ``action`` spec
-        does not fit the spaces."""
+    def check_model(self, model: parl.Model, spec: ClassSpec, sizes: Mapping[str, Any]) -> None:
+        """Raise a ConfigError naming the config key when ``model``'s observation inputs (``obs``, or one per
+        part of a Dict or Tuple space) or ``action`` spec does not fit the spaces."""
         try:
             mismatch = spec_mismatch(model, self.observation_space, self.action_space)
         except Exception as exc:  # noqa: BLE001 - a model whose specs cannot be read is reported on one line
@@ -120,9 +121,7 @@ class EnvSpaces:
                 raise ConfigError(
                     f"{spec.key_path}.{key}: {stated[key]!r}{where} does not match {self.name}'s {mismatch.env_side}"
                 )
-        raise ConfigError(
-            f"{spec.key_path}: its {mismatch.model_side} does not match {self.name}'s {mismatch.env_side}"
-        )
+        raise ConfigError(f"{spec.key_path}: {mismatch.model_side} does not match {self.name}'s {mismatch.env_side}")
 
 
 def required_keywords(cls: Callable[..., Any]) -> FrozenSet[str]:

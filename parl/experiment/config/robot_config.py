@@ -256,10 +256,10 @@ class TaskConfig(_Section):
     batching: BatchingConfig = Field(default_factory=BatchingConfig)
     transforms: TransformsConfig = Field(default_factory=TransformsConfig)
     max_skipped_updates: PositiveInt = _TASK_DEFAULTS["max_skipped_updates"]
-    _model_sizes: Dict[str, int] = PrivateAttr(default_factory=dict)
+    _model_sizes: Dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
-    def model_sizes(self) -> Dict[str, int]:
+    def model_sizes(self) -> Dict[str, Any]:
         """The sizes the model takes from the environment's spaces that the config does not state."""
         return self._model_sizes
 
@@ -594,6 +594,7 @@ def _check_by_building(config: RobotConfig, spaces: Mapping[str, EnvSpaces]) -> 
     except ValueError as exc:
         raise ConfigError(one_line(exc)) from exc
     class_spec.build_value(config.agent.kwargs, checked=True)
+    _check_observation_inputs(config.agent)
     for callback in config.callbacks:
         build_checked(callback)
 
@@ -608,6 +609,24 @@ def _played_tasks(agent: ClassSpec, spaces: Mapping[str, EnvSpaces]) -> List[str
         return [name for name, task_spaces in spaces.items() if task_spaces.observation_space is not None]
     played = _played_task(agent)
     return [] if played is None else [played]
+
+
+#: The agent keyword that names a function mapping observations to inputs (:class:`~parl.utils.GymAgent`'s).
+OBSERVATION_INPUTS = "observation_inputs"
+
+
+def _check_observation_inputs(agent: ClassSpec) -> None:
+    """The agent's ``observation_inputs``, when it is a dotted path, imported as the agent will import it.
+
+    Raises:
+        ConfigError: ``agent.observation_inputs: cannot import ...``, or what it names is not callable.
+    """
+    path = agent.kwargs.get(OBSERVATION_INPUTS)
+    if not isinstance(path, str):
+        return
+    key_path = f"{agent.key_path}.{OBSERVATION_INPUTS}"
+    if not callable(class_spec.import_object(path, key_path)):
+        raise ConfigError(f"{key_path}: expected a function, got {path!r}, which is not callable")
 
 
 def _played_task(agent: ClassSpec) -> Optional[str]:

@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 import numpy as np
 
 from parl.serving.computation_task import ComputationTask
-from parl.utils.gym_agent import env_action_converter, obs_inputs
+from parl.utils.gym_agent import env_action_converter
+from parl.utils.observations import observation_mapper
 from parl.validation import check_int
 
 
@@ -17,7 +18,7 @@ def evaluate(
     make_env: Callable[[], Any],
     episodes: int,
     seed: int,
-    to_inputs: Callable[[Any], Dict[str, np.ndarray]] = obs_inputs,
+    to_inputs: Optional[Callable[[Any], Dict[str, np.ndarray]]] = None,
     to_env_action: Optional[Callable[[Dict[str, np.ndarray]], Any]] = None,
     max_steps: Optional[int] = None,
 ) -> List[float]:
@@ -29,13 +30,16 @@ def evaluate(
     its environment with seed ``seed + i``. Recurrent states start at zero and
     are carried through each episode. Actions are converted by
     :func:`~parl.utils.gym_agent.env_action_converter` unless ``to_env_action``
-    is given; ``max_steps`` caps the length of every episode.
+    is given, observations by :func:`~parl.utils.observations.observation_mapper` of the observation
+    space unless ``to_inputs`` is given; ``max_steps`` caps the length of every episode.
     """
     check_int("episodes", episodes, 1)
     envs = [make_env() for _ in range(episodes)]
     try:
         if to_env_action is None:
             to_env_action = env_action_converter(envs[0].action_space)
+        if to_inputs is None:
+            to_inputs = observation_mapper(getattr(envs[0], "observation_space", None), "evaluate")
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]
         states = task.initial_states(episodes)
         totals, steps = [0.0] * episodes, 0
