@@ -2,8 +2,8 @@
 copy with one helper per environment agent, each bound to the task a :class:`PolicyMapping` gives it.
 docs/multiagent.md shows the configs."""
 
-from parl.multiagent.agent import PettingZooAgent, observation_inputs
+from parl.multiagent.agent import PettingZooAgent
 from parl.multiagent.envs import env_agent_ids, is_multiagent, is_turn_based
 from parl.multiagent.mapping import PolicyMapping
 
-__all__ = ["PettingZooAgent", "PolicyMapping", "env_agent_ids", "is_multiagent", "is_turn_based", "observation_inputs"]
+__all__ = ["PettingZooAgent", "PolicyMapping", "env_agent_ids", "is_multiagent", "is_turn_based"]

@@ -24,28 +24,20 @@ actor reads the agent's own observation, the critic the global state.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from parl.core.agent import Agent
-from parl.core.counters import read_counter
-from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based
+from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based, observation_space_of
 from parl.multiagent.mapping import MappingSource, PolicyMapping
-from parl.utils.gym_agent import env_action_converter, obs_inputs
+from parl.utils.env_steps import EnvStepsAgent
+from parl.utils.gym_agent import env_action_converter
+from parl.utils.observations import ObservationMapper, chosen_mapper
 
 ArrayDict = Dict[str, np.ndarray]
 
 
-def observation_inputs(obs: Any) -> ArrayDict:
-    """The model inputs of one observation: ``{"obs": array}`` for an array, one input per key of a
-    Dict observation (uint8 arrays stay uint8, others become float32)."""
-    if isinstance(obs, Mapping):
-        return {str(key): obs_inputs(value)["obs"] for key, value in obs.items()}
-    return obs_inputs(obs)
-
-
-class PettingZooAgent(Agent):
+class PettingZooAgent(EnvStepsAgent):
     """Plays a PettingZoo environment (Parallel or AEC API) through one helper per environment agent.
 
     ``total_steps`` counts environment steps (a Parallel step of all agents, or one agent's turn in an
@@ -59,6 +51,9 @@ class PettingZooAgent(Agent):
         seed: seeds the first reset and the action spaces.
         num_games: episodes to play (None: until stopped).
         global_state: the input name that carries ``env.state()`` to every agent's helper (None: none).
+        observation_inputs: maps an observation to the input dict, as a function or its dotted path (None: by
+            each agent's observation space, :func:`~parl.utils.observations.observation_mapper`: ``{"obs": ...}``
+            for a Box, one input per key of a Dict); a subclass may override :meth:`observation_inputs` instead.
 
     Raises:
         ValueError: ``env`` is not a PettingZoo environment, ``policy_mapping`` is malformed, or
@@ -73,6 +68,7 @@ class PettingZooAgent(Agent):
         seed: int = 0,
         num_games: Optional[int] = None,
         global_state: Optional[str] = None,
+        observation_inputs: Union[str, ObservationMapper, None] = None,
     ) -> None:
         super().__init__(env, seed=seed, num_games=num_games)
         if not is_multiagent(env):
@@ -85,9 +81,11 @@ class PettingZooAgent(Agent):
             raise ValueError(f"global_state={global_state!r}: {type(env).__name__} has no state()")
         self.global_state = global_state
         self.turn_based = is_turn_based(env)
-        self.total_steps = 0
         self.to_env_action: Dict[str, Callable[[ArrayDict], Any]] = {}
+        self._to_inputs: Dict[str, ObservationMapper] = {}
         for index, agent_id in enumerate(self.agent_ids):
+            observations = observation_space_of(env, agent_id)
+            self._to_inputs[agent_id] = chosen_mapper(observations, observation_inputs, "PettingZooAgent")
             space = action_space_of(env, agent_id)
             self.to_env_action[agent_id] = env_action_converter(space)
             space.seed(seed + index)
@@ -101,21 +99,14 @@ class PettingZooAgent(Agent):
         """
         return self.policy_mapping.tasks_of(self.agent_ids, tasks)
 
-    def counters(self) -> Dict[str, int]:
-        """``episode`` and ``total_steps``."""
-        return {**super().counters(), "total_steps": self.total_steps}
-
-    def restore_counters(self, counters: Mapping[str, int]) -> None:
-        """Take up ``episode`` and ``total_steps`` of an earlier run (see :meth:`Agent.restore_counters`)."""
-        total_steps = read_counter(counters, "total_steps", type(self).__name__)
-        super().restore_counters(counters)
-        self.total_steps = total_steps
-
     # -- hooks -----------------------------------------------------------------------------------
     def observation_inputs(self, agent_id: str, obs: Any) -> ArrayDict:
-        """The model inputs of ``agent_id``'s observation (see :func:`observation_inputs`); override to
-        change them."""
-        return observation_inputs(obs)
+        """The model inputs of ``agent_id``'s observation; override to feed derived inputs.
+
+        Raises:
+            ValueError: by default, an observation that does not fit a Dict or Tuple space, naming the key.
+        """
+        return self._to_inputs[agent_id](obs)
 
     def act(self, agent_id: str, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
         """Actions and next states of ``agent_id`` for one step; override to explore."""

@@ -5,6 +5,7 @@
 
 from parl.moved_names import moved_attribute as _moved_attribute
 from parl.utils.action_repeat import ActionRepeat
+from parl.utils.env_steps import EnvStepsAgent
 from parl.utils.exploration import EpsilonGreedyAgent, GaussianNoiseAgent, OUNoise, OUNoiseAgent, RandomStartAgent
 from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
 from parl.utils.observations import observation_mapper
@@ -12,6 +13,7 @@ from parl.utils.schedules import LinearSchedule
 
 __all__ = [
     "ActionRepeat",
+    "EnvStepsAgent",
     "EpsilonGreedyAgent",
     "GaussianNoiseAgent",
     "GymAgent",

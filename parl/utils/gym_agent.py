@@ -20,13 +20,12 @@ stored instead: an RLX client logging its own actions (docs/rlx.md).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from parl.core.agent import Agent
-from parl.core.counters import read_counter
-from parl.utils.observations import ObservationMapper, import_function, obs_inputs, observation_mapper
+from parl.utils.env_steps import EnvStepsAgent
+from parl.utils.observations import ObservationMapper, chosen_mapper, obs_inputs
 
 ArrayDict = Dict[str, np.ndarray]
 #: The ``info`` key by which an environment that repeats actions
@@ -75,7 +74,7 @@ def model_action_converter(space: Any, name: str = "action") -> Callable[[Any], 
     raise ValueError(f"no action conversion for a {kind} space; give one explicitly")
 
 
-class GymAgent(Agent):
+class GymAgent(EnvStepsAgent):
     """Plays gymnasium episodes through the helper of ``task``.
 
     ``total_steps`` counts the env steps (time steps) of the whole run (restored on resume with
@@ -104,25 +103,10 @@ class GymAgent(Agent):
     ) -> None:
         super().__init__(env, seed=seed, num_games=num_games)
         self.task = task
-        self._to_inputs = _mapper(env, observation_inputs)
-        self.total_steps = 0
+        self._to_inputs = chosen_mapper(getattr(env, "observation_space", None), observation_inputs, "GymAgent")
         self.to_env_action = env_action_converter(env.action_space)
         self.to_model_action = model_action_converter(env.action_space)
         env.action_space.seed(seed)
-
-    def counters(self) -> Dict[str, int]:
-        """``episode`` and ``total_steps``."""
-        return {**super().counters(), "total_steps": self.total_steps}
-
-    def restore_counters(self, counters: Mapping[str, int]) -> None:
-        """Take up ``episode`` and ``total_steps`` of an earlier run (see :meth:`Agent.restore_counters`).
-
-        Raises:
-            ValueError: a counter is missing or is not an integer >= 0 (nothing is changed then).
-        """
-        total_steps = read_counter(counters, "total_steps", type(self).__name__)
-        super().restore_counters(counters)
-        self.total_steps = total_steps
 
     def observation_inputs(self, obs: Any) -> ArrayDict:
         """The input dict of the observation ``obs`` (of a reset or a step); override to feed derived inputs.
@@ -189,19 +173,6 @@ class GymAgent(Agent):
         if repeated:
             return {"reward": total, "steps": steps, "action_steps": action_steps}
         return {"reward": total, "steps": steps}
-
-
-def _mapper(env: Any, observation_inputs: Union[str, ObservationMapper, None]) -> ObservationMapper:
-    """The observation mapping a GymAgent was given (a function or its dotted path), else the space's default."""
-    if observation_inputs is None:
-        return observation_mapper(getattr(env, "observation_space", None))
-    if isinstance(observation_inputs, str):
-        return import_function(observation_inputs, "GymAgent observation_inputs")
-    if not callable(observation_inputs):
-        raise ValueError(
-            f"GymAgent observation_inputs: expected a function or its dotted path, got {observation_inputs!r}"
-        )
-    return observation_inputs
 
 
 __all__ = ["GymAgent", "TIME_STEPS", "env_action_converter", "model_action_converter", "obs_inputs"]

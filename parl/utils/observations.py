@@ -11,7 +11,7 @@ else becomes float32. Every part of a Dict or Tuple space must be a Box.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -125,3 +125,19 @@ def import_function(path: str, key: str) -> Callable[..., Any]:
     if not callable(function):
         raise ValueError(f"{key}: {path!r} is not callable")
     return function
+
+
+def chosen_mapper(space: Any, given: Union[str, ObservationMapper, None], owner: str) -> ObservationMapper:
+    """The observation mapping an agent was given (a function or its dotted path), else the default of
+    ``space`` (:func:`observation_mapper`); ``owner`` names the agent class in errors.
+
+    Raises:
+        ValueError: ``given`` is neither a function nor the dotted path of one.
+    """
+    if given is None:
+        return observation_mapper(space, owner)
+    if isinstance(given, str):
+        return import_function(given, f"{owner} observation_inputs")
+    if not callable(given):
+        raise ValueError(f"{owner} observation_inputs: expected a function or its dotted path, got {given!r}")
+    return given
