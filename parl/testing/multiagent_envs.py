@@ -138,7 +138,7 @@ class ComingAndGoingEnv(_EchoAgents):
             self.agents.append("red_late")
         entering = [agent for agent in self.agents if agent not in rewards]
         observations = {agent: self.observe(agent) for agent in acting + entering}  # the leaving ones' last too
-        infos = {agent: {} for agent in observations}
+        infos: Dict[str, dict] = {agent: {} for agent in observations}
         return observations, rewards, terminations, truncations, infos
 
 
@@ -181,14 +181,10 @@ class TurnTakingEnv(_EchoAgents, AECEnv):
         """Start a game: ``player_0`` acts first."""
         self.time = 0
         self.agents = list(self.possible_agents)
-        for table, value in (
-            (self.rewards, 0.0),
-            (self._cumulative_rewards, 0.0),
-            (self.terminations, False),
-            (self.truncations, False),
-        ):
-            table.clear()
-            table.update({agent: value for agent in self.agents})
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {agent: {} for agent in self.agents}
         self.agent_selection = self.agents[0]
 
