@@ -22,7 +22,9 @@ contract, :class:`PlacementContract` (:mod:`parl.testing.placement_contract`), n
 pytest's fixtures and so imports pytest; it is imported only when asked for
 (``from parl.testing import PlacementContract``), as are ``in_process_predictions`` and the
 ``ray_cluster`` fixture. The robots the placement contract runs are echo tasks
-(:mod:`parl.testing.echo`), watched with :mod:`parl.testing.watching`. ``import parl``
+(:mod:`parl.testing.echo`), watched with :mod:`parl.testing.watching`; its multi-agent robots play
+the small PettingZoo environments of :mod:`parl.testing.multiagent_envs` (``ComingAndGoingEnv``,
+``TurnTakingEnv``), imported on first use too (they import pettingzoo). ``import parl``
 imports none of these.
 """
 
@@ -35,19 +37,29 @@ __all__ = [
     "BAD_OPTIONS",
     "AlgorithmCase",
     "AlgorithmContract",
+    "ComingAndGoingEnv",
     "PlacementCase",
     "PlacementContract",
     "in_process_predictions",
+    "TurnTakingEnv",
     "ray_cluster",
 ]
 
-_PLACEMENT_NAMES = ("PlacementContract", "in_process_predictions", "ray_cluster")
+#: Names imported on first use, by the module that holds them: the placement contract's (they import
+#: pytest) and the multi-agent environments (they import pettingzoo).
+_ON_FIRST_USE = {
+    "PlacementContract": "placement_contract",
+    "in_process_predictions": "placement_contract",
+    "ray_cluster": "placement_contract",
+    "ComingAndGoingEnv": "multiagent_envs",
+    "TurnTakingEnv": "multiagent_envs",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The placement contract's names, imported on first use (they import pytest)."""
-    if name in _PLACEMENT_NAMES:
-        from parl.testing import placement_contract
+    """The names of :data:`_ON_FIRST_USE`, imported on first use."""
+    if name in _ON_FIRST_USE:
+        import importlib
 
-        return getattr(placement_contract, name)
+        return getattr(importlib.import_module(f"parl.testing.{_ON_FIRST_USE[name]}"), name)
     raise AttributeError(f"module 'parl.testing' has no attribute {name!r}")

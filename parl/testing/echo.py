@@ -103,6 +103,10 @@ class EchoAlgorithm(parl.Algorithm):
         self.entered = threading.Event()
         self.prediction_batches: List[np.ndarray] = []
         self.learn_batches: List[np.ndarray] = []
+        #: Per learned batch, as ``learn_batches``: its rewards, ``next_episode_end`` and segment lengths.
+        self.learn_rewards: List[np.ndarray] = []
+        self.learn_ends: List[np.ndarray] = []
+        self.learn_lengths: List[Tuple[int, ...]] = []
 
     def _maybe_block_or_fail(self, obs: np.ndarray, fail: float, block: float) -> None:
         if (obs[:, 1] == block).any():
@@ -126,6 +130,9 @@ class EchoAlgorithm(parl.Algorithm):
         costs ``loss`` and ``rows`` (the batch's size)."""
         obs = batch.inputs["obs"].numpy()
         self.learn_batches.append(obs)
+        self.learn_rewards.append(batch.rewards["reward"].numpy()[:, 0])
+        self.learn_ends.append(batch.next_episode_end.numpy()[:, 0])
+        self.learn_lengths.append(tuple(batch.sequence_lengths or (len(obs),)))
         self._maybe_block_or_fail(obs, LEARN_FAIL, LEARN_BLOCK)
         error = self.model.value(batch.inputs) - batch.rewards["reward"]
         return {"loss": (error * error).mean(), "rows": paddle.full([], float(len(obs)))}

@@ -31,7 +31,9 @@ process or in worker processes. The contract:
 - an agent may use two tasks; a helper that overrides predict is called;
 - a seeded robot plays the same episodes as in threads;
 - the transport of each placement keeps the Communicator contract (ValueError, RemoteError and
-  StoppedError in the caller, which may go on), and requests after stop raise StoppedError.
+  StoppedError in the caller, which may go on), and requests after stop raise StoppedError;
+- agents of multi-agent environments, one helper per environment agent, each learn their own
+  trajectories (:mod:`parl.testing.multiagent_contract`).
 
 This module imports pytest (its fixtures); ``import parl.testing`` imports it only when one of its
 names is asked for.
@@ -69,6 +71,7 @@ from parl.testing.echo import (
     replay_sample,
     senders,
 )
+from parl.testing.multiagent_contract import MultiAgentContract
 from parl.testing.placement_cases import PlacementCase, Robots, placement_cases
 from parl.testing.watching import Arrivals, QueueWatch, Sender, announcing, settles, stays, wait_for
 
@@ -314,7 +317,7 @@ class ProbeAgent(parl.Agent):
         return {"reward": 0.0, "steps": 0, **seen}
 
 
-class PlacementContract:
+class PlacementContract(MultiAgentContract):
     """The placement contract as a pytest test class: subclass it as ``Test...``, with ``cases``.
 
     Each test takes ``robot``, parametrized by :meth:`pytest_generate_tests` over :attr:`cases`.

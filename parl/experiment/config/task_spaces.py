@@ -14,7 +14,7 @@ import inspect
 from typing import Any, Callable, Dict, List, Sequence
 
 from parl.experiment.config.class_spec import ClassSpec, ConfigError, one_line
-from parl.experiment.config.env_spaces import EnvSpaces, close_env, made_env
+from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces, close_env, made_env
 from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, observation_space_of
 from parl.multiagent.mapping import PolicyMapping
 from parl.utils.spaces import describe_space
@@ -60,7 +60,8 @@ def spaces_by_task(
     for task in tasks:
         members: List[str] = [i for i in ids if task_of[i] == task]
         if not members:
-            out[task] = EnvSpaces(f"{name} (no agent on task {task!r})", None, None, {}, {})
+            unavailable = dict.fromkeys(SIZE_KEYS, "agent.policy_mapping maps no environment agent to it")
+            out[task] = EnvSpaces(f"{name} (no agent on task {task!r})", None, None, {}, unavailable)
             continue
         first = members[0]
         for other in members[1:]:

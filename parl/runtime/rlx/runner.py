@@ -78,10 +78,21 @@ class RlxRunner(CooperativeRunner):
         return self._server.stats
 
     def environment(self, make: Callable[[], Any]) -> RemoteEnv:
-        """A new slot, with the spaces of an environment ``make()`` gives (made once, closed at once)."""
+        """A new slot, with the spaces of an environment ``make()`` gives (made once, closed at once).
+
+        Raises:
+            ValueError: ``make()`` gives a multi-agent (PettingZoo) environment: a slot is one client's
+                single-agent environment.
+        """
         if self._spaces is None:
             env = make()
             try:
+                if isinstance(getattr(env, "possible_agents", None), (list, tuple)):
+                    raise ValueError(
+                        f"placement 'rlx' serves single-agent environments (one per client), got the multi-agent "
+                        f"environment {type(env).__name__}; play it in placement 'threads', 'cooperative', "
+                        "'processes' or 'ray'"
+                    )
                 self._spaces = (env.observation_space, env.action_space)
             finally:
                 close = getattr(env, "close", None)
