@@ -17,7 +17,13 @@ from parl.core.row_share import RowShare
 from parl.models import MLPActorCritic, MLPQModel
 from parl.runtime.learner_processes import LearnerProcesses
 from parl.seeding import seed_everything
-from parl.serving.learner_collective import batch_share, learner_device
+from parl.serving.learner_collective import (
+    LearnerAddress,
+    batch_share,
+    free_endpoints,
+    join_learner_group,
+    learner_device,
+)
 
 OBS_DIM, ACTIONS, SEED = 4, 3, 7
 SEGMENTS, SEGMENT_LENGTH = 5, 13  # 65 rows: uneven shares of the batch and of each minibatch
@@ -147,3 +153,21 @@ def test_learner_device() -> None:
         with pytest.raises(ValueError, match=f"64 learners, {gpus} GPUs"):
             learner_device("gpu", 64)
         assert learner_device("auto", 64) == "cpu"
+
+
+def test_a_learner_alone_learns_as_a_plain_task() -> None:
+    """A group of one (no paddle group is made) splits nothing and sums nothing."""
+    collective = join_learner_group(LearnerAddress(0, 1, free_endpoints(2)))
+    expected_costs, expected_weights = alone(make_dqn_task, dqn_batches())
+    seed_everything(SEED)
+    task = make_dqn_task()
+    task.join_learners(collective)
+    costs = [task.learn(b) for b in dqn_batches()]
+    assert_same_weights(task.algorithm_weights(), expected_weights)
+    for got, want in zip(costs, expected_costs):
+        assert_same_costs(got, want)
+
+
+def test_join_learners_refuses_other_objects() -> None:
+    with pytest.raises(ValueError, match="expected a LearnerCollective, got 3"):
+        make_dqn_task().join_learners(3)

@@ -62,7 +62,9 @@ class PaddleCollective:
         return self._share
 
     def sum_(self, tensor: paddle.Tensor) -> None:
-        paddle.distributed.all_reduce(tensor)
+        """``tensor`` summed in place across the group (left as it is by a learner alone)."""
+        if not self._share.whole:
+            paddle.distributed.all_reduce(tensor)
 
 
 def learner_device(device: str, count: int) -> str:
@@ -104,7 +106,8 @@ def join_learner_group(address: LearnerAddress, *, device: str = "cpu") -> Paddl
             "PADDLE_DISTRI_BACKEND": "nccl" if place == "gpu" else "gloo",
         }
     )
-    paddle.distributed.init_parallel_env()
+    if not share.whole:  # paddle makes no group of one
+        paddle.distributed.init_parallel_env()
     return PaddleCollective(share)
 
 
