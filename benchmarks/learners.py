@@ -36,16 +36,15 @@ def make_task() -> parl.ComputationTask:
 
 
 def make_batch(rows: int, seed: int = 0) -> Transition[np.ndarray]:
+    """``rows`` random steps in segments of ``SEGMENT``; each row's next observation is the next row's."""
     rng = np.random.default_rng(seed)
+    obs = rng.standard_normal((rows + 1, OBS)).astype(np.float32)
+    actions = rng.integers(0, ACTIONS, (rows, 1)).astype(np.int64)
+    rewards = rng.standard_normal((rows, 1)).astype(np.float32)
+    ends = np.zeros((rows, 1), np.float32)
+    lengths = (SEGMENT,) * (rows // SEGMENT)
     return Transition(
-        inputs={"obs": rng.standard_normal((rows, OBS)).astype(np.float32)},
-        actions={"action": rng.integers(0, ACTIONS, (rows, 1)).astype(np.int64)},
-        rewards={"reward": rng.standard_normal((rows, 1)).astype(np.float32)},
-        next_inputs={"obs": rng.standard_normal((rows, OBS)).astype(np.float32)},
-        next_episode_end=np.zeros((rows, 1), np.float32),
-        states={},
-        next_states={},
-        sequence_lengths=(SEGMENT,) * (rows // SEGMENT),
+        {"obs": obs[:-1]}, {"action": actions}, {"reward": rewards}, {"obs": obs[1:]}, ends, {}, {}, lengths
     )
 
 
