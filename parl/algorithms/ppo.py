@@ -37,6 +37,7 @@ from parl.algorithms.actor_critic_base import ActorCriticBase
 from parl.core.batch import Transition
 from parl.core.counters import read_counter
 from parl.core.model import Model
+from parl.core.row_share import RowShare
 from parl.layers.optimizer import Adam, Optimizer, ScheduledOptimizer
 from parl.validation import check_choice, check_int, check_positive, check_range
 
@@ -81,6 +82,9 @@ class PPO(ActorCriticBase):
             schedules reach 0; set it to the run's ``train.max_env_steps`` to anneal over the
             run, as rl-zoo does over ``n_timesteps``. Needed by a linear schedule.
     """
+
+    #: Each learner takes its share of every minibatch (:meth:`ComputationTask.join_learners`).
+    shares_rows_itself = True
 
     def __init__(
         self,
@@ -187,17 +191,19 @@ class PPO(ActorCriticBase):
         if self.advantage_normalization != "none" and not normalize_each:
             advantages = _normalized(advantages)
         rows = {"old_log_probs": old_log_probs, "old_values": values, "advantages": advantages, "returns": returns}
+        share = self.row_share
         for _ in range(self.epochs):
             for index, mb_lengths in self._minibatches(lengths):
-                yield self._step(
-                    _take(inputs, index),
-                    _take(states, index),
-                    _take(actions, index),
-                    _take(rows, index),
-                    mb_lengths,
-                    normalize_each,
-                    clip_range,
+                mb_rows = _take(rows, index)
+                if normalize_each:  # over the whole minibatch, before a learner takes its share
+                    mb_rows = {**mb_rows, "advantages": _normalized(mb_rows["advantages"])}
+                part = 1.0
+                if not share.whole:
+                    index, mb_rows, mb_lengths, part = _share_of(share, index, mb_rows, mb_lengths, self.recurrent)
+                costs = self._step(
+                    _take(inputs, index), _take(states, index), _take(actions, index), mb_rows, mb_lengths, clip_range
                 )
+                yield costs if share.whole else {name: value * part for name, value in costs.items()}
 
     def _minibatch_count(self, lengths: Tuple[int, ...]) -> int:
         """Minibatches per pass: ``num_minibatches`` (or rows / ``minibatch_size``, rounded up), fewer when
@@ -231,11 +237,10 @@ class PPO(ActorCriticBase):
         actions: Mapping[str, paddle.Tensor],
         rows: Mapping[str, paddle.Tensor],
         lengths: Tuple[int, ...],
-        normalize: bool,
         clip_range: float,
     ) -> Dict[str, paddle.Tensor]:
         dist, values = self.model.sequence(inputs, states, lengths)
-        advantages = _normalized(rows["advantages"]) if normalize else rows["advantages"]
+        advantages = rows["advantages"]
         log_ratio = dist.log_prob(actions["action"]) - rows["old_log_probs"]
         ratio = paddle.exp(log_ratio)
         clipped_ratio = paddle.clip(ratio, 1.0 - clip_range, 1.0 + clip_range)
@@ -275,6 +280,29 @@ def _normalized(advantages: paddle.Tensor) -> paddle.Tensor:
     # The unbiased estimate, written out: paddle.std costs several times more in Python.
     variance = (centred * centred).sum() / (advantages.shape[0] - 1)
     return centred / (paddle.sqrt(variance) + 1e-8)
+
+
+def _share_of(
+    share: RowShare,
+    index: Optional[paddle.Tensor],
+    rows: Mapping[str, paddle.Tensor],
+    lengths: Tuple[int, ...],
+    recurrent: bool,
+) -> Tuple[paddle.Tensor, Mapping[str, paddle.Tensor], Tuple[int, ...], float]:
+    """``share``'s part of one minibatch (``index``: its rows in the batch, None for all; ``rows``: its
+    per-row values, in ``index`` order): its row index, rows and segment lengths, and its fraction of
+    the minibatch's rows. Whole segments for a recurrent model."""
+    total = sum(lengths)
+    if recurrent:
+        first_segment, end_segment = share.segments(lengths)
+        first, end = sum(lengths[:first_segment]), sum(lengths[:end_segment])
+        part_lengths = lengths[first_segment:end_segment]
+    else:
+        first, end = share.rows(total)
+        part_lengths = (1,) * (end - first)
+    part_index = paddle.arange(first, end) if index is None else index[first:end]
+    part_rows = {k: v[first:end] for k, v in rows.items()}
+    return part_index, part_rows, part_lengths, RowShare.fraction(end - first, total)
 
 
 def _take(tensors: Mapping[str, paddle.Tensor], index: Optional[paddle.Tensor]) -> Mapping[str, paddle.Tensor]:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Callable, ClassVar, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
 import paddle
 
 from parl.core.batch import Transition
 from parl.core.model import Model
+from parl.core.row_share import WHOLE_BATCH, RowShare
 from parl.layers.optimizer import Adam, Optimizer
 from parl.validation import check_positive
 
@@ -51,6 +52,16 @@ class Algorithm(abc.ABC):
     Keeping the callable lets an algorithm clone models (target networks,
     behaviour policies) whose layers line up with ``self.model``.
     """
+
+    #: False (the default): with several learners (:meth:`ComputationTask.join_learners
+    #: <parl.ComputationTask.join_learners>`), the task gives :meth:`learn` only this learner's share
+    #: of the batch, and each step's loss must be a mean over the rows it is given. True: :meth:`learn`
+    #: gets the whole batch and :attr:`row_share`, takes its share of each step's rows itself, and
+    #: yields costs that are its share's parts of the whole step's (PPO: its share of each minibatch,
+    #: so the minibatches and their advantage normalization are one learner's).
+    shares_rows_itself: ClassVar[bool] = False
+    #: This learner's share of the rows, for an algorithm that :attr:`shares_rows_itself`.
+    row_share: RowShare = WHOLE_BATCH
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Algorithm":
         # Python reports an unknown keyword as a TypeError from deep inside the

@@ -36,6 +36,7 @@ from parl.core.algorithm import Algorithm, Predictor, StepCosts
 from parl.core.batch import Transition, check_transition
 from parl.core.costs import Costs
 from parl.core.model import Model, named_models
+from parl.core.row_share import RowShare
 from parl.core.specs import zeros
 from parl.core.task_specs import TaskSpecs
 from parl.layers.compiled import reads_mode
@@ -54,6 +55,7 @@ from parl.serving.checkpoint_format import (
     to_structural,
     write_task_checkpoint,
 )
+from parl.serving.learner_collective import LearnerCollective, batch_share, sum_step
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpdates
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
@@ -130,6 +132,11 @@ class ComputationTask:
         self._predictor: Union[Predictor, None, Literal[False]] = None
         self._input_tensors = ReusedTensors()  # the fast path's, refilled per call
         self._state_tensors = ReusedTensors()
+        #: The other learners of this task (:meth:`join_learners`); None: it learns alone.
+        self._learners: Optional[LearnerCollective] = None
+        #: While a batch split by the task is learned: (its first row in the whole batch, the whole's
+        #: rows, this share's fraction of them).
+        self._batch_share: Optional[Tuple[int, int, float]] = None
 
     def _make_normalizer(
         self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
@@ -270,6 +277,27 @@ class ComputationTask:
             paddle.set_rng_state(generator_state)
 
     # -- training -----------------------------------------------------------
+    def join_learners(self, collective: LearnerCollective) -> None:
+        """Learn as one of several learners of this task from now on, each a copy of it with the same
+        weights, called with the same batches: each computes the gradient of its
+        :class:`~parl.core.row_share.RowShare` of every step's rows, ``collective`` sums the parts,
+        and each takes the same optimizer step, so the copies stay equal. The costs :meth:`learn`
+        returns are then the whole batch's.
+
+        The task splits each batch (rows, or whole segments where it has them) and ``Algorithm.learn``
+        sees its share, unless the algorithm splits its own steps
+        (:attr:`~parl.Algorithm.shares_rows_itself`, PPO's minibatches): it is then given the share
+        and the whole batch.
+
+        Raises:
+            ValueError: ``collective`` has no ``share`` and ``sum_``.
+        """
+        if not (hasattr(collective, "share") and callable(getattr(collective, "sum_", None))):
+            raise ValueError(f"task {self.name!r}: expected a LearnerCollective, got {collective!r}")
+        self._learners = collective
+        if self.algorithm.shares_rows_itself:
+            self.algorithm.row_share = collective.share
+
     def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Optimizer steps on ``batch``, a :class:`~parl.core.batch.Transition` of numpy arrays; returns
         the named costs.
@@ -306,6 +334,10 @@ class ComputationTask:
                 )
         if not self.reward_transform.identity:
             batch = batch._replace(rewards=self.reward_transform(batch.rewards))
+        if self._learners is not None and not self.algorithm.shares_rows_itself:
+            total = batch.batch_size
+            batch, first, end = batch_share(batch, self._learners.share)
+            self._batch_share = (first, total, RowShare.fraction(end - first, total))
         tensors = batch.to_tensors(tensor)
         with self._learn_lock, training_mode(True):
             skipped_before = self._skips.total
@@ -347,11 +379,18 @@ class ComputationTask:
         optimizer = self._get_optimizer()
         values = {k: _cost_value(k, v) for k, v in costs.items()}
         try:
-            loss = values["loss"]
-            if not math.isfinite(loss):
-                self._skip(values, f"loss ({loss})")
-                return values
-            cast(paddle.Tensor, costs["loss"]).backward()  # the loss is a tensor (Algorithm.learn)
+            if self._learners is None:
+                loss = values["loss"]
+                if not math.isfinite(loss):
+                    self._skip(values, f"loss ({loss})")
+                    return values
+                cast(paddle.Tensor, costs["loss"]).backward()  # the loss is a tensor (Algorithm.learn)
+            else:
+                values = self._summed_step(self._learners, cast(paddle.Tensor, costs["loss"]), values)
+                loss = values["loss"]
+                if not math.isfinite(loss):  # the whole step's: every learner skips it alike
+                    self._skip(values, f"loss ({loss})")
+                    return values
             if not grads_finite([p.grad for p in self._parameters]):
                 self._skip(values, "gradient")
                 return values
@@ -366,6 +405,18 @@ class ComputationTask:
             # Also after a failure or a skip, so a bad batch leaves no gradient behind for the next one.
             optimizer.clear_grad(set_to_zero=False)
         return values
+
+    def _summed_step(self, learners: LearnerCollective, loss: paddle.Tensor, values: Costs) -> Costs:
+        """Backward on this learner's part of the loss, then the gradients and costs summed across the
+        learners (each learner's part, even of a non-finite loss, so all sum the same steps)."""
+        share = self._batch_share
+        if share is None:  # the algorithm's costs are its share's parts already
+            loss.backward()
+            return sum_step(learners, self._parameters, values, None)
+        first, total, fraction = share
+        (loss * fraction).backward()
+        parts = {k: v if k == "td_error" else v * fraction for k, v in values.items()}
+        return sum_step(learners, self._parameters, parts, (first, total))
 
     def _skip(self, values: Costs, what: str) -> None:
         """Count a step not taken for a non-finite ``what``; its ``td_error`` is dropped from ``values``.
