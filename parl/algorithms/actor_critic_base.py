@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Tuple
 
+import numpy as np
 import paddle
 
 from parl.algorithms.returns import gae
@@ -70,17 +71,7 @@ class ActorCriticBase(Algorithm):
         the discounted bootstrap value there.
         """
         assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
-        with paddle.no_grad():
-            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
-        adv = gae(
-            batch.rewards["reward"].numpy(),
-            values.detach().numpy(),
-            next_values.numpy(),
-            batch.next_episode_end.numpy(),
-            batch.sequence_lengths,
-            self.gamma,
-            lam,
-        )
+        adv = gae(*self._segment_arrays(values, batch), batch.sequence_lengths, self.gamma, lam)
         adv_t = paddle.to_tensor(adv.reshape(-1, 1))
         return adv_t, adv_t + values.detach()
 
@@ -108,21 +99,26 @@ class ActorCriticBase(Algorithm):
                 f"{type(self).__name__}: the batch's actions hold no {BEHAVIOUR_LOG_PROB!r} "
                 f"(they hold {sorted(batch.actions)}); the algorithm must set records_behaviour"
             )
-        with paddle.no_grad():
-            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
         targets = vtrace(
             behaviour.numpy(),
             target_log_probs.detach().numpy(),
-            batch.rewards["reward"].numpy(),
-            values.detach().numpy(),
-            next_values.numpy(),
-            batch.next_episode_end.numpy(),
+            *self._segment_arrays(values, batch),
             batch.sequence_lengths,
             self.gamma,
             rho_bar=rho_bar,
             c_bar=c_bar,
         )
         return paddle.to_tensor(targets.advantages.reshape(-1, 1)), paddle.to_tensor(targets.values.reshape(-1, 1))
+
+    def _segment_arrays(
+        self, values: paddle.Tensor, batch: Transition[paddle.Tensor]
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rewards, ``V(inputs)``, ``V(next_inputs)`` and episode ends of every row, as numpy,
+        without gradient: what returns over segments are computed from."""
+        with paddle.no_grad():
+            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
+        rewards, ends = batch.rewards["reward"].numpy(), batch.next_episode_end.numpy()
+        return rewards, values.detach().numpy(), next_values.numpy(), ends
 
 
 def _from_policy(step: StepFn, record_behaviour: bool) -> Predictor:

@@ -23,10 +23,10 @@ from typing import Callable, Optional, Tuple
 import paddle
 
 from parl.algorithms.ppo import PPO
+from parl.algorithms.vtrace import check_clips
 from parl.core.batch import Transition
 from parl.core.behaviour import BEHAVIOUR_LOG_PROB
 from parl.core.model import Model
-from parl.validation import check_positive
 
 
 class APPO(PPO):
@@ -81,8 +81,7 @@ class APPO(PPO):
             clip_range_schedule=clip_range_schedule,
             schedule_steps=schedule_steps,
         )
-        self.rho_bar = check_positive("rho_bar", rho_bar)
-        self.c_bar = check_positive("c_bar", c_bar)
+        self.rho_bar, self.c_bar = check_clips(rho_bar, c_bar)
 
     def batch_targets(
         self, batch: Transition[paddle.Tensor]

@@ -24,10 +24,10 @@ from typing import Callable, Optional, Tuple
 import paddle
 
 from parl.algorithms.a2c import A2C
+from parl.algorithms.vtrace import check_clips
 from parl.core.batch import Transition
 from parl.core.model import Model
 from parl.models.actor_critic import Distribution
-from parl.validation import check_positive
 
 
 class IMPALA(A2C):
@@ -80,8 +80,7 @@ class IMPALA(A2C):
             rmsprop_alpha=rmsprop_alpha,
             rmsprop_epsilon=rmsprop_epsilon,
         )
-        self.rho_bar = check_positive("rho_bar", rho_bar)
-        self.c_bar = check_positive("c_bar", c_bar)
+        self.rho_bar, self.c_bar = check_clips(rho_bar, c_bar)
 
     def targets(
         self, dist: Distribution, value: paddle.Tensor, batch: Transition[paddle.Tensor]

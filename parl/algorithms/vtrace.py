@@ -21,10 +21,11 @@ segment's end plus the discounted bootstrap value: A2C's n-step return.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Sequence, Tuple
 
 import numpy as np
 
+from parl.algorithms.returns import backward_sums, segment_columns
 from parl.validation import check_positive, check_range
 
 
@@ -37,6 +38,15 @@ class VTraceTargets(NamedTuple):
     advantages: np.ndarray
     #: ``rho_s``: the clipped importance weights ``min(rho_bar, pi / mu)``.
     clipped_rhos: np.ndarray
+
+
+def check_clips(rho_bar: float, c_bar: float) -> Tuple[float, float]:
+    """``(rho_bar, c_bar)`` as floats when both are > 0.
+
+    Raises:
+        ValueError: either is not a number > 0 (the message names it and its value).
+    """
+    return check_positive("rho_bar", rho_bar), check_positive("c_bar", c_bar)
 
 
 def vtrace(
@@ -68,30 +78,16 @@ def vtrace(
         ValueError: a parameter out of range, or lengths that do not sum to the rows.
     """
     check_range("gamma", gamma, 0.0, 1.0)
-    check_positive("rho_bar", rho_bar)
-    check_positive("c_bar", c_bar)
-    mu, pi, r, v, nv, end = (
-        np.asarray(a, dtype=np.float64).reshape(-1)
-        for a in (behaviour_log_probs, target_log_probs, rewards, values, next_values, episode_end)
+    check_clips(rho_bar, c_bar)
+    (mu, pi, r, v, nv, end), lengths = segment_columns(
+        (behaviour_log_probs, target_log_probs, rewards, values, next_values, episode_end), sequence_lengths
     )
-    lengths = np.asarray(sequence_lengths, dtype=np.int64)
-    if lengths.sum() != r.shape[0]:
-        raise ValueError(f"sequence_lengths sum to {int(lengths.sum())}, the batch has {r.shape[0]} rows")
     ratios = np.exp(pi - mu)
     rhos = np.minimum(rho_bar, ratios)
     cs = np.minimum(c_bar, ratios)
     discounts = gamma * (1.0 - end)
     deltas = rhos * (r + discounts * nv - v)
-    # v_t - V(s_t), walked backwards over all segments at once, one time offset per step.
-    corrections = np.empty_like(deltas)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    running = np.zeros(len(lengths))
-    for offset in range(int(lengths.max(initial=0)) - 1, -1, -1):
-        live = lengths > offset
-        rows = starts[live] + offset
-        carry = np.where(offset == lengths[live] - 1, 0.0, running[live])
-        running[live] = deltas[rows] + discounts[rows] * cs[rows] * carry
-        corrections[rows] = running[live]
+    corrections = backward_sums(deltas, discounts * cs, lengths)  # v_t - V(s_t)
     targets = v + corrections
     # v'_t: the next row's target inside a segment, the bootstrap value on a segment's last row.
     next_targets = nv.copy()
