@@ -11,8 +11,10 @@ from parl.testing import AlgorithmCase, AlgorithmContract
 
 def _cases() -> List[AlgorithmCase]:
     from parl.algorithms.a2c import A2C
+    from parl.algorithms.appo import APPO
     from parl.algorithms.ddpg import DDPG
     from parl.algorithms.dqn import DQN
+    from parl.algorithms.impala import IMPALA
     from parl.algorithms.policy_gradient import PolicyGradient
     from parl.algorithms.ppo import PPO
     from parl.algorithms.sac import SAC
@@ -53,6 +55,10 @@ def _cases() -> List[AlgorithmCase]:
         Case("PPO-annealed", PPO, MLPActorCritic, discrete, ppo_annealed, "CartPole-v1", True),
         Case("PPO-gaussian", PPO, MLPActorCritic, gaussian, ppo, "Pendulum-v1", True),
         Case("PPO-lstm", PPO, LSTMActorCritic, lstm, ppo, "CartPole-v1", True),
+        Case("IMPALA", IMPALA, MLPActorCritic, discrete, {}, "CartPole-v1", True),
+        Case("IMPALA-lstm", IMPALA, LSTMActorCritic, lstm, {}, "CartPole-v1", True),
+        Case("APPO", APPO, MLPActorCritic, discrete, ppo, "CartPole-v1", True),
+        Case("APPO-gaussian", APPO, MLPActorCritic, gaussian, ppo, "Pendulum-v1", True),
         Case("DDPG", DDPG, DeterministicActorCritic, {**continuous, "num_critics": 1}, {}, "Pendulum-v1", False),
         Case("TD3", TD3, DeterministicActorCritic, continuous, {}, "Pendulum-v1", False),
         Case("SAC", SAC, GaussianActorCritic, continuous, {}, "Pendulum-v1", False),

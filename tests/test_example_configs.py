@@ -41,8 +41,11 @@ LAUNCHERS = (
 #: Configs with the same robot as another's but one value, run by that one's launcher with --config.
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
 #: Configs run by `parl train` only, whose environment factory (if any) is a module of examples/ of its own:
-#: Atari (docs/atari.md), MinAtar and MuJoCo (docs/mujoco.md); tests/test_workloads.py runs them.
+#: Atari (docs/atari.md), MinAtar and MuJoCo (docs/mujoco.md); tests/test_workloads.py runs them. And the
+#: asynchronous CartPole learners, which benchmarks/async_cartpole.py and tests/test_impala_appo.py run.
 NO_LAUNCHER = (
+    "impala_cartpole",
+    "appo_cartpole",
     "dqn_atari",
     "ppo_atari",
     "dqn_minatar",

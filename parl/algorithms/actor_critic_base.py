@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Tuple
 
+import numpy as np
 import paddle
 
 from parl.algorithms.returns import gae
+from parl.algorithms.vtrace import vtrace
 from parl.core.algorithm import Algorithm, Predictor, TensorDict
 from parl.core.batch import Transition
+from parl.core.behaviour import BEHAVIOUR_LOG_PROB
 from parl.core.model import Model
 from parl.layers.compiled import stands_in_for
 from parl.models.actor_critic import ActorCriticModel, StepFn
@@ -50,13 +53,13 @@ class ActorCriticBase(Algorithm):
     def predict(
         self, inputs: TensorDict, states: TensorDict, *, deterministic: bool = False
     ) -> Tuple[TensorDict, TensorDict]:
-        return _from_policy(self.model.step)(inputs, states, deterministic)
+        return _from_policy(self.model.step, self.records_behaviour)(inputs, states, deterministic)
 
     @stands_in_for(["predict"])
     def compile_predict(self) -> Optional[Predictor]:
         """The same actions over the model's ``compile_policy()`` (no value head); None where that is None."""
         policy = self.model.compile_policy()
-        return None if policy is None else _from_policy(policy)
+        return None if policy is None else _from_policy(policy, self.records_behaviour)
 
     def advantages(
         self, values: paddle.Tensor, batch: Transition[paddle.Tensor], lam: float
@@ -68,27 +71,71 @@ class ActorCriticBase(Algorithm):
         the discounted bootstrap value there.
         """
         assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
-        with paddle.no_grad():
-            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
-        adv = gae(
-            batch.rewards["reward"].numpy(),
-            values.detach().numpy(),
-            next_values.numpy(),
-            batch.next_episode_end.numpy(),
-            batch.sequence_lengths,
-            self.gamma,
-            lam,
-        )
+        adv = gae(*self._segment_arrays(values, batch), batch.sequence_lengths, self.gamma, lam)
         adv_t = paddle.to_tensor(adv.reshape(-1, 1))
         return adv_t, adv_t + values.detach()
 
+    def vtrace_targets(
+        self,
+        target_log_probs: paddle.Tensor,
+        values: paddle.Tensor,
+        batch: Transition[paddle.Tensor],
+        rho_bar: float,
+        c_bar: float,
+    ) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """V-trace advantages and value targets ``v_s`` (:func:`~parl.algorithms.vtrace.vtrace`) of
+        ``batch``'s segments, both ``[B, 1]`` and without gradient: ``target_log_probs`` are the
+        learned policy's ``log pi(a|s)`` of its actions and ``values`` its ``V(inputs)``; the
+        behaviour's come with the batch (:data:`~parl.core.behaviour.BEHAVIOUR_LOG_PROB`).
 
-def _from_policy(step: StepFn) -> Predictor:
+        Raises:
+            ValueError: the batch holds no behaviour log-probabilities (its algorithm does not set
+                ``records_behaviour``).
+        """
+        assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
+        behaviour = batch.actions.get(BEHAVIOUR_LOG_PROB)
+        if behaviour is None:
+            raise ValueError(
+                f"{type(self).__name__}: the batch's actions hold no {BEHAVIOUR_LOG_PROB!r} "
+                f"(they hold {sorted(batch.actions)}); the algorithm must set records_behaviour"
+            )
+        targets = vtrace(
+            behaviour.numpy(),
+            target_log_probs.detach().numpy(),
+            *self._segment_arrays(values, batch),
+            batch.sequence_lengths,
+            self.gamma,
+            rho_bar=rho_bar,
+            c_bar=c_bar,
+        )
+        return paddle.to_tensor(targets.advantages.reshape(-1, 1)), paddle.to_tensor(targets.values.reshape(-1, 1))
+
+    def _segment_arrays(
+        self, values: paddle.Tensor, batch: Transition[paddle.Tensor]
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rewards, ``V(inputs)``, ``V(next_inputs)`` and episode ends of every row, as numpy,
+        without gradient: what returns over segments are computed from."""
+        with paddle.no_grad():
+            _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
+        rewards, ends = batch.rewards["reward"].numpy(), batch.next_episode_end.numpy()
+        return rewards, values.detach().numpy(), next_values.numpy(), ends
+
+
+def _from_policy(step: StepFn, record_behaviour: bool) -> Predictor:
     """The actions of ``step``'s policy: its mode when deterministic, else a sample, with the next states
-    (``predict`` over ``model.step``, the compiled predictor over ``model.compile_policy()``)."""
+    (``predict`` over ``model.step``, the compiled predictor over ``model.compile_policy()``);
+    ``record_behaviour``: also the action's log-probability as :data:`~parl.core.behaviour.BEHAVIOUR_LOG_PROB`."""
 
     def act(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
         dist, _, next_states = step(inputs, states)
         return {"action": dist.mode() if deterministic else dist.sample()}, next_states
 
-    return act
+    if not record_behaviour:
+        return act
+
+    def act_and_record(inputs: TensorDict, states: TensorDict, deterministic: bool) -> Tuple[TensorDict, TensorDict]:
+        dist, _, next_states = step(inputs, states)
+        action = dist.mode() if deterministic else dist.sample()
+        return {"action": action, BEHAVIOUR_LOG_PROB: dist.log_prob(action)}, next_states
+
+    return act_and_record

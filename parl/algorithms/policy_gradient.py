@@ -22,13 +22,14 @@ first state.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
 from parl.core.batch import Transition
 from parl.core.model import Model
+from parl.models.actor_critic import Distribution
 from parl.validation import check_range
 
 #: Added to the advantages' standard deviation when normalizing (a batch of equal advantages stays finite).
@@ -67,10 +68,17 @@ class PolicyGradient(ActorCriticBase):
         #: The GAE lambda of the advantages: 1 gives the returns of whole segments.
         self.lam = 1.0
 
+    def targets(
+        self, dist: Distribution, value: paddle.Tensor, batch: Transition[paddle.Tensor]
+    ) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """The advantages and value targets the loss uses (``[B, 1]``, no gradient), from the batch's
+        policy ``dist`` and values: GAE(:attr:`lam`) here."""
+        return self.advantages(value, batch, lam=self.lam)
+
     def learn(self, batch: Transition[paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
         dist, value = self.model.sequence(batch.inputs, batch.states, batch.sequence_lengths)
-        adv, returns = self.advantages(value, batch, lam=self.lam)
+        adv, returns = self.targets(dist, value, batch)
         if self.normalize_advantages and adv.shape[0] > 1:
             centered = adv - adv.mean()
             adv = centered / (paddle.sqrt((centered * centered).mean()) + NORMALIZE_EPSILON)

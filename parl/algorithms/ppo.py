@@ -182,10 +182,7 @@ class PPO(ActorCriticBase):
         clip_range = self.current_clip_range()
         self.step_learning_rate = self.current_learning_rate()
         self.learned_rows += sum(lengths)
-        with paddle.no_grad():
-            dist, values = self.model.sequence(inputs, states, lengths)
-            old_log_probs = dist.log_prob(actions["action"])
-        advantages, returns = self.advantages(values, batch, self.gae_lambda)
+        old_log_probs, values, advantages, returns = self.batch_targets(batch)
         # With one minibatch per pass, normalizing per minibatch is normalizing the batch: done once.
         normalize_each = self.advantage_normalization == "minibatch" and self._minibatch_count(lengths) > 1
         if self.advantage_normalization != "none" and not normalize_each:
@@ -204,6 +201,19 @@ class PPO(ActorCriticBase):
                     _take(inputs, index), _take(states, index), _take(actions, index), mb_rows, mb_lengths, clip_range
                 )
                 yield costs if share.whole else {name: value * part for name, value in costs.items()}
+
+    def batch_targets(
+        self, batch: Transition[paddle.Tensor]
+    ) -> Tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor, paddle.Tensor]:
+        """What every optimizer step on ``batch`` compares with, computed once before the first, without
+        gradient, each ``[B, 1]``: the log-probabilities the ratio divides by (the policy's before
+        this batch's steps), the values, the GAE(lambda) advantages and the value targets."""
+        assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
+        with paddle.no_grad():
+            dist, values = self.model.sequence(batch.inputs, batch.states, batch.sequence_lengths)
+            old_log_probs = dist.log_prob(batch.actions["action"])
+        advantages, returns = self.advantages(values, batch, self.gae_lambda)
+        return old_log_probs, values, advantages, returns
 
     def _minibatch_count(self, lengths: Tuple[int, ...]) -> int:
         """Minibatches per pass: ``num_minibatches`` (or rows / ``minibatch_size``, rounded up), fewer when

@@ -11,7 +11,7 @@ steps in time order, and the last row of a segment bootstraps from its
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence, Tuple
 
 import numpy as np
 
@@ -41,24 +41,39 @@ def gae(
     """
     check_range("gamma", gamma, 0.0, 1.0)
     check_range("lam", lam, 0.0, 1.0)
-    r, v, nv, end = (np.asarray(a, dtype=np.float64).reshape(-1) for a in (rewards, values, next_values, episode_end))
-    lengths = np.asarray(sequence_lengths, dtype=np.int64)
-    if lengths.sum() != r.shape[0]:
-        raise ValueError(f"sequence_lengths sum to {int(lengths.sum())}, the batch has {r.shape[0]} rows")
+    (r, v, nv, end), lengths = segment_columns((rewards, values, next_values, episode_end), sequence_lengths)
     not_end = 1.0 - end
     deltas = r + gamma * not_end * nv - v
-    decay = gamma * lam * not_end
-    adv = np.empty_like(deltas)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     if lengths.max(initial=0) <= 1:
         return deltas.astype(np.float32)
-    # Walk all segments backwards at once, one time offset per step.
+    return backward_sums(deltas, gamma * lam * not_end, lengths).astype(np.float32)
+
+
+def segment_columns(
+    arrays: Sequence[np.ndarray], sequence_lengths: Sequence[int]
+) -> Tuple[List[np.ndarray], np.ndarray]:
+    """``arrays`` (each ``[B]`` or ``[B, 1]``) as float64 ``[B]`` columns, and the segment lengths as int64.
+
+    Raises:
+        ValueError: the lengths do not sum to the rows of the first array.
+    """
+    columns = [np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+    lengths = np.asarray(sequence_lengths, dtype=np.int64)
+    if lengths.sum() != columns[0].shape[0]:
+        raise ValueError(f"sequence_lengths sum to {int(lengths.sum())}, the batch has {columns[0].shape[0]} rows")
+    return columns, lengths
+
+
+def backward_sums(terms: np.ndarray, decay: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``x_t = terms_t + decay_t * x_{t+1}`` within each segment (``x`` after a segment's last row is 0),
+    all segments walked backwards at once, one time offset per step."""
+    out = np.empty_like(terms)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     running = np.zeros(len(lengths))
-    for offset in range(int(lengths.max()) - 1, -1, -1):
+    for offset in range(int(lengths.max(initial=0)) - 1, -1, -1):
         live = lengths > offset
         rows = starts[live] + offset
-        is_last = offset == lengths[live] - 1
-        carry = np.where(is_last, 0.0, running[live])
-        running[live] = deltas[rows] + decay[rows] * carry
-        adv[rows] = running[live]
-    return adv.astype(np.float32)
+        carry = np.where(offset == lengths[live] - 1, 0.0, running[live])
+        running[live] = terms[rows] + decay[rows] * carry
+        out[rows] = running[live]
+    return out

@@ -62,6 +62,11 @@ class Algorithm(abc.ABC):
     shares_rows_itself: ClassVar[bool] = False
     #: This learner's share of the rows, for an algorithm that :attr:`shares_rows_itself`.
     row_share: RowShare = WHOLE_BATCH
+    #: True for an algorithm that learns off-policy from what acted (V-trace): its :meth:`predict`
+    #: answers :data:`~parl.core.behaviour.BEHAVIOUR_LOG_PROB` beside the model's actions, and its task
+    #: declares :data:`~parl.core.behaviour.BEHAVIOUR_SPECS` and adds the weights version to each
+    #: prediction (:mod:`parl.core.behaviour`).
+    records_behaviour: bool = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Algorithm":
         # Python reports an unknown keyword as a TypeError from deep inside the

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List
 
+from parl.core.behaviour import BEHAVIOUR_SPECS
 from parl.core.model import Model
 from parl.core.specs import Spec, normalize_specs
 
@@ -46,3 +47,16 @@ class TaskSpecs:
             actions=normalize_specs(model.get_action_specs(), owner),
             rewards=normalize_specs(model.get_reward_specs(), owner),
         )
+
+    def with_behaviour(self, owner: str) -> "TaskSpecs":
+        """These specs with :data:`~parl.core.behaviour.BEHAVIOUR_SPECS` after the actions: those of a
+        task whose algorithm records its behaviour.
+
+        Raises:
+            ValueError: the model already declares an action of one of those names (naming ``owner``).
+        """
+        added = normalize_specs(BEHAVIOUR_SPECS, owner)
+        taken = sorted({s.name for s in self.actions} & {s.name for s in added})
+        if taken:
+            raise ValueError(f"{owner}: the model declares actions {taken}, names the recorded behaviour needs")
+        return TaskSpecs(self.inputs, self.states, self.actions + added, self.rewards)

@@ -34,6 +34,7 @@ import paddle
 
 from parl.core.algorithm import Algorithm, Predictor, StepCosts
 from parl.core.batch import Transition, check_transition
+from parl.core.behaviour import POLICY_VERSION
 from parl.core.costs import Costs
 from parl.core.model import Model, named_models
 from parl.core.row_share import RowShare
@@ -109,9 +110,15 @@ class ComputationTask:
         model = algorithm.model
         #: The model's specs, checked and normalized.
         self.specs = TaskSpecs.of_model(model, f"{type(model).__name__} (task {name!r})")
+        if algorithm.records_behaviour:
+            self.specs = self.specs.with_behaviour(f"{type(model).__name__} (task {name!r})")
+            self.predict = self._predict_recording  # type: ignore[method-assign]
         self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
         self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
+        #: The weights version a copy acting apart from its learner was given (set by its placement);
+        #: None: this task learns, and its version is :attr:`update_steps`.
+        self.given_weights_version: Optional[int] = None
         #: Optimizer steps skipped for a non-finite loss or gradient (:attr:`skipped_updates`).
         self._skips = SkippedUpdates(name, max_skipped_updates)
         #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
@@ -192,6 +199,25 @@ class ComputationTask:
         if self.fast_predict and predictor is not False:
             return self._predict_fast(predictor, inputs, states, deterministic)
         return self._predict_plain(inputs, states, deterministic)
+
+    @property
+    def weights_version(self) -> int:
+        """The version of the weights predictions act with: :attr:`given_weights_version` where set,
+        else the optimizer steps so far."""
+        given = self.given_weights_version
+        return self.update_steps if given is None else given
+
+    def _predict_recording(
+        self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], *, deterministic: bool = False
+    ) -> Tuple[ArrayDict, ArrayDict]:
+        """:meth:`predict` of a task whose algorithm records its behaviour: the actions also hold
+        :data:`~parl.core.behaviour.POLICY_VERSION`, the weights version read as the prediction
+        starts (an update landing meanwhile makes it one step older than the weights used)."""
+        version = self.weights_version
+        actions, next_states = ComputationTask.predict(self, inputs, states, deterministic=deterministic)
+        rows = len(next(iter(actions.values())))
+        actions[POLICY_VERSION] = np.full((rows, 1), version, dtype=np.int64)
+        return actions, next_states
 
     def _predict_plain(
         self, inputs: Mapping[str, np.ndarray], states: Mapping[str, np.ndarray], deterministic: bool
