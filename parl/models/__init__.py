@@ -3,6 +3,7 @@
 from parl.models.actor_critic import ActorCriticModel, LSTMActorCritic, MLPActorCritic
 from parl.models.atari_q_model import AtariQModel, MinAtarQModel
 from parl.models.continuous import DeterministicActorCritic, GaussianActorCritic
+from parl.models.masked_actor_critic import MaskedMLPActorCritic
 from parl.models.mlp_q_model import MLPQModel
 from parl.models.pixel_actor_critic import AtariActorCritic
 
@@ -15,5 +16,6 @@ __all__ = [
     "LSTMActorCritic",
     "MLPActorCritic",
     "MLPQModel",
+    "MaskedMLPActorCritic",
     "MinAtarQModel",
 ]

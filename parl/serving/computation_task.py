@@ -110,6 +110,9 @@ class ComputationTask:
         self.normalizer = self._make_normalizer(normalize_inputs, input_clip)
         self.reward_transform = RewardTransform(scale=reward_scale, clip=reward_clip)
         self.update_steps = 0
+        #: Times :meth:`set_algorithm_weights` replaced the weights (a self-play opponent's refreshes): a
+        #: change that copies of the task acting elsewhere must be sent, as they are sent updates.
+        self.weights_replaced = 0
         #: Optimizer steps skipped for a non-finite loss or gradient (:attr:`skipped_updates`).
         self._skips = SkippedUpdates(name, max_skipped_updates)
         #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
@@ -533,6 +536,7 @@ class ComputationTask:
             check_model_names(weights, self.algorithm, self.name, "the weights")
             self._set_algorithm_weights(weights)
             self._set_normalizer_state(stats, "the weights")
+            self.weights_replaced += 1
 
     def take_input_changes(self) -> Dict[str, ArrayDict]:
         """Statistics of the inputs this task normalized since the last call (empty when it does not
