@@ -66,11 +66,14 @@ def main(argv: List[str]) -> int:
         for seat, name in ((0, "first"), (1, "second")):
             tally = play_against_random(config.env.make, player, games=args.games, seat=seat, seed=10_000 * seed + seat)
             rows.append((seed, name, tally, seconds))
-    print(f"| seed | seat | wins | draws | losses | score | train s |  ({args.steps} env steps, {args.games} games per seat)")
+    print(f"{args.steps} env steps per run, {args.games} games per seat")
+    print("| seed | seat | wins | draws | losses | score | train s |")
     print("|---|---|---|---|---|---|---|")
     failed = False
     for seed, seat, tally, seconds in rows:
-        print(f"| {seed} | {seat} | {tally.wins} | {tally.draws} | {tally.losses} | {tally.score:.3f} | {seconds:.0f} |")
+        print(
+            f"| {seed} | {seat} | {tally.wins} | {tally.draws} | {tally.losses} | {tally.score:.3f} | {seconds:.0f} |"
+        )
     for seed in args.seeds:
         both = [tally for s, _, tally, _ in rows if s == seed]
         score = sum(t.wins + 0.5 * t.draws for t in both) / sum(t.games for t in both)

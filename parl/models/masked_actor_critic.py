@@ -13,7 +13,7 @@ A row with no legal action (an observation after the game ended) gets the unmask
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Literal, Optional, Sequence, Tuple, overload
 
 import paddle
 
@@ -21,7 +21,15 @@ from parl import layers
 from parl.core.specs import SpecList
 from parl.layers.compiled import Bind, chain
 from parl.layers.distributions import Categorical
-from parl.models.actor_critic import ActorCriticModel, Distribution, FeaturesFn, StepFn, TensorDict, TensorMap
+from parl.models.actor_critic import (
+    ActorCriticModel,
+    Distribution,
+    FeaturesFn,
+    StepFn,
+    TensorDict,
+    TensorMap,
+    ValuedStepFn,
+)
 from parl.validation import check_int
 
 #: Subtracted from a masked action's logit: exp(-1e9) is 0 in float32, and 1e9 stays finite in every sum.
@@ -79,6 +87,12 @@ class MaskedMLPActorCritic(ActorCriticModel):
             return actor(obs), (None if critic is None else critic(obs)), {}
 
         return features
+
+    @overload
+    def _step(self, bind: Bind, acting: Literal[False]) -> ValuedStepFn: ...
+
+    @overload
+    def _step(self, bind: Bind, acting: bool) -> StepFn: ...
 
     def _step(self, bind: Bind, acting: bool) -> StepFn:
         features, logits = self._features(bind, not acting), bind(self.logits)

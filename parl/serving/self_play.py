@@ -91,8 +91,9 @@ def check_self_play(
             raise ValueError(f"self_play: task {play.learner!r} is an opponent (it never learns), so no learner")
         for group in linked_tasks:
             if play.opponent in group:
+                others = sorted(set(group) - {play.opponent})
                 raise ValueError(
-                    f"self_play.opponent: task {play.opponent!r} shares parts with {sorted(set(group) - {play.opponent})}; "
+                    f"self_play.opponent: task {play.opponent!r} shares parts with {others}; "
                     "a frozen task must own its weights"
                 )
     return out
@@ -158,9 +159,6 @@ class OpponentSnapshots:
         return {f"selfplay/{self.opponent.name}/snapshots": float(self.taken)}
 
 
-def make_snapshots(
-    plays: Sequence[SelfPlay], tasks: Mapping[str, ComputationTask]
-) -> Dict[str, OpponentSnapshots]:
+def make_snapshots(plays: Sequence[SelfPlay], tasks: Mapping[str, ComputationTask]) -> Dict[str, OpponentSnapshots]:
     """Opponent task name -> its :class:`OpponentSnapshots`, for ``plays`` already checked against ``tasks``."""
     return {play.opponent: OpponentSnapshots(play, tasks[play.learner], tasks[play.opponent]) for play in plays}
-
