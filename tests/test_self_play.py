@@ -28,7 +28,7 @@ from parl.experiment.train.checkpoints import CheckpointManager
 from parl.experiment.train.trainer import Trainer
 from parl.layers.tensors import tensor
 from parl.models import MaskedMLPActorCritic
-from parl.multiagent import PettingZooAgent
+from parl.multiagent import PettingZooAgent, SeatSwap
 from parl.multiagent.versus import greedy_player, play_against_random
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.serving.self_play import OpponentSnapshots
@@ -70,11 +70,11 @@ class PickGame:
         mask = np.array([owner < 0 for owner in self.owner], np.int8)
         return {"observation": board, "action_mask": mask if not self.done else np.zeros(3, np.int8)}
 
-    def agent_iter(self):
+    def agent_iter(self, max_iter: int = 2**63):
         while self.agents:
             yield self.agents[self.turn % len(self.agents)] if not self.done else self.agents[0]
 
-    def last(self):
+    def last(self, observe: bool = True):
         agent = self.agents[self.turn % len(self.agents)] if not self.done else self.agents[0]
         return self.observe(agent), self.rewards[agent], self.done, False, {}
 
@@ -259,3 +259,19 @@ def test_self_play_beats_a_random_player(tmp_path, seed: int) -> None:
     learner.load(str(tmp_path / "checkpoints" / checkpoint / "RL.json"))
     tally = play_against_random(config.env.make, greedy_player(learner), games=200, seat=0, seed=seed)
     assert tally.score >= LEARN_SCORE, tally
+
+
+def test_seat_swap_trades_seats_every_episode() -> None:
+    env = SeatSwap(PickGame())
+    firsts = []
+    for _ in range(4):
+        env.reset()
+        firsts.append(next(iter(env.agent_iter())))
+        for _agent in env.agent_iter():
+            obs, _, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0]))
+    assert firsts == ["player_0", "player_1", "player_0", "player_1"]
+    with pytest.raises(ValueError, match="names no importable function"):
+        SeatSwap("parl.no_such_module.env")
+    with pytest.raises(ValueError, match="two agents"):
+        SeatSwap(types.SimpleNamespace(possible_agents=["a"], agent_iter=lambda: iter(()), last=lambda: None))
