@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import types
 from typing import Any, Dict, Optional
 
@@ -28,12 +29,12 @@ from parl.experiment.train.checkpoints import CheckpointManager
 from parl.experiment.train.trainer import Trainer
 from parl.layers.tensors import tensor
 from parl.models import MaskedMLPActorCritic
-from parl.multiagent import PettingZooAgent, SeatSwap
+from parl.multiagent import PettingZooAgent
 from parl.multiagent.versus import greedy_player, play_against_random
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.serving.self_play import OpponentSnapshots
 
-CONFIG = "examples/configs/ppo_tictactoe_selfplay.yaml"
+CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
 
 
 class PickGame:

@@ -4,34 +4,26 @@
     manager.add_agent(agent, helpers, tasks={"player_1": "RL", "player_2": "opponent"})
 
 Its predictions batch with every other request of its task, as any helper's; what the agent stores
-through it is dropped unchecked, and :meth:`PredictOnlyHelper.learn` sends nothing, so its task
+through it is checked against the specs and dropped, and :meth:`PredictOnlyHelper.learn` sends nothing, so its task
 never learns from it.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+import numpy as np
 
-from parl.core.agent_helper import AgentHelper, Rewards
+from parl.core.agent_helper import AgentHelper
+from parl.core.batch import Transition
 
 
 class PredictOnlyHelper(AgentHelper):
-    """A helper that predicts and never learns: its transitions are dropped, :meth:`learn` returns None."""
+    """A helper that predicts and never learns: its transitions are checked and dropped, :meth:`learn`
+    returns None."""
 
     learns = False
 
-    def store_data(
-        self,
-        inputs: Mapping[str, object],
-        actions: Mapping[str, object],
-        rewards: Rewards,
-        next_inputs: Mapping[str, object],
-        terminated: bool,
-        truncated: bool,
-        states: Optional[Mapping[str, object]] = None,
-        next_states: Optional[Mapping[str, object]] = None,
-    ) -> None:
-        """Nothing is kept (nor checked): no step is learned from."""
+    def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
+        """Dropped (checked against the specs by ``store_data``, as every helper's): no step is learned from."""
 
     def learn(self) -> None:
         """Sends nothing: the helper's task learns nothing from it."""
