@@ -183,7 +183,7 @@ def test_a_replaced_opponent_is_broadcast() -> None:
     assert broadcaster.version("opponent") == 1  # nothing new
 
 
-def self_play_robot(placement: object) -> parl.Manager:
+def self_play_robot(placement: object, games: int = 40) -> parl.Manager:
     """Two PickGame agents: player_0 on the learner RL, player_1 on its opponent, refreshed every 2 steps."""
     manager = parl.Manager(
         {"RL": settings(), "opponent": settings()},
@@ -192,7 +192,7 @@ def self_play_robot(placement: object) -> parl.Manager:
         self_play=[parl.SelfPlay("RL", "opponent", every_updates=2)],
     )
     for _ in range(2):
-        agent = PettingZooAgent(PickGame(), policy_mapping={"player_0": "RL", "player_1": "opponent"}, num_games=40)
+        agent = PettingZooAgent(PickGame(), policy_mapping={"player_0": "RL", "player_1": "opponent"}, num_games=games)
         helpers = {"player_0": parl.OnPolicyHelper(sample_interval=4), "player_1": parl.PredictOnlyHelper()}
         manager.add_agent(agent, helpers)
     return manager
@@ -217,7 +217,7 @@ def test_self_play_through_the_manager_on_a_turn_based_game(placement: str) -> N
 
 def test_ray_workers_get_every_refreshed_opponent() -> None:
     pytest.importorskip("ray")
-    manager = self_play_robot(parl.RayOptions(workers=1))
+    manager = self_play_robot(parl.RayOptions(workers=1), games=12)
     manager.start()
     manager.join(timeout=300)
     assert not manager.errors
