@@ -31,6 +31,7 @@ from parl.core.communicator import Communicator  # noqa: E402
 from parl.core.errors import AgentError, RemoteError  # noqa: E402
 from parl.core.model import Model  # noqa: E402
 from parl.experience.helpers import ExpReplayHelper, OnPolicyHelper  # noqa: E402
+from parl.experience.predict_only import PredictOnlyHelper  # noqa: E402
 from parl.experience.prioritized_replay_buffer import PrioritizedReplayBuffer  # noqa: E402
 from parl.experience.replay_buffer import ReplayBuffer  # noqa: E402
 from parl.runtime.manager import Manager, TaskSettings  # noqa: E402
@@ -54,6 +55,7 @@ def load_policy(directory: str, python_path: _Sequence[str] = ()) -> "Policy":
 
 from parl.serving.computation_task import ComputationTask  # noqa: E402
 from parl.serving.computation_wrapper import Batching, ComputationWrapper  # noqa: E402
+from parl.serving.self_play import SelfPlay  # noqa: E402
 
 __version__ = "0.2.0"
 
@@ -76,11 +78,13 @@ __all__ = [
     "Manager",
     "Model",
     "OnPolicyHelper",
+    "PredictOnlyHelper",
     "PrioritizedReplayBuffer",
     "ProcessesOptions",
     "RayOptions",
     "RemoteError",
     "ReplayBuffer",
+    "SelfPlay",
     "TaskSettings",
     "Transition",
     "create_algorithm_func",

@@ -37,6 +37,7 @@ LAUNCHERS = (
     "ddpg_pendulum",
     "td3_pendulum",
     "sac_pendulum",
+    "ppo_tictactoe_selfplay",
 )
 #: Configs with the same robot as another's but one value, run by that one's launcher with --config.
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}

@@ -55,6 +55,9 @@ class AgentHelper(abc.ABC):
     #: helpers are keyed by task name, or, where one agent holds several helpers of one task (one per agent
     #: of a multi-agent environment), by names of their own that ``add_agent`` maps to tasks.
     task_name: Optional[str] = None
+    #: Whether the helper may send training data; False for one that only predicts (a self-play
+    #: opponent's, whose task ``Manager`` refuses helpers that learn).
+    learns: bool = True
 
     def __init__(self) -> None:
         self._comm: Optional[Communicator] = None

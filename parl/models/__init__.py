@@ -9,6 +9,7 @@ from parl.models.continuous import (
     MultiInputGaussianActorCritic,
 )
 from parl.models.encoders import InputEncoder, MultiInputEncoder, ObsInput
+from parl.models.masked_actor_critic import MaskedMLPActorCritic
 from parl.models.mlp_q_model import MLPQModel, MultiInputQModel, QModel
 from parl.models.pixel_actor_critic import AtariActorCritic
 
@@ -22,6 +23,7 @@ __all__ = [
     "LSTMActorCritic",
     "MLPActorCritic",
     "MLPQModel",
+    "MaskedMLPActorCritic",
     "MinAtarQModel",
     "MultiInputActorCritic",
     "MultiInputDeterministicActorCritic",

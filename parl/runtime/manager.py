@@ -76,6 +76,7 @@ from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import Batching, ComputationWrapper, TrainingSink
+from parl.serving.self_play import SelfPlay, check_self_play, make_snapshots
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_int, check_positive
@@ -195,6 +196,7 @@ class Manager:
         stall_seconds: Optional[float] = DEFAULT_STALL_SECONDS,
         restart_agents: int = 0,
         training_sinks: Optional[Mapping[str, TrainingSink]] = None,
+        self_play: Sequence[SelfPlay] = (),
     ) -> None:
         """Build every task and its wrapper.
 
@@ -237,13 +239,19 @@ class Manager:
             training_sinks: task name -> where that task's training requests go instead of being
                 learned here (:data:`~parl.serving.computation_wrapper.TrainingSink`), for a robot
                 whose tasks are copies that act for learners elsewhere (a Ray worker's).
+            self_play: learners and the frozen tasks that play against them
+                (:class:`~parl.serving.self_play.SelfPlay`): each opponent starts as a copy of its
+                learner, is refreshed from it every ``every_updates`` of its optimizer steps, never
+                learns, and takes only helpers that do not learn (:class:`~parl.PredictOnlyHelper`).
 
         Raises:
             ValueError: an unknown ``placement`` or ``thread_placement``, options the placement
                 does not take, a feature it refuses, an ``episode_window`` below 1, a bad task
                 setting, a training sink of an unknown task, or a ``shared`` group that
                 names an unknown task, a path that does not exist, or parts of different structure
-                (the message names ``shared.<group>.<task>``).
+                (the message names ``shared.<group>.<task>``); a ``self_play`` entry naming an unknown
+                task, an opponent that learns elsewhere or shares parts, or one whose models do not
+                take its learner's weights.
         """
         if not tasks:
             raise ValueError("Manager needs at least one task, got none")
@@ -291,6 +299,12 @@ class Manager:
                 batching=settings.batching,
                 training_sink=sinks.get(name),
             )
+        plays = check_self_play(list(self_play), list(self.tasks), self.linked_tasks)
+        self._snapshots = make_snapshots(plays, self.tasks)
+        for play in plays:
+            self.wrappers[play.learner].add_update_listener(self._snapshots[play.opponent].after_update)
+        #: The tasks that never learn (self-play opponents), in ``self_play`` order.
+        self.frozen_tasks: List[str] = [play.opponent for play in plays]
         self.agents: List[Agent] = []
         self.errors: List[AgentError] = []
         #: Agent restarts so far (``restart_agents``), every agent together.
@@ -325,6 +339,14 @@ class Manager:
         """The placement's runner (for what one placement alone tells, such as the address an RLX
         server listens on, or the Ray workers lost and started again: ``RayRunner.losses``)."""
         return self._runner
+
+    def self_play_metrics(self) -> Dict[str, float]:
+        """``selfplay/<opponent>/snapshots`` of every self-play opponent: the snapshots of its learner
+        taken so far in this run (since this Manager was made)."""
+        values: Dict[str, float] = {}
+        for snapshots in self._snapshots.values():
+            values.update(snapshots.metrics())
+        return values
 
     def environment(self, make: Callable[[], Any]) -> Any:
         """The environment for the next agent to add: ``make()`` in placements that run agents'
@@ -383,6 +405,11 @@ class Manager:
         for name, helper in helpers.items():
             if not isinstance(helper, AgentHelper):
                 raise ValueError(f"helper for task {name!r}: expected an AgentHelper, got {type(helper).__name__}")
+            if helper.learns and task_of[name] in self.frozen_tasks:
+                raise ValueError(
+                    f"helper {name!r} ({type(helper).__name__}) learns, but task {task_of[name]!r} is a self-play "
+                    "opponent that never learns: give it a parl.PredictOnlyHelper"
+                )
             helper.task_name = task_of[name]
             helper.bind(self._runner.communicator(self.wrappers[task_of[name]], agent.id))
         agent.helpers = dict(helpers)
@@ -403,6 +430,8 @@ class Manager:
         agent_core = self._core_claim.take(allowed) if allowed is not None else None
         agent_cpus, training_cpus = affinity.plan(self.thread_placement, self.agent_threads(), agent_core)
         self._runner.context = dataclasses.replace(self._runner.context, agent_cpus=agent_cpus)
+        for snapshots in self._snapshots.values():
+            snapshots.start()  # counts from the learner's update steps, restored ones included
         for wrapper in self.wrappers.values():
             wrapper.start(prediction_cpus=agent_cpus, training_cpus=training_cpus)
         self._runner.start()

@@ -119,6 +119,9 @@ class ComputationTask:
         #: The weights version a copy acting apart from its learner was given (set by its placement);
         #: None: this task learns, and its version is :attr:`update_steps`.
         self.given_weights_version: Optional[int] = None
+        #: Times :meth:`set_algorithm_weights` replaced the weights (a self-play opponent's refreshes): a
+        #: change that copies of the task acting elsewhere must be sent, as they are sent updates.
+        self.weights_replaced = 0
         #: Optimizer steps skipped for a non-finite loss or gradient (:attr:`skipped_updates`).
         self._skips = SkippedUpdates(name, max_skipped_updates)
         #: Measure each optimizer step's global gradient norm (set by metrics; a few ops per step
@@ -610,6 +613,7 @@ class ComputationTask:
             check_model_names(weights, self.algorithm, self.name, "the weights")
             self._set_algorithm_weights(weights)
             self._set_normalizer_state(stats, "the weights")
+            self.weights_replaced += 1
 
     def take_input_changes(self) -> Dict[str, ArrayDict]:
         """Statistics of the inputs this task normalized since the last call (empty when it does not

@@ -173,6 +173,13 @@ class ComputationWrapper:
         self._predictions_held = False  # set by drain: no more predictions, updates go on
         self._absent: Optional[Callable[[], int]] = None  # agents that cannot send now (None: none)
         self._threads: List[threading.Thread] = []
+        self._update_listeners: List[Callable[[], None]] = []
+
+    def add_update_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` in the training thread after each update of the task, before its senders
+        are answered (a self-play opponent's refresh). Add listeners before :meth:`start`; one that
+        raises fails the update's senders as the update itself would."""
+        self._update_listeners.append(listener)
 
     def limit_batch_wait(self, absent: Callable[[], int]) -> None:
         """From now on an update waits for the batches of ``min_batchsize - absent()`` agents (at least
@@ -393,6 +400,8 @@ class ComputationWrapper:
             sizes = [b.batch_size for b in batches]
             costs = task.learn_checked(_join_batches(batches))
             replies = _split_costs(costs, sizes)
+            for listener in self._update_listeners:
+                listener()
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
             _fail(self._training.take_back(len(requests)) or [], f"training in task {task.name!r}", exc)
             return

@@ -92,6 +92,7 @@ def build_manager(config: RobotConfig) -> parl.Manager:
         thread_placement=config.thread_placement,
         stall_seconds=config.stall_seconds,
         restart_agents=config.faults.restart_agents,
+        self_play=[] if config.self_play is None else [config.self_play.settings(config.seed)],
     )
     for index in range(config.agents):
         env = manager.environment(lambda: make_env(config))

@@ -62,6 +62,7 @@ from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, buil
 from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
 from parl.experiment.config.evaluation_start import EvaluationStart
 from parl.experiment.config.placement_config import PlacementConfig, fold_old_keys, is_old_section
+from parl.experiment.config.self_play_config import SelfPlayConfig, check_self_play_config
 from parl.experiment.config.task_spaces import spaces_by_task
 from parl.experiment.config.yaml_loading import parse_value, read_config_file
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
@@ -335,6 +336,7 @@ class RobotConfig(_Section):
     )
     tasks: Dict[str, TaskConfig]
     shared: Annotated[Dict[str, Dict[str, NonEmptyStr]], OrEmpty] = {}
+    self_play: Optional[SelfPlayConfig] = None
     train: TrainConfig
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
@@ -414,6 +416,12 @@ class RobotConfig(_Section):
                 f"faults.restart_agents: placement {entry.name!r} restarts no agent (its agents end on failure), "
                 f"got {self.faults.restart_agents}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _self_play_tasks(self) -> "RobotConfig":
+        if self.self_play is not None:
+            check_self_play_config(self.self_play, self.tasks)
         return self
 
     @model_validator(mode="after")

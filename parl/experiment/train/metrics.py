@@ -261,7 +261,8 @@ class RobotMetrics:
         """``robot/env_steps_per_second`` (and ``robot/agent_restarts``, the restarts so far, with
         ``restart_agents``) and every task's ``task/<name>/*`` tags over the interval
         since the previous call (or since this object was made), ``updates_per_env_step`` among them
-        when the interval has env steps.
+        when the interval has env steps; with self-play, ``selfplay/<opponent>/snapshots`` (the
+        snapshots of its learner taken so far).
 
         Means over the interval (costs, batch sizes, latency, gradient norm) are
         left out when the interval holds nothing to average: a task that did no
@@ -276,6 +277,7 @@ class RobotMetrics:
             values["robot/env_steps_per_second"] = (env_steps - self._last_steps) / seconds
         if self._manager.restart_agents:
             values["robot/agent_restarts"] = float(self._manager.restarts)
+        values.update(self._manager.self_play_metrics())
         for name, wrapper in self._wrappers.items():
             snapshot = wrapper.stats.snapshot()
             values.update(task_values(name, self._last[name], snapshot, seconds))

@@ -226,7 +226,7 @@ class Trainer:
             failed = failure is not None or stop_reason == AGENTS_FAILED or self.callbacks.error is not None
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
-            trained = all(task.update_steps > 0 for task in manager.tasks.values())
+            trained = all(task.update_steps > 0 for task in learning_tasks(manager).values())
             if config.evaluation.every_steps is None and trained and self.evaluate and not failed:
                 try:
                     self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
@@ -363,7 +363,7 @@ class Trainer:
     def _eval_ready(self, manager: Manager, state: "_RunState") -> bool:
         # After every task's first update its layers are all built (layers are built lazily),
         # so a snapshot of the learners has every weight the evaluators hold.
-        if not state.recent or any(task.update_steps == 0 for task in manager.tasks.values()):
+        if not state.recent or any(task.update_steps == 0 for task in learning_tasks(manager).values()):
             return False
         return state.start.ready(state.recent_mean())
 
@@ -599,7 +599,7 @@ class Trainer:
         """Why a run ended without an evaluation, in a few words."""
         if not self.evaluate:
             return "evaluations are switched off"
-        idle = sorted(name for name, task in manager.tasks.items() if task.update_steps == 0)
+        idle = sorted(name for name, task in learning_tasks(manager).items() if task.update_steps == 0)
         if idle:
             return f"task{'s' if len(idle) > 1 else ''} {', '.join(idle)} never updated"
         if not state.recent:
@@ -721,6 +721,11 @@ def _write_text(path: str, text: str, error: Type[OSError]) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise error(f"{path} not written: {exc.strerror or exc}") from None
+
+
+def learning_tasks(manager: Manager) -> Dict[str, ComputationTask]:
+    """The Manager's tasks that learn: all but the self-play opponents (``Manager.frozen_tasks``)."""
+    return {name: task for name, task in manager.tasks.items() if name not in manager.frozen_tasks}
 
 
 def _build_prediction_layers(tasks: Iterable[ComputationTask]) -> None:

@@ -8,7 +8,10 @@ Each broadcast takes one consistent snapshot of a task's weights and input stati
 (:meth:`~parl.serving.computation_task.ComputationTask.algorithm_weights`, under the task's
 weights lock) and puts it in Ray's object store once (``ray.put``); every worker fetches that
 one object when a delivery tells it of a version newer than its own, and applies it under its
-copy's weights lock. Versions count the broadcasts of a task from 0.
+copy's weights lock. Versions count the broadcasts of a task from 0. A task whose weights were
+replaced from outside since its last broadcast (a self-play opponent refreshed from its learner:
+:attr:`~parl.serving.computation_task.ComputationTask.weights_replaced`) is broadcast with the next
+update of any task.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class Broadcaster:
         self._lock = threading.Lock()
         self._published: Dict[str, Tuple[int, list]] = {}
         self._steps_at: Dict[str, int] = {}
+        self._replaced_at: Dict[str, int] = {}
         self._listeners: List[Callable[[], None]] = []
         for name in self._tasks:
             self._publish(name, 0)
@@ -42,16 +46,20 @@ class Broadcaster:
 
     def after_update(self, name: str, every: int) -> bool:
         """Publish task ``name``'s weights if it made ``every`` or more optimizer steps since its last
-        broadcast; returns whether it did."""
+        broadcast, and those of every task whose weights were replaced since its last; returns whether
+        task ``name``'s were."""
         task = self._tasks[name]
         with self._lock:
-            if task.update_steps - self._steps_at[name] < every:
-                return False
-            self._publish(name, self._published[name][0] + 1)
-            listeners = list(self._listeners)
+            due = task.update_steps - self._steps_at[name] >= every
+            if due:
+                self._publish(name, self._published[name][0] + 1)
+            replaced = [n for n, t in self._tasks.items() if t.weights_replaced != self._replaced_at[n]]
+            for other in replaced:
+                self._publish(other, self._published[other][0] + 1)
+            listeners = list(self._listeners) if due or replaced else []
         for listener in listeners:
             listener()
-        return True
+        return due
 
     def version(self, name: str) -> int:
         """The version of task ``name``'s latest broadcast."""
@@ -66,6 +74,7 @@ class Broadcaster:
     def _publish(self, name: str, version: int) -> None:
         task = self._tasks[name]
         self._steps_at[name] = task.update_steps
+        self._replaced_at[name] = task.weights_replaced
         self._published[name] = (version, [self._ray.put(task.algorithm_weights())])
 
 

@@ -1,0 +1,164 @@
+"""Self-play against frozen copies: a task that never learns, its weights refreshed from a learning task.
+
+    self_play = SelfPlay(learner="RL", opponent="opponent", every_updates=50, snapshots=5)
+    manager = parl.Manager({"RL": settings, "opponent": settings}, self_play=[self_play])
+
+The opponent task acts like any other (its helpers send predictions, which batch as usual) but learns
+nothing: its helpers must not send training data (:class:`~parl.PredictOnlyHelper`). Every
+``every_updates`` optimizer steps of the learner (its ``update_steps``), :class:`OpponentSnapshots`
+takes a snapshot of the learner's weights (and input statistics) and sets one of the last
+``snapshots`` taken into the opponent, drawn uniformly (the newest when ``snapshots`` is 1). The
+snapshot is read under the learner's weights lock and set under the opponent's, so no prediction of
+either task sees half-copied weights; it runs in the learner's training thread, right after the
+update that made it due. The opponent starts as a copy of the learner (snapshot 0).
+
+Where the opponent's copies act elsewhere (Ray workers), the task's
+:attr:`~parl.ComputationTask.weights_replaced` count tells the broadcaster to send the new weights.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass
+from typing import Deque, Dict, List, Mapping, Sequence
+
+import numpy as np
+
+from parl.serving.computation_task import AlgorithmWeights, ComputationTask
+from parl.validation import check_int
+
+
+@dataclass(frozen=True)
+class SelfPlay:
+    """One learner and the frozen task that plays against it (a robot config's ``self_play`` block).
+
+    Attributes:
+        learner: the task that learns.
+        opponent: the task that never learns; its weights are the learner's of an earlier update.
+        every_updates: learner optimizer steps between two snapshots (>= 1).
+        snapshots: how many of the latest snapshots are kept; each refresh sets one of them, drawn
+            uniformly, into the opponent (1: always the newest).
+        seed: seeds the draws.
+
+    Raises:
+        ValueError: an empty task name, the learner named as its own opponent, ``every_updates`` or
+            ``snapshots`` below 1.
+    """
+
+    learner: str
+    opponent: str
+    every_updates: int = 1
+    snapshots: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("learner", "opponent"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"self_play.{key}: expected a task name, got {value!r}")
+        if self.learner == self.opponent:
+            raise ValueError(f"self_play: task {self.learner!r} cannot snapshot itself (learner == opponent)")
+        check_int("self_play.every_updates", self.every_updates, 1)
+        check_int("self_play.snapshots", self.snapshots, 1)
+        check_int("self_play.seed", self.seed, 0)
+
+
+def check_self_play(
+    plays: Sequence[SelfPlay], tasks: Sequence[str], linked_tasks: Sequence[Sequence[str]] = ()
+) -> List[SelfPlay]:
+    """``plays`` checked against the robot's task names and its tasks linked by shared parts.
+
+    Raises:
+        ValueError: an entry that is no :class:`SelfPlay`, an unknown task, an opponent frozen twice or
+            learning elsewhere (the learner of another entry), or an opponent that shares parts with
+            another task (it would learn through them).
+    """
+    out = []
+    for index, play in enumerate(plays):
+        if not isinstance(play, SelfPlay):
+            raise ValueError(f"self_play[{index}]: expected a parl.SelfPlay, got {type(play).__name__}")
+        for key in ("learner", "opponent"):
+            name = getattr(play, key)
+            if name not in tasks:
+                raise ValueError(f"self_play.{key}: unknown task {name!r}; tasks are {sorted(tasks)}")
+        out.append(play)
+    opponents = [play.opponent for play in out]
+    for play in out:
+        if opponents.count(play.opponent) > 1:
+            raise ValueError(f"self_play: task {play.opponent!r} is the opponent of several entries")
+        if play.learner in opponents:
+            raise ValueError(f"self_play: task {play.learner!r} is an opponent (it never learns), so no learner")
+        for group in linked_tasks:
+            if play.opponent in group:
+                others = sorted(set(group) - {play.opponent})
+                raise ValueError(
+                    f"self_play.opponent: task {play.opponent!r} shares parts with {others}; "
+                    "a frozen task must own its weights"
+                )
+    return out
+
+
+class OpponentSnapshots:
+    """Refreshes ``opponent`` from ``learner`` every ``settings.every_updates`` of the learner's optimizer steps.
+
+    :meth:`after_update` is the learner wrapper's update listener; :meth:`start` takes the learner's
+    update count to count from (after a checkpoint was restored).
+
+    Raises:
+        ValueError: the opponent's models do not take the learner's weights (different structure or
+            input normalization), found by the first copy, made here.
+    """
+
+    def __init__(self, settings: SelfPlay, learner: ComputationTask, opponent: ComputationTask) -> None:
+        self.settings = settings
+        self.learner = learner
+        self.opponent = opponent
+        #: Snapshots taken so far (the initial copy not counted).
+        self.taken = 0
+        self._pool: Deque[AlgorithmWeights] = collections.deque(maxlen=settings.snapshots)
+        self._rng = np.random.default_rng(settings.seed)
+        self._lock = threading.Lock()
+        self._next_at = settings.every_updates
+        learner.build_layers()
+        opponent.build_layers()
+        try:
+            self._take()
+        except ValueError as exc:
+            raise ValueError(
+                f"self_play: task {opponent.name!r} cannot take the weights of task {learner.name!r}: {exc}"
+            ) from None
+        self.taken = 0
+
+    def start(self) -> None:
+        """Count from the learner's update steps now (restored ones included): the next snapshot
+        comes ``every_updates`` steps after the last multiple of it."""
+        every = self.settings.every_updates
+        with self._lock:
+            self._next_at = (self.learner.update_steps // every + 1) * every
+
+    def after_update(self) -> None:
+        """Take a snapshot and refresh the opponent when the learner's update steps reached the next
+        multiple of ``every_updates`` (called after each of its updates, in its training thread)."""
+        with self._lock:
+            steps = self.learner.update_steps
+            if steps < self._next_at:
+                return
+            every = self.settings.every_updates
+            self._next_at = (steps // every + 1) * every
+            self._take()
+
+    def _take(self) -> None:
+        self._pool.append(self.learner.algorithm_weights())
+        pick = 0 if len(self._pool) == 1 else int(self._rng.integers(len(self._pool)))
+        self.opponent.set_algorithm_weights(self._pool[pick])
+        self.taken += 1
+
+    def metrics(self) -> Dict[str, float]:
+        """``selfplay/<opponent>/snapshots``: the snapshots taken so far in this process."""
+        return {f"selfplay/{self.opponent.name}/snapshots": float(self.taken)}
+
+
+def make_snapshots(plays: Sequence[SelfPlay], tasks: Mapping[str, ComputationTask]) -> Dict[str, OpponentSnapshots]:
+    """Opponent task name -> its :class:`OpponentSnapshots`, for ``plays`` already checked against ``tasks``."""
+    return {play.opponent: OpponentSnapshots(play, tasks[play.learner], tasks[play.opponent]) for play in plays}
