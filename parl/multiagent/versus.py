@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from parl.multiagent.agent import observation_inputs
 from parl.serving.computation_task import ComputationTask
+from parl.utils.observations import obs_inputs
 from parl.validation import check_int
 
 #: An observation (a Dict observation of the game) -> the action to play.
@@ -49,7 +49,7 @@ def greedy_player(task: ComputationTask) -> Player:
     :class:`~parl.models.MaskedMLPActorCritic`) for one observation."""
 
     def act(observation: Mapping[str, Any]) -> int:
-        inputs = {key: value[None] for key, value in observation_inputs(observation).items()}
+        inputs = {key: obs_inputs(value)["obs"][None] for key, value in observation.items()}  # as PettingZooAgent feeds
         actions, _ = task.predict(inputs, {}, deterministic=True)
         return int(next(iter(actions.values())).reshape(-1)[0])
 
