@@ -190,7 +190,7 @@ def _row_column(field: str, value: Optional[np.ndarray], rows: int, dtype: type 
     """``value`` as a ``[rows, 1]`` array of ``dtype`` (None stays None)."""
     if value is None:
         return None
-    column = np.asarray(value, dtype=dtype).reshape(-1, 1)
+    column: np.ndarray = np.asarray(value, dtype=dtype).reshape(-1, 1)
     if column.shape[0] != rows:
         raise ValueError(f"{field} has {column.shape[0]} rows, the batch has {rows}")
     return column

@@ -83,6 +83,9 @@ class OnPolicyHelper(AgentHelper):
         super()._set_transport(communicator)
         self._version_of = getattr(communicator, "weights_version", None)  # a transport need not tell
 
+    def _on_unbind(self) -> None:
+        self._version_of = None  # no transport travels with the helper
+
     def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
         # Checked arrays may be the agent's own (no copy when the dtype already
         # fits); an agent that reuses an observation buffer in place would

@@ -176,12 +176,26 @@ class ComputationWrapper:
         self._predictions_held = False  # set by drain: no more predictions, updates go on
         self._absent: Optional[Callable[[], int]] = None  # agents that cannot send now (None: none)
         self._threads: List[threading.Thread] = []
-        #: The version of the weights predictions use now: the updates learned here, counted from 0
-        #: (a copy acting for a learner elsewhere: set to the version it was sent). Communicators
-        #: hand it to helpers, which stamp it on what they store (``Transition.behaviour_version``).
-        self.weights_version = 0
+        self._version_cell = np.zeros(1, np.int64)  # weights_version (share_version may move it)
         #: How far behind the weights version the segments learned were, and the bound on it.
         self.staleness = Staleness(lambda: self.weights_version)
+
+    @property
+    def weights_version(self) -> int:
+        """The version of the weights predictions use now: the updates learned here, counted from 0
+        (a copy acting for a learner elsewhere: set to the version it was sent). Communicators hand it
+        to helpers, which stamp it on what they store (``Transition.behaviour_version``)."""
+        return int(self._version_cell[0])
+
+    @weights_version.setter
+    def weights_version(self, version: int) -> None:
+        self._version_cell[0] = version
+
+    def share_version(self, cell: np.ndarray) -> None:
+        """Keep :attr:`weights_version` in ``cell`` (an int64 array of one element, in memory shared
+        with worker processes, whose transports read it there) from now on, starting from its value now."""
+        cell[0] = self._version_cell[0]
+        self._version_cell = cell
 
     def bound_staleness(self, max_staleness: Optional[int], latest: Optional[Callable[[], int]] = None) -> None:
         """From now on drop each segment more than ``max_staleness`` weights versions behind
@@ -421,20 +435,20 @@ class ComputationWrapper:
             costs = task.learn_checked(_join_batches(batches))
             replies = _split_costs(costs, sizes)
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-            taken = self._training.take_back(len(requests))
-            if taken is not None:
-                _fail(learned, f"training in task {task.name!r}", exc)
-                for request in stale:
-                    request.finish({})
+            if self._training.take_back(len(requests)) is not None:
+                for request in requests:
+                    if any(request is r for r in stale):
+                        request.finish({})
+                    else:
+                        _fail([request], f"training in task {task.name!r}", exc)
             return
-        self.weights_version += 1
+        self._version_cell[0] += 1
         stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
         if self._training.take_back(len(requests)) is None:
             return  # stopped meanwhile: the senders have their StoppedError
-        for request, reply in zip(learned, replies):
-            request.finish(reply)
-        for request in stale:
-            request.finish({})  # dropped: learned by no update
+        answers = {id(request): reply for request, reply in zip(learned, replies)}
+        for request in requests:  # in the order sent (a transport may answer one agent's in one stream)
+            request.finish(answers.get(id(request), {}))  # {}: dropped as stale, learned by no update
 
     def _within_bound(self, requests: List[Request]) -> Tuple[List[Request], List[Request]]:
         """``requests`` as (those to learn, the segments dropped for being more than ``max_staleness``
@@ -484,14 +498,14 @@ def _join_batches(batches: List[Transition[np.ndarray]]) -> Transition[np.ndarra
         lengths = ()
         for b in batches:
             lengths += (1,) * b.batch_size if b.sequence_lengths is None else tuple(b.sequence_lengths)
-    versions = [b.behaviour_version for b in batches]
+    versions = [b.behaviour_version for b in batches if b.behaviour_version is not None]
     return join(
         batches,
         np.concatenate,
         sequence_lengths=lengths,
         bootstrap_steps=column("bootstrap_steps", 1.0),
         weights=column("weights", 1.0),
-        behaviour_version=None if any(v is None for v in versions) else np.concatenate(versions),
+        behaviour_version=np.concatenate(versions) if len(versions) == len(batches) else None,
     )
 
 
