@@ -31,7 +31,9 @@ process or in worker processes. The contract:
 - an agent may use two tasks; a helper that overrides predict is called;
 - a seeded robot plays the same episodes as in threads;
 - the transport of each placement keeps the Communicator contract (ValueError, RemoteError and
-  StoppedError in the caller, which may go on), and requests after stop raise StoppedError.
+  StoppedError in the caller, which may go on), and requests after stop raise StoppedError;
+- agents that hand their segments over keep stepping while an update is slow, their staleness is
+  counted and bounded, and nothing handed over is lost at a drain (:mod:`parl.testing.async_contract`).
 
 This module imports pytest (its fixtures); ``import parl.testing`` imports it only when one of its
 names is asked for.
@@ -50,6 +52,7 @@ import parl
 from parl.core.errors import StoppedError
 from parl.runtime import registry
 from parl.serving.communicator import InProcessCommunicator
+from parl.testing.async_contract import AsyncLearnerContract
 from parl.testing.echo import (
     LEARN_BLOCK,
     LEARN_FAIL,
@@ -314,7 +317,7 @@ class ProbeAgent(parl.Agent):
         return {"reward": 0.0, "steps": 0, **seen}
 
 
-class PlacementContract:
+class PlacementContract(AsyncLearnerContract):
     """The placement contract as a pytest test class: subclass it as ``Test...``, with ``cases``.
 
     Each test takes ``robot``, parametrized by :meth:`pytest_generate_tests` over :attr:`cases`.
