@@ -113,10 +113,11 @@ class Run(NamedTuple):
 
 
 class _LearnClock:
-    """Times every ``learn`` call of the learner task it wraps (set as the task's ``learn``)."""
+    """Times every update of the learner task it wraps (set as the task's ``learn_checked``, what its
+    wrapper calls for each update)."""
 
     def __init__(self, task: parl.ComputationTask) -> None:
-        self._learn = task.learn
+        self._learn = task.learn_checked
         self.seconds, self.calls = 0.0, 0
 
     def __call__(self, batch: object) -> object:
@@ -135,7 +136,7 @@ def measure(point: Point, seconds: float, warmup: float, config_path: Path = CON
     try:
         manager = build_manager(config)
         task = manager.tasks["RL"]
-        clock = task.learn = _LearnClock(task)
+        clock = task.learn_checked = _LearnClock(task)
         manager.start()
         try:
             _wait_for_every_agent(manager)

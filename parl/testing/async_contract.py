@@ -14,7 +14,7 @@ option ``asynchronous`` of placements ``ray`` and ``processes`` sets) must, in e
 from __future__ import annotations
 
 import parl
-from parl.testing.echo import LEARN_BLOCK, WAIT, CountEnv, OnceMarkedEnv, ReportingEchoAgent
+from parl.testing.echo import LEARN_BLOCK, WAIT, CountEnv, OnceMarkedEnv, ReportingEchoAgent, echo_algorithm
 from parl.testing.placement_cases import Robots, open_gates
 from parl.testing.watching import stays, wait_for
 
@@ -36,7 +36,7 @@ def _bounded(robot: Robots, max_staleness: int) -> parl.Manager:
 
 
 def _learned_rows(manager: parl.Manager) -> int:
-    return sum(len(batch) for batch in manager.tasks["T"].algorithm.learn_batches)
+    return sum(len(batch) for batch in echo_algorithm(manager.tasks["T"]).learn_batches)
 
 
 class AsyncLearnerContract:
@@ -47,7 +47,7 @@ class AsyncLearnerContract:
         manager.add_agent(
             ReportingEchoAgent(CountEnv(0, length=12, marker=LEARN_BLOCK), num_games=1), {"T": _handing_over()}
         )
-        wrapper, algorithm = manager.wrappers["T"], manager.tasks["T"].algorithm
+        wrapper, algorithm = manager.wrappers["T"], echo_algorithm(manager.tasks["T"])
         manager.start()
         assert algorithm.entered.wait(WAIT)  # the first segment's update is under way, held
         # The agent stepped on and handed the next segment over, then waits: at most IN_FLIGHT in flight.
@@ -77,7 +77,7 @@ class AsyncLearnerContract:
         manager.add_agent(ReportingEchoAgent(env, num_games=2), {"T": _handing_over()})
         wrapper, task = manager.wrappers["T"], manager.tasks["T"]
         manager.start()
-        assert task.algorithm.entered.wait(WAIT)
+        assert echo_algorithm(task).entered.wait(WAIT)
         # The next segment is acted with the weights of before the held update: one version behind after it.
         assert wait_for(lambda: wrapper.training_queue.puts >= IN_FLIGHT)
         open_gates(task)

@@ -60,12 +60,12 @@ from parl.testing.echo import (
     PREDICT_FAIL,
     WAIT,
     CountEnv,
-    EchoAlgorithm,
     OnceMarkedEnv,
     ReportingEchoAgent,
     SeededCountEnv,
     ToyFailure,
     TwoTaskAgent,
+    echo_algorithm,
     echo_algorithm_func,
     echo_batch,
     echo_obs,
@@ -139,13 +139,6 @@ def ray_cluster() -> Iterator[object]:
 
 #: The bound every stop must keep.
 STOP_SECONDS = 5.0
-
-
-def echo_algorithm(task: parl.ComputationTask) -> EchoAlgorithm:
-    """The EchoAlgorithm of ``task`` (the contract's robots have no other)."""
-    algorithm = task.algorithm
-    assert isinstance(algorithm, EchoAlgorithm), type(algorithm).__name__
-    return algorithm
 
 
 def add_agents(manager: parl.Manager, agents: Sequence[parl.Agent], helper: Callable[[int], parl.AgentHelper]) -> None:
