@@ -121,11 +121,7 @@ class OnPolicyHelper(AgentHelper):
 
     def finish(self) -> None:
         """Wait for the segments still in flight, so every segment sent is learned (or dropped as stale)."""
-        comm = self._comm
-        if comm is None or not self.max_in_flight:
-            return
-        while comm.batches_in_flight():
-            comm.take_costs(wait=True)
+        _wait_for_flights(self._comm, self.max_in_flight, list)
 
 
 class ExpReplayHelper(AgentHelper):
@@ -359,11 +355,7 @@ class ExpReplayHelper(AgentHelper):
 
     def finish(self) -> None:
         """Wait for the batches still in flight (their priorities updated), so every batch sent is learned."""
-        comm = self._comm
-        if comm is None or not self.max_in_flight:
-            return
-        while comm.batches_in_flight():
-            self._taken(comm.take_costs(wait=True))
+        _wait_for_flights(self._comm, self.max_in_flight, self._taken)
 
     def _taken(self, finished: List[Costs]) -> List[Costs]:
         """``finished`` (costs of handed-over batches, oldest first), after updating the priorities of
@@ -380,6 +372,15 @@ class ExpReplayHelper(AgentHelper):
         if td_errors is not None:
             assert isinstance(self.buffer, PrioritizedReplayBuffer)  # only prioritized replay sends rows' slots
             self.buffer.update_priorities(slots, td_errors)
+
+
+def _wait_for_flights(comm: Optional[Communicator], max_in_flight: int, taken: Callable[[List[Costs]], object]) -> None:
+    """Wait until every batch ``comm`` has in flight is learned, handing each finished lot of costs to
+    ``taken``; nothing to wait for without a communicator or with ``max_in_flight`` 0 (none handed over)."""
+    if comm is None or not max_in_flight:
+        return
+    while comm.batches_in_flight():
+        taken(comm.take_costs(wait=True))
 
 
 def _td_errors(costs: Mapping[str, object], rows: int) -> Optional[np.ndarray]:
