@@ -16,7 +16,7 @@ from parl.serving.computation_wrapper import _join_batches, _split_costs
 
 from toys import WAIT, EchoAlgorithm, EchoModel, RecordingCommunicator, echo_batch, echo_obs
 
-ROW_FIELDS = ("sequence_lengths", "bootstrap_steps", "weights")
+ROW_FIELDS = ("sequence_lengths", "bootstrap_steps", "weights", "behaviour_version")
 
 
 def sample(rows: int, **row_fields) -> Transition:

@@ -542,6 +542,9 @@ def test_the_placement_block_is_a_name_and_that_placements_options(tmp_path: Pat
         "workers": None,
         "restart_workers": False,
         "heartbeat_timeout": 2.5,
+        "asynchronous": False,
+        "segments_in_flight": 2,
+        "max_staleness": None,
     }
     assert load_config(write(tmp_path, config.to_dict(), "resolved.yaml")).to_dict() == config.to_dict()
     assert load_config(path, ["placement=cooperative"]).placement.options == CooperativeOptions()

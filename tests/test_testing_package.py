@@ -84,11 +84,11 @@ def test_a_placement_in_a_file_outside_the_repository_joins_the_contract_in_a_fe
     assert len(test_file.splitlines()) < 10
     (tmp_path / "test_mine.py").write_text(test_file)
     out = _pytest(tmp_path, "test_mine.py")
-    # The 22 contract runs of one placement (16 tests, some parametrized) over its case only, and the check.
+    # The 26 contract runs of one placement (20 tests, some parametrized) over its case only, and the check.
     passed = re.findall(r"^test_mine.py::(\S+) PASSED", out, re.M)
     contract = [test for test in passed if test.startswith("TestCountedThreads::")]
-    assert len(contract) == 22 and all("[counted-threads" in test for test in contract), out[-3000:]
-    assert passed[-1] == "test_the_contract_ran_the_placement" and "23 passed" in out, out[-2000:]
+    assert len(contract) == 26 and all("[counted-threads" in test for test in contract), out[-3000:]
+    assert passed[-1] == "test_the_contract_ran_the_placement" and "27 passed" in out, out[-2000:]
 
 
 def test_a_case_whose_fixture_is_missing_says_how_to_get_it(tmp_path) -> None:
@@ -103,4 +103,4 @@ def test_a_case_whose_fixture_is_missing_says_how_to_get_it(tmp_path) -> None:
     (tmp_path / "test_cluster.py").write_text(test_file)
     out = _pytest(tmp_path, "test_cluster.py", passes=False)
     needs = "placement case 'threads' needs the fixture 'ray_cluster': add `from parl.testing import ray_cluster`"
-    assert needs in out and "22 error" in out, out[-3000:]
+    assert needs in out and "26 error" in out, out[-3000:]

@@ -37,6 +37,13 @@ takes the default:
 - ``weights`` (float32 ``[B, 1]``): importance-sampling weights (prioritized
   replay). None: 1.
 
+and where it was recorded, what acted:
+
+- ``behaviour_version`` (int64 ``[B, 1]``): the weights version (the task's
+  updates learned, or a Ray worker's broadcast version) each row's action was
+  predicted with; the learner counts how many versions behind a segment is
+  (its staleness). None: not recorded.
+
 In the batch ``learn`` receives, ``sequence_lengths`` is always set
 (``(1,) * B`` for replay samples), ``weights`` is None when every weight is 1
 and ``bootstrap_steps`` is None when the helper sent none; algorithms read the
@@ -72,6 +79,7 @@ class Transition(NamedTuple, Generic[A]):
     sequence_lengths: Optional[Tuple[int, ...]] = None
     bootstrap_steps: Optional[A] = None
     weights: Optional[A] = None
+    behaviour_version: Optional[A] = None
 
     @property
     def batch_size(self) -> int:
@@ -117,9 +125,12 @@ class Transition(NamedTuple, Generic[A]):
                 raise ValueError(f"sequence_lengths {list(lengths)} must be positive and sum to the batch size {rows}")
         steps = _row_column("bootstrap_steps", batch.bootstrap_steps, rows)
         weights = _row_column("weights", batch.weights, rows)
+        versions = _row_column("behaviour_version", batch.behaviour_version, rows, np.int64)
         if weights is not None and bool(np.all(weights == 1.0)):
             weights = None
-        return batch._replace(sequence_lengths=lengths, bootstrap_steps=steps, weights=weights).map_arrays(convert)
+        return batch._replace(
+            sequence_lengths=lengths, bootstrap_steps=steps, weights=weights, behaviour_version=versions
+        ).map_arrays(convert)
 
     def map_arrays(self, fn: Callable[[A], Out]) -> "Transition[Out]":
         """A Transition of ``fn(array)`` for every array (``sequence_lengths`` and absent fields kept)."""
@@ -129,6 +140,7 @@ class Transition(NamedTuple, Generic[A]):
             sequence_lengths=self.sequence_lengths,
             bootstrap_steps=None if self.bootstrap_steps is None else fn(self.bootstrap_steps),
             weights=None if self.weights is None else fn(self.weights),
+            behaviour_version=None if self.behaviour_version is None else fn(self.behaviour_version),
         )
 
 
@@ -143,6 +155,7 @@ def join(
     sequence_lengths: Optional[Tuple[int, ...]] = None,
     bootstrap_steps: Optional[np.ndarray] = None,
     weights: Optional[np.ndarray] = None,
+    behaviour_version: Optional[np.ndarray] = None,
 ) -> Transition[np.ndarray]:
     """One Transition whose every array is ``join_arrays`` of the parts' arrays of that field and spec
     name, in order (``np.stack``: single transitions into a batch; ``np.concatenate``: batches into
@@ -158,6 +171,7 @@ def join(
         sequence_lengths=sequence_lengths,
         bootstrap_steps=bootstrap_steps,
         weights=weights,
+        behaviour_version=behaviour_version,
     )
 
 
@@ -172,11 +186,11 @@ def check_transition(value: object, what: str) -> Transition:
     return value
 
 
-def _row_column(field: str, value: Optional[np.ndarray], rows: int) -> Optional[np.ndarray]:
-    """``value`` as a float32 ``[rows, 1]`` array (None stays None)."""
+def _row_column(field: str, value: Optional[np.ndarray], rows: int, dtype: type = np.float32) -> Optional[np.ndarray]:
+    """``value`` as a ``[rows, 1]`` array of ``dtype`` (None stays None)."""
     if value is None:
         return None
-    column = np.asarray(value, dtype=np.float32).reshape(-1, 1)
+    column: np.ndarray = np.asarray(value, dtype=dtype).reshape(-1, 1)
     if column.shape[0] != rows:
         raise ValueError(f"{field} has {column.shape[0]} rows, the batch has {rows}")
     return column

@@ -24,9 +24,9 @@ Contract every implementation keeps (:class:`parl.testing.PlacementContract`):
   the batches were handed over, each once.
 
 ``put_batch`` and ``take_costs`` have a default here that learns each batch at
-once, blocking, for transports without a hand-over of their own (the worker
-processes' shared-memory transport); the in-process and cooperative transports
-return from ``put_batch`` at once.
+once, blocking, for transports without a hand-over of their own; parl's
+in-process, cooperative and worker-process transports return from
+``put_batch`` at once.
 """
 
 from __future__ import annotations
@@ -158,6 +158,13 @@ class Communicator(abc.ABC):
     def batches_in_flight(self) -> int:
         """Batches handed over whose costs :meth:`take_costs` has not given yet."""
         return len(self._handed_over())
+
+    def weights_version(self) -> Optional[int]:
+        """The version of the weights this agent's predictions use now (the updates its task has
+        learned, counted from 0; a copy acting for a learner elsewhere: the version it was sent),
+        which helpers stamp on what they store (``Transition.behaviour_version``); None where the
+        transport does not tell (this default)."""
+        return None
 
     def _handed_over(self) -> Deque[Costs]:
         """The default hand-over's finished costs (made on first use, so subclasses need no __init__)."""

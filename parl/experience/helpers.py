@@ -50,32 +50,78 @@ class OnPolicyHelper(AgentHelper):
     the last one. The batch is marked as one time-ordered segment
     (``Transition.sequence_lengths``), so algorithms can compute returns and
     unroll recurrent models over it even after the wrapper joins the segments
-    of several agents.
+    of several agents; each row carries the weights version its action was
+    predicted with (``Transition.behaviour_version``) where the transport tells it.
+
+    Learning without waiting: with ``max_in_flight=k >= 1`` :meth:`learn` hands
+    each segment over (``Communicator.put_batch``) and the agent goes on acting
+    under the weights it has while the learner updates; at most ``k`` of this
+    agent's segments are in flight, and a segment due beyond that waits for the
+    oldest. The default, 0, waits for each update. Placements ``ray`` and
+    ``processes`` set it for every on-policy helper with their option
+    ``asynchronous`` (docs/distributed.md).
+
+    Args:
+        sample_interval: steps per segment (fewer when an episode ends).
+        max_in_flight: segments handed over and not yet learned, at most (0: :meth:`learn` waits
+            for each update).
+
+    Raises:
+        ValueError: an option out of its range, named in the message.
     """
 
-    def __init__(self, *, sample_interval: int = 5) -> None:
+    def __init__(self, *, sample_interval: int = 5, max_in_flight: int = 0) -> None:
         super().__init__()
         self.sample_interval = check_int("sample_interval", sample_interval, 1)
+        self.max_in_flight = check_int("max_in_flight", max_in_flight, 0, 1_000)
         self._cache: List[Transition[np.ndarray]] = []
+        self._versions: List[Optional[int]] = []  # the weights version of each cached step
+        self._version_of: Optional[Callable[[], Optional[int]]] = None
         self._episode_over = False
+
+    def _set_transport(self, communicator: Communicator) -> None:
+        super()._set_transport(communicator)
+        self._version_of = getattr(communicator, "weights_version", None)  # a transport need not tell
+
+    def _on_unbind(self) -> None:
+        self._version_of = None  # no transport travels with the helper
 
     def _store(self, transition: Transition[np.ndarray], episode_over: bool) -> None:
         # Checked arrays may be the agent's own (no copy when the dtype already
         # fits); an agent that reuses an observation buffer in place would
         # otherwise change the cached steps.
         self._cache.append(copy_transition(transition))
+        version_of = self._version_of
+        self._versions.append(None if version_of is None else version_of())
         self._episode_over = episode_over
 
     def abandon_episode(self) -> None:
         """Drop the cached steps of the episode under way (they never reach an update)."""
         self._cache = []
+        self._versions = []
         self._episode_over = False
 
     def learn(self) -> Optional[Costs]:
+        """Send the cached segment when it is full or its episode is over: waits for its update and
+        returns its costs, or, with ``max_in_flight``, hands it over and returns the costs of the
+        last update finished meanwhile (None when none finished or nothing was sent)."""
         if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
             return None
         cache, self._cache = self._cache, []
-        return self.communicator.learn(_stack_segment(cache))
+        versions, self._versions = self._versions, []
+        segment = _stack_segment(cache, versions)
+        if not self.max_in_flight:
+            return self.communicator.learn(segment)
+        comm = self.communicator
+        finished = comm.take_costs(wait=False)
+        while comm.batches_in_flight() >= self.max_in_flight:
+            finished += comm.take_costs(wait=True)  # the bound: wait for the oldest
+        comm.put_batch(segment)
+        return finished[-1] if finished else None
+
+    def finish(self) -> None:
+        """Wait for the segments still in flight, so every segment sent is learned (or dropped as stale)."""
+        _wait_for_flights(self._comm, self.max_in_flight, list)
 
 
 class ExpReplayHelper(AgentHelper):
@@ -114,8 +160,7 @@ class ExpReplayHelper(AgentHelper):
     the update-to-data ratio is exactly as set, only up to ``k`` batches
     later; a batch is sampled before the priorities of the ones still in
     flight are updated (prioritized replay). The default, 0, waits for each
-    update. Worker processes (placement "processes") hand batches over
-    waiting, whatever ``max_in_flight`` says.
+    update.
 
     Args:
         capacity: transitions kept by this agent.
@@ -310,11 +355,7 @@ class ExpReplayHelper(AgentHelper):
 
     def finish(self) -> None:
         """Wait for the batches still in flight (their priorities updated), so every batch sent is learned."""
-        comm = self._comm
-        if comm is None or not self.max_in_flight:
-            return
-        while comm.batches_in_flight():
-            self._taken(comm.take_costs(wait=True))
+        _wait_for_flights(self._comm, self.max_in_flight, self._taken)
 
     def _taken(self, finished: List[Costs]) -> List[Costs]:
         """``finished`` (costs of handed-over batches, oldest first), after updating the priorities of
@@ -333,6 +374,15 @@ class ExpReplayHelper(AgentHelper):
             self.buffer.update_priorities(slots, td_errors)
 
 
+def _wait_for_flights(comm: Optional[Communicator], max_in_flight: int, taken: Callable[[List[Costs]], object]) -> None:
+    """Wait until every batch ``comm`` has in flight is learned, handing each finished lot of costs to
+    ``taken``; nothing to wait for without a communicator or with ``max_in_flight`` 0 (none handed over)."""
+    if comm is None or not max_in_flight:
+        return
+    while comm.batches_in_flight():
+        taken(comm.take_costs(wait=True))
+
+
 def _td_errors(costs: Mapping[str, object], rows: int) -> Optional[np.ndarray]:
     """This batch's per-row ``td_error`` from the costs of one update; None when the task skipped it."""
     td_error = costs.get("td_error")
@@ -349,7 +399,8 @@ def _td_errors(costs: Mapping[str, object], rows: int) -> Optional[np.ndarray]:
     return td_error
 
 
-def _stack_segment(transitions: List[Transition[np.ndarray]]) -> Transition[np.ndarray]:
+def _stack_segment(transitions: List[Transition[np.ndarray]], versions: List[Optional[int]]) -> Transition[np.ndarray]:
     """One agent's consecutive transitions as a batch marked as one time-ordered segment, so the wrapper
-    may join it with other agents' segments."""
-    return join(transitions, np.stack, sequence_lengths=(len(transitions),))
+    may join it with other agents' segments, with each row's weights version where all are known."""
+    stamped = None if None in versions else np.array(versions, dtype=np.int64).reshape(-1, 1)
+    return join(transitions, np.stack, sequence_lengths=(len(transitions),), behaviour_version=stamped)

@@ -35,6 +35,7 @@ class Served(Protocol):
     prediction_queue: RequestQueue
     training_queue: RequestQueue
     stats: WrapperStats
+    weights_version: int
 
     def is_stopped(self) -> bool: ...
 
@@ -110,3 +111,8 @@ class InProcessCommunicator(Communicator):
 
     def batches_in_flight(self) -> int:
         return len(self._in_flight)
+
+    def weights_version(self) -> Optional[int]:
+        """The wrapper's :attr:`~parl.ComputationWrapper.weights_version`: the version its task's
+        predictions use now."""
+        return self._wrapper.weights_version

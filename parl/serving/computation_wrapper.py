@@ -9,7 +9,9 @@ Two threads per wrapper:
                       limit_batch_wait), take at most max_training_batchsize of them, join the time-ordered
                       segments among them (on-policy batches) into one update and learn every
                       replay sample as an update of its own, task.learn, return the costs to
-                      every sender (a per-row ``td_error`` split back by sender); or, for a
+                      every sender (a per-row ``td_error`` split back by sender), a segment more
+                      than ``max_staleness`` weights versions behind dropped (see
+                      bound_staleness and :mod:`parl.serving.staleness`); or, for a
                       wrapper made with a ``training_sink`` (a copy of a task that acts for a
                       learner elsewhere), hand every request to the sink, which answers it
 
@@ -42,6 +44,7 @@ from parl.serving.computation_task import ComputationTask
 from parl.serving.prediction_batch import BatchLayout, check_rows, split_replies, stack_samples
 from parl.serving.request import Request
 from parl.serving.request_queue import POLL_INTERVAL, InService, RequestQueue
+from parl.serving.staleness import Staleness, segment_version
 from parl.serving.stats import WrapperStats
 from parl.validation import check_int, check_positive
 
@@ -180,6 +183,38 @@ class ComputationWrapper:
         are answered (a self-play opponent's refresh). Add listeners before :meth:`start`; one that
         raises fails the update's senders as the update itself would."""
         self._update_listeners.append(listener)
+        self._version_cell = np.zeros(1, np.int64)  # weights_version (share_version may move it)
+        #: How far behind the weights version the segments learned were, and the bound on it.
+        self.staleness = Staleness(lambda: self.weights_version)
+
+    @property
+    def weights_version(self) -> int:
+        """The version of the weights predictions use now: the updates learned here, counted from 0
+        (a copy acting for a learner elsewhere: set to the version it was sent). Communicators hand it
+        to helpers, which stamp it on what they store (``Transition.behaviour_version``)."""
+        return int(self._version_cell[0])
+
+    @weights_version.setter
+    def weights_version(self, version: int) -> None:
+        self._version_cell[0] = version
+
+    def share_version(self, cell: np.ndarray) -> None:
+        """Keep :attr:`weights_version` in ``cell`` (an int64 array of one element, in memory shared
+        with worker processes, whose transports read it there) from now on, starting from its value now."""
+        cell[0] = self._version_cell[0]
+        self._version_cell = cell
+
+    def bound_staleness(self, max_staleness: Optional[int], latest: Optional[Callable[[], int]] = None) -> None:
+        """From now on drop each segment more than ``max_staleness`` weights versions behind
+        ``latest()`` when an update takes it (None: learn every segment; its sender's costs are
+        then empty, and :attr:`staleness` counts it), ``latest`` being the version the agents'
+        weights are numbered against (None: :attr:`weights_version`; a learner whose agents act
+        with broadcast copies numbers them by its broadcasts).
+
+        Raises:
+            ValueError: ``max_staleness`` is not an integer >= 0 or None.
+        """
+        self.staleness = Staleness(latest or (lambda: self.weights_version), max_staleness)
 
     def limit_batch_wait(self, absent: Callable[[], int]) -> None:
         """From now on an update waits for the batches of ``min_batchsize - absent()`` agents (at least
@@ -391,25 +426,49 @@ class ComputationWrapper:
 
     def _update(self, requests: List[Request]) -> None:
         task, stats = self.task, self.stats
+        learned, stale = self._within_bound(requests)
+        if not learned:
+            if self._training.take_back(len(requests)) is not None:
+                for request in stale:
+                    request.finish({})
+            return
         stats.training_batches += 1
-        stats.training_requests += len(requests)
+        stats.training_requests += len(learned)
         try:
             # Each agent's batch is checked here, once, where it enters the task (the task does not
             # check the joined batch again): a batch that is no Transition fails its sender alone.
-            batches = [check_transition(r.payload, f"agent {r.agent_id}'s training batch") for r in requests]
+            batches = [check_transition(r.payload, f"agent {r.agent_id}'s training batch") for r in learned]
             sizes = [b.batch_size for b in batches]
             costs = task.learn_checked(_join_batches(batches))
             replies = _split_costs(costs, sizes)
             for listener in self._update_listeners:
                 listener()
         except Exception as exc:  # noqa: BLE001 - forwarded to every sender
-            _fail(self._training.take_back(len(requests)) or [], f"training in task {task.name!r}", exc)
+            if self._training.take_back(len(requests)) is not None:
+                for request in requests:
+                    if any(request is r for r in stale):
+                        request.finish({})
+                    else:
+                        _fail([request], f"training in task {task.name!r}", exc)
             return
+        self._version_cell[0] += 1
         stats.record_update(sum(sizes), costs, task.grad_norm_total, task.learning_rate())
         if self._training.take_back(len(requests)) is None:
             return  # stopped meanwhile: the senders have their StoppedError
-        for request, reply in zip(requests, replies):
-            request.finish(reply)
+        answers = {id(request): reply for request, reply in zip(learned, replies)}
+        for request in requests:  # in the order sent (a transport may answer one agent's in one stream)
+            request.finish(answers.get(id(request), {}))  # {}: dropped as stale, learned by no update
+
+    def _within_bound(self, requests: List[Request]) -> Tuple[List[Request], List[Request]]:
+        """``requests`` as (those to learn, the segments dropped for being more than ``max_staleness``
+        versions behind), measuring the staleness of the segments that carry their weights version."""
+        versions = [
+            segment_version(getattr(r.payload, "behaviour_version", None)) if is_segment(r.payload) else None
+            for r in requests
+        ]
+        if all(v is None for v in versions):
+            return requests, []
+        return self.staleness.split(requests, versions)
 
 
 def _update_groups(requests: List[Request]) -> List[List[Request]]:
@@ -448,12 +507,14 @@ def _join_batches(batches: List[Transition[np.ndarray]]) -> Transition[np.ndarra
         lengths = ()
         for b in batches:
             lengths += (1,) * b.batch_size if b.sequence_lengths is None else tuple(b.sequence_lengths)
+    versions = [b.behaviour_version for b in batches if b.behaviour_version is not None]
     return join(
         batches,
         np.concatenate,
         sequence_lengths=lengths,
         bootstrap_steps=column("bootstrap_steps", 1.0),
         weights=column("weights", 1.0),
+        behaviour_version=np.concatenate(versions) if len(versions) == len(batches) else None,
     )
 
 

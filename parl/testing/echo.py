@@ -138,6 +138,13 @@ class EchoAlgorithm(parl.Algorithm):
         return {"loss": (error * error).mean(), "rows": paddle.full([], float(len(obs)))}
 
 
+def echo_algorithm(task: parl.ComputationTask) -> EchoAlgorithm:
+    """The EchoAlgorithm of ``task`` (the placement contract's robots have no other)."""
+    algorithm = task.algorithm
+    assert isinstance(algorithm, EchoAlgorithm), type(algorithm).__name__
+    return algorithm
+
+
 def echo_algorithm_func(learning_rate: float = 1e-3, grad_clip: Optional[float] = None) -> Callable[[], EchoAlgorithm]:
     """A zero-argument callable building an EchoAlgorithm over an EchoModel, for TaskSettings."""
     return lambda: EchoAlgorithm(EchoModel, learning_rate=learning_rate, grad_clip=grad_clip)

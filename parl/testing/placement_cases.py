@@ -72,14 +72,18 @@ class PlacementCase:
         if not self.id:
             object.__setattr__(self, "id", self.placement)
 
-    def placement_options(self) -> object:
+    def placement_options(self, extra: Mapping[str, Any] = {}) -> object:  # noqa: B006 - read only
         """What ``parl.Manager(placement=...)`` takes for this case: the placement's options, made of
-        :attr:`options` and the defaults.
+        :attr:`options`, ``extra`` and the defaults.
 
         Raises:
             ValueError: an unknown placement, or an option it does not take.
         """
-        return registry.entry(self.placement).make_options(self.options)
+        return registry.entry(self.placement).make_options({**self.options, **extra})
+
+    def takes_option(self, name: str) -> bool:
+        """Whether the case's placement has an option ``name``."""
+        return name in registry.option_names(registry.entry(self.placement).options_type)
 
 
 def placement_cases() -> List[PlacementCase]:
@@ -120,9 +124,11 @@ class Robots:
         training_timeout: Optional[float] = None,
         normalize_inputs: bool = False,
         restart_agents: int = 0,
+        options: Optional[Mapping[str, Any]] = None,
     ) -> parl.Manager:
         """A Manager with one echo task per name of ``tasks``, each with these TaskSettings (None:
-        TaskSettings' default), restarting failed agents ``restart_agents`` times."""
+        TaskSettings' default), restarting failed agents ``restart_agents`` times, its placement's
+        options the case's with ``options`` besides (None: none)."""
         given: Dict[str, Any] = dict(
             max_batchsize=max_batchsize, min_batchsize=min_batchsize, training_timeout=training_timeout
         )
@@ -132,7 +138,7 @@ class Robots:
                 name: parl.TaskSettings(echo_algorithm_func(), batching=batching, normalize_inputs=normalize_inputs)
                 for name in tasks
             },
-            placement=self.case.placement_options(),
+            placement=self.case.placement_options(options or {}),
             thread_placement="os",
             restart_agents=restart_agents,
         )

@@ -34,6 +34,8 @@ process or in worker processes. The contract:
   StoppedError in the caller, which may go on), and requests after stop raise StoppedError;
 - agents of multi-agent environments, one helper per environment agent, each learn their own
   trajectories (:mod:`parl.testing.multiagent_contract`).
+- agents that hand their segments over keep stepping while an update is slow, their staleness is
+  counted and bounded, and nothing handed over is lost at a drain (:mod:`parl.testing.async_contract`).
 
 This module imports pytest (its fixtures); ``import parl.testing`` imports it only when one of its
 names is asked for.
@@ -52,6 +54,7 @@ import parl
 from parl.core.errors import StoppedError
 from parl.runtime import registry
 from parl.serving.communicator import InProcessCommunicator
+from parl.testing.async_contract import AsyncLearnerContract
 from parl.testing.echo import (
     LEARN_BLOCK,
     LEARN_FAIL,
@@ -59,12 +62,12 @@ from parl.testing.echo import (
     PREDICT_FAIL,
     WAIT,
     CountEnv,
-    EchoAlgorithm,
     OnceMarkedEnv,
     ReportingEchoAgent,
     SeededCountEnv,
     ToyFailure,
     TwoTaskAgent,
+    echo_algorithm,
     echo_algorithm_func,
     echo_batch,
     echo_obs,
@@ -139,13 +142,6 @@ def ray_cluster() -> Iterator[object]:
 
 #: The bound every stop must keep.
 STOP_SECONDS = 5.0
-
-
-def echo_algorithm(task: parl.ComputationTask) -> EchoAlgorithm:
-    """The EchoAlgorithm of ``task`` (the contract's robots have no other)."""
-    algorithm = task.algorithm
-    assert isinstance(algorithm, EchoAlgorithm), type(algorithm).__name__
-    return algorithm
 
 
 def add_agents(manager: parl.Manager, agents: Sequence[parl.Agent], helper: Callable[[int], parl.AgentHelper]) -> None:
@@ -317,7 +313,7 @@ class ProbeAgent(parl.Agent):
         return {"reward": 0.0, "steps": 0, **seen}
 
 
-class PlacementContract(MultiAgentContract):
+class PlacementContract(MultiAgentContract, AsyncLearnerContract):
     """The placement contract as a pytest test class: subclass it as ``Test...``, with ``cases``.
 
     Each test takes ``robot``, parametrized by :meth:`pytest_generate_tests` over :attr:`cases`.

@@ -24,19 +24,29 @@ specs (an extra output, another dtype) is sent whole as a :mod:`parl.wire` frame
 
 Training batches are sent per many steps, as :mod:`parl.wire` frames on the
 worker's message pipe (:func:`send_message`); the costs come back on the
-agent's reply pipe (REPLY_COSTS and a frame) from the wrapper's training loop
-(:class:`LearnReply`). Nothing read from a pipe is unpickled: a frame that
-does not decode raises ValueError (:func:`receive_message`).
+agent's reply pipe (REPLY_COSTS and a frame, or REPLY_LEARN_ERROR and the
+error's text) from the wrapper's training loop (:class:`LearnReply`), in the
+order the batches were sent. ``learn`` waits for them; ``put_batch`` returns
+at once, and the costs are read off the pipe by a later ``take_costs``, or by
+a prediction's wait that finds them ahead of its reply. Nothing read from a
+pipe is unpickled: a frame that does not decode raises ValueError
+(:func:`receive_message`).
+
+The weights version the parent's task predicts with sits in shared memory too
+(:meth:`ComputationWrapper.share_version <parl.ComputationWrapper.share_version>`),
+so ``weights_version`` reads it without a message.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import select
 import struct
 import threading
+from collections import deque
 from time import perf_counter
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -59,6 +69,7 @@ REPLY_ERROR = b"\x02"  # then a frame of the error's text
 REPLY_STOPPED = b"\x03"  # the wrapper is stopped, or the worker is stopping
 REPLY_COSTS = b"\x04"  # then a frame of the update's costs
 REPLY_DATA = b"\x05"  # then a frame of (actions, next_states) that do not fit the slot
+REPLY_LEARN_ERROR = b"\x06"  # then a frame of a failed update's error text
 
 _ALIGN = 64
 SLOT_NUMBER = struct.Struct("<I")
@@ -316,6 +327,8 @@ class LearnReply(Reply):
         if data is None:
             assert error is not None  # given, or made when the costs could not be packed
             data = error_reply(error)
+            if data[:1] == REPLY_ERROR:  # told apart from a prediction's error, which it may come before
+                data = REPLY_LEARN_ERROR + data[1:]
         try:
             write_all(self.reply_fd, data)
         except OSError:
@@ -349,7 +362,10 @@ class ShmCommunicator(Communicator):
         send: Callable[[object], None],
         stopped: threading.Event,
         publish_counters: Callable[[], None],
+        version: Optional[np.ndarray] = None,
     ) -> None:
+        """``version``: the int64 cell in shared memory that holds the task's weights version (None:
+        :meth:`weights_version` tells none)."""
         self.agent_id = agent_id
         self._take_specs(slot.task, specs)
         self._slot = slot
@@ -359,6 +375,9 @@ class ShmCommunicator(Communicator):
         self._send = send
         self._stopped = stopped
         self._publish_counters = publish_counters
+        self._version = version
+        self._owed = 0  # batches handed over whose reply has not been read off the pipe
+        self._finished: Deque[Tuple[Optional[Costs], Optional[BaseException]]] = deque()  # read, not taken
 
     def predict(
         self, inputs: Mapping[str, object], states: Optional[Mapping[str, object]] = None
@@ -389,23 +408,90 @@ class ShmCommunicator(Communicator):
         Raises:
             ValueError: the batch holds something that does not cross (an object array, say).
         """
+        self._hand_over(batch)
+        while self._owed:  # the replies of batches handed over earlier come first
+            self._read_reply(self._wait(REPLY_COSTS))
+        costs, error = self._finished.pop()
+        if error is not None:
+            raise error
+        assert costs is not None  # a reply is costs or an error
+        return costs
+
+    def put_batch(self, batch: Transition[np.ndarray]) -> None:
+        """Send a training batch (as :meth:`learn` does) and return at once; :meth:`take_costs` gives
+        its costs once its update's reply has come.
+
+        Raises:
+            ValueError: the batch holds something that does not cross.
+            StoppedError: the worker is stopping.
+        """
+        self._hand_over(batch)
+
+    def take_costs(self, wait: bool = False) -> List[Costs]:
+        """The costs of the handed-over batches whose replies have come, oldest first; with ``wait``,
+        first waits for the oldest still in flight.
+
+        Raises:
+            RemoteError: the oldest finished update failed (taken; the later ones stay).
+            StoppedError: the robot stopped while waiting.
+        """
+        if wait and not self._finished and self._owed:
+            self._read_reply(self._wait(REPLY_COSTS))
+        while self._owed and _readable(self._reply_fd):
+            self._read_reply(self._wait(REPLY_COSTS))
+        done: List[Costs] = []
+        while self._finished:
+            costs, error = self._finished[0]
+            if error is not None:
+                if done:
+                    break  # raised by the next call, once these costs are taken
+                self._finished.popleft()
+                raise error
+            self._finished.popleft()
+            assert costs is not None
+            done.append(costs)
+        return done
+
+    def batches_in_flight(self) -> int:
+        return self._owed + len(self._finished)
+
+    def weights_version(self) -> Optional[int]:
+        """The parent task's weights version now, read from shared memory (None: not shared)."""
+        return None if self._version is None else int(self._version[0])
+
+    def _hand_over(self, batch: Transition[np.ndarray]) -> None:
         if self._stopped.is_set():
             raise StoppedError("the worker is stopping")
         self._publish_counters()
         self._send(["learn", self._slot.number, batch])
-        return self._wait(REPLY_COSTS)
+        self._owed += 1
+
+    def _read_reply(self, reply: Tuple[Optional[Costs], Optional[BaseException]]) -> None:
+        """Keep one update's reply (costs or error), read off the pipe, for :meth:`take_costs`."""
+        self._owed -= 1
+        self._finished.append(reply)
 
     def _wait(self, expected: bytes) -> Any:
         """Block for this agent's reply: None for REPLY_OK (the reply is in the slot), else the frame's
-        value. Raises ValueError for a frame that does not decode (the agent fails with it)."""
+        value; for REPLY_COSTS, the (costs, error) of the oldest batch in flight. The reply of a batch
+        handed over that comes first is kept for :meth:`take_costs`. Raises ValueError for a frame
+        that does not decode (the agent fails with it)."""
         while True:
             code = os.read(self._reply_fd, 1)
             if code == REPLY_OK and not expected:
                 return None
             if code == REPLY_DATA and not expected:
                 return self._receive(tuple, "a reply")
-            if code == REPLY_COSTS and expected == REPLY_COSTS:
-                return self._receive(dict, "the costs of an update")
+            if code in (REPLY_COSTS, REPLY_LEARN_ERROR) and self._owed:
+                reply: Tuple[Optional[Costs], Optional[BaseException]] = (
+                    (self._receive(dict, "the costs of an update"), None)
+                    if code == REPLY_COSTS
+                    else (None, TransportedError(self._receive(str, "an error")))
+                )
+                if expected == REPLY_COSTS:
+                    return reply
+                self._read_reply(reply)
+                continue
             if code == REPLY_ERROR:
                 raise TransportedError(self._receive(str, "an error"))
             if code == REPLY_STOPPED or not code:
@@ -419,3 +505,8 @@ class ShmCommunicator(Communicator):
         if not isinstance(value, kind) or (kind is tuple and len(value) != 2):
             raise ValueError(f"{what} on the reply pipe of agent {self.agent_id} is a {type(value).__name__}")
         return value
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has bytes to read now (without waiting)."""
+    return bool(select.select([fd], [], [], 0)[0])

@@ -67,7 +67,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -75,6 +75,7 @@ from parl.core.agent import Agent
 from parl.core.batch import Transition
 from parl.core.communicator import Communicator
 from parl.core.errors import AgentError, StoppedError
+from parl.runtime.asynchronous import bound_staleness, hand_over_segments, staleness_metrics
 from parl.runtime.error_data import describe_agent_error, rebuild_agent_error
 from parl.runtime.processes.options import ProcessesOptions
 from parl.runtime.processes.shm_transport import (
@@ -239,7 +240,12 @@ class WorkerPool:
                 self._slots.append(slot)
                 self._slot_of[(position, key)] = slot
         counters_handle = self._arena.reserve((len(self.agents), 2), np.int64)
+        version_handles = {task: self._arena.reserve((1,), np.int64) for task in self.wrappers}
         self._arena.allocate()
+        #: Task -> the cell in shared memory that holds its wrapper's weights version.
+        self.versions = {task: self._arena.array(handle) for task, handle in version_handles.items()}
+        for task, cell in self.versions.items():
+            self.wrappers[task].share_version(cell)
         for slot in self._slots:
             slot.bind_views(self._arena)
         self._slots_of_agent: Dict[int, List[Slot]] = {agent.id: [] for agent in self.agents}
@@ -688,6 +694,7 @@ class _WorkerRuntime:
                         send=self.send,
                         stopped=self.stopped,
                         publish_counters=_counter_publisher(agent, counters[position]),
+                        version=pool.versions[pool._slot_of[(position, key)].task],
                     )
                 )
 
@@ -828,6 +835,10 @@ class ProcessRunner(AgentRunner):
     def start(self) -> None:
         if not self.context.agents:
             return
+        options: ProcessesOptions = self.context.options
+        if options.asynchronous:
+            hand_over_segments(self.context.agents, options.segments_in_flight)
+        bound_staleness(self.context.wrappers, options.max_staleness)
         self.pool = WorkerPool(
             self.context.agents,
             self.context.wrappers,
@@ -854,6 +865,14 @@ class ProcessRunner(AgentRunner):
 
     def idle_agents(self) -> Dict[int, float]:
         return {} if self.pool is None else self.pool.idle_agents()
+
+    def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
+        """With ``asynchronous`` or ``max_staleness`` set, ``async/<task>/staleness_mean`` and ``_max``
+        (segments learned since the last call) and ``async/<task>/dropped_segments`` (so far)."""
+        options: ProcessesOptions = self.context.options
+        if not options.asynchronous and options.max_staleness is None:
+            return []
+        return [(None, staleness_metrics(self.context.wrappers))]
 
     def wake(self) -> None:
         if self.pool is not None and self.context.stopping.is_set():

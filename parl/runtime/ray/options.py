@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from parl.runtime.asynchronous import SEGMENTS_IN_FLIGHT, check_asynchronous
 from parl.validation import ParameterError, check_choice, check_int, check_positive
 
 #: Runners a worker actor may play its agents with (never "processes": Ray forbids fork in actors).
@@ -35,8 +36,13 @@ class RayOptions:
         sample_timeout: seconds a worker may leave a call unanswered before it is taken for lost:
             it is killed, reported and started again (it answers every ``POLL_SECONDS`` when well).
         max_staleness: a time-ordered segment (on-policy) gathered with weights more than this many
-            broadcasts older than the task's latest is dropped, not learned (None: every segment is
-            learned, as in the other placements; 0: only segments of the latest weights).
+            broadcasts older than the task's latest when an update takes it is dropped, not learned,
+            and counted (None: every segment is learned; 0: only segments of the latest weights).
+        asynchronous: on-policy helpers hand their segments over and the workers' agents go on
+            acting while the learner updates (:mod:`parl.runtime.asynchronous`); False: each agent
+            waits for the update of its segment.
+        segments_in_flight: segments each agent may have handed over and not yet learned when
+            ``asynchronous`` (one more waits for the oldest).
         replay_shards: replay shard actors per task whose helpers keep a replay buffer (0: every
             agent keeps its own buffer, as in the other placements).
         local_cpus: CPUs of the local Ray started when no Ray is joined (None: this machine's cores,
@@ -54,6 +60,8 @@ class RayOptions:
     replay_shards: int = 0
     local_cpus: Optional[int] = None
     workers: Optional[int] = None
+    asynchronous: bool = False
+    segments_in_flight: int = SEGMENTS_IN_FLIGHT
 
     def __post_init__(self) -> None:
         if self.workers is not None:
@@ -73,8 +81,7 @@ class RayOptions:
         check_choice("worker_placement", self.worker_placement, WORKER_PLACEMENTS)
         check_int("broadcast_interval", self.broadcast_interval, 1)
         check_positive("sample_timeout", self.sample_timeout)
-        if self.max_staleness is not None:
-            check_int("max_staleness", self.max_staleness, 0)
+        check_asynchronous(self.asynchronous, self.segments_in_flight, self.max_staleness)
         check_int("replay_shards", self.replay_shards, 0, 1024)
         if self.local_cpus is not None:
             check_int("local_cpus", self.local_cpus, 1)

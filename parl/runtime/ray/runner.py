@@ -21,13 +21,16 @@ transitions to the shards and sampled batches to the driver. Predictions never c
 
 Weights: a task fed by time-ordered segments (on-policy helpers) broadcasts after every update,
 one fed by replay samples every ``broadcast_interval`` updates (:mod:`parl.runtime.ray.broadcast`).
-Each training batch carries the version its worker acted with. With ``max_staleness`` set, a
-segment gathered with weights more than that many versions older than the task's latest (a
-worker that missed an update's window, or one started again) is dropped, not learned: its
-agent's ``learn`` returns empty costs, and :attr:`RayRunner.dropped_segments` counts it. By
-default every segment is learned, as in the other placements (where a segment that misses an
-update's window is learned by the next one). Segments of one synchronous update
+Each row of a segment carries the broadcast version its worker's copy acted with
+(``Transition.behaviour_version``). With ``max_staleness`` set, a segment more than that many
+versions older than the task's latest broadcast when an update takes it (gathered while the
+learner was busy, by a worker that missed an update's window, or one started again) is dropped,
+not learned: its agent's costs are empty, and :attr:`RayRunner.dropped_segments` counts it. By
+default every segment is learned, as in the other placements. Segments of one synchronous update
 (``min_batchsize`` = the agent count) are all of the latest version, so none is ever stale there.
+With ``asynchronous``, the agents hand their segments over and go on acting
+(:mod:`parl.runtime.asynchronous`), and ``async/<task>/staleness_mean``, ``_max`` and
+``dropped_segments`` are among :meth:`RayRunner.metrics`.
 
 Faults: a worker that does not answer within ``sample_timeout`` seconds, whose actor died
 (``ray.kill``, a crash) or whose node was removed is reported on the ``parl`` logger by name
@@ -51,6 +54,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from parl.core.errors import AgentError, StoppedError
+from parl.runtime.asynchronous import hand_over_segments, staleness_metrics
 from parl.runtime.error_data import error_data, rebuild_agent_error
 from parl.runtime.ray.broadcast import Broadcaster
 from parl.runtime.ray.options import RayOptions
@@ -113,8 +117,6 @@ class RayRunner(AgentRunner):
         self.workers = self.options.workers
         #: Workers lost and started again, in order.
         self.losses: List[WorkerLoss] = []
-        #: Segments dropped for being gathered with weights older than the latest broadcast.
-        self.dropped_segments = 0
         self._slots: List[_Slot] = []
         self._session: Optional[RaySession] = None
         self._broadcaster: Optional[Broadcaster] = None
@@ -126,6 +128,11 @@ class RayRunner(AgentRunner):
         self._worker_class: Any = None  # the Ray actor class, made at start
         self._stuck: Dict[int, float] = {}  # agents stuck in their environment at stop
         self._replay_shards: Dict[str, list] = {}
+
+    @property
+    def dropped_segments(self) -> int:
+        """Segments dropped, over all tasks, for being more than ``max_staleness`` broadcasts behind."""
+        return sum(wrapper.staleness.dropped_segments for wrapper in self.context.wrappers.values())
 
     def communicator(self, wrapper: ComputationWrapper, agent_id: int):
         """The driver-side end (it gives the helpers their specs; the agents act in the workers)."""
@@ -148,6 +155,10 @@ class RayRunner(AgentRunner):
         for task in tasks.values():
             task.build_layers()
         broadcaster = self._broadcaster = Broadcaster(ray, tasks)
+        for name, wrapper in self.context.wrappers.items():
+            wrapper.bound_staleness(options.max_staleness, functools.partial(broadcaster.version, name))
+        if options.asynchronous:
+            hand_over_segments(agents, options.segments_in_flight)
         shards = self._start_replay(ray, tasks)
         for helper in (h for agent in agents for h in agent.helpers.values()):
             helper.unbind()  # the workers bind their own; no transport or empty buffer travels
@@ -272,8 +283,8 @@ class RayRunner(AgentRunner):
             else (worker_since, now - seconds)
             for agent_id, (worker_since, seconds) in out["idle"].items()
         }
-        for ticket, task, agent_id, batch, version in out["batches"]:
-            self._queue(slot, generation, ticket, task, agent_id, batch, version)
+        for ticket, task, agent_id, batch, _version in out["batches"]:
+            self._queue(slot, generation, ticket, task, agent_id, batch)
         slot.running = bool(out["running"])
 
     def _count_served(self, served: Dict[str, tuple]) -> None:
@@ -283,14 +294,8 @@ class RayRunner(AgentRunner):
             for name, (batches, predictions, largest, timed) in served.items():
                 self.context.wrappers[name].stats.add_predictions(batches, predictions, largest, timed)
 
-    def _queue(self, slot: _Slot, generation: int, ticket: int, task: str, agent_id: int, batch, version: int) -> None:
+    def _queue(self, slot: _Slot, generation: int, ticket: int, task: str, agent_id: int, batch) -> None:
         segment = is_segment(batch)
-        staleness = self.options.max_staleness
-        if segment and staleness is not None and version < self._broadcasts().version(task) - staleness:
-            with self._lock:
-                self.dropped_segments += 1
-            self._answer(slot, generation, (ticket, {}, None))
-            return
 
         def finished(result: object, error: Optional[BaseException]) -> None:
             if isinstance(error, StoppedError):
@@ -394,8 +399,12 @@ class RayRunner(AgentRunner):
 
     def metrics(self) -> List[Tuple[Optional[int], Dict[str, float]]]:
         """``ray/<task>/replay_shard_restarts`` and ``ray/<task>/replay_rows_lost`` (so far) of each
-        task with distributed replay, and ``ray/worker_losses``."""
+        task with distributed replay, ``ray/worker_losses``, and, with ``asynchronous`` or
+        ``max_staleness`` set, ``async/<task>/staleness_mean``, ``_max`` (segments learned since
+        the last call) and ``dropped_segments`` (so far)."""
         row = {"ray/worker_losses": float(len(self.losses))}
+        if self.options.asynchronous or self.options.max_staleness is not None:
+            row.update(staleness_metrics(self.context.wrappers))
         for name, learner in self._learners.items():
             row[f"ray/{name}/replay_shard_restarts"] = float(learner.shard_restarts)
             row[f"ray/{name}/replay_rows_lost"] = float(learner.rows_lost)

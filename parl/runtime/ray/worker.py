@@ -271,3 +271,4 @@ class RolloutWorker:
                 # Arrays from Ray's object store are read-only views; the copies' layers copy them in.
                 self.manager.tasks[name].set_algorithm_weights(writable_weights(arrays))
                 self._versions[name] = version
+                self.manager.wrappers[name].weights_version = version  # what its agents stamp on their rows
