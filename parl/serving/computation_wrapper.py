@@ -177,15 +177,15 @@ class ComputationWrapper:
         self._absent: Optional[Callable[[], int]] = None  # agents that cannot send now (None: none)
         self._threads: List[threading.Thread] = []
         self._update_listeners: List[Callable[[], None]] = []
+        self._version_cell = np.zeros(1, np.int64)  # weights_version (share_version may move it)
+        #: How far behind the weights version the segments learned were, and the bound on it.
+        self.staleness = Staleness(lambda: self.weights_version)
 
     def add_update_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` in the training thread after each update of the task, before its senders
         are answered (a self-play opponent's refresh). Add listeners before :meth:`start`; one that
         raises fails the update's senders as the update itself would."""
         self._update_listeners.append(listener)
-        self._version_cell = np.zeros(1, np.int64)  # weights_version (share_version may move it)
-        #: How far behind the weights version the segments learned were, and the bound on it.
-        self.staleness = Staleness(lambda: self.weights_version)
 
     @property
     def weights_version(self) -> int:
