@@ -4,6 +4,7 @@ reward transforms applied by the serving task, checkpoints resumed, no process l
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import subprocess
@@ -194,18 +195,28 @@ def test_learners_with_shared_parts_are_refused() -> None:
         )
 
 
-def test_parl_train_with_two_learners(tmp_path: Path) -> None:
+def test_parl_train_with_two_learners_and_its_resume(tmp_path: Path) -> None:
+    """``parl train`` with ``tasks.RL.learners=2`` completes (its updates counted by the learners), and
+    ``--resume`` continues from its final checkpoint."""
+    first = _train(tmp_path, 512)
+    assert first["error"] is None and first["updates"]["RL"] > 0 and first["checkpoint"]
+    resumed = _train(tmp_path, 1024, "--resume")
+    assert resumed["error"] is None and resumed["resumed_from"] == first["checkpoint"]
+    assert resumed["updates"]["RL"] > first["updates"]["RL"]
+
+
+def _train(log_dir: Path, steps: int, *flags: str) -> Dict:
     overrides = [
         "tasks.RL.learners=2",
         "agents=2",
-        "train.max_env_steps=512",
+        f"train.max_env_steps={steps}",
         "evaluation.every_steps=null",
         "evaluation.final_episodes=1",
-        f"log_dir={tmp_path}",
+        f"log_dir={log_dir}",
     ]
+    options = [part for override in overrides for part in ("-o", override)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(ROOT / "parl_cli.py"), "train", str(CONFIG), *overrides]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    command = [sys.executable, str(ROOT / "parl_cli.py"), "train", str(CONFIG), "--quiet", *flags, *options]
+    done = subprocess.run(command, cwd=log_dir, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    results = list(tmp_path.rglob("result.json"))
-    assert results, done.stdout[-2000:]
+    return json.loads((log_dir / "result.json").read_text())
