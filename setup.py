@@ -61,6 +61,7 @@ setup(
         "tqdm>=4.60",  # the progress bar of parl train (parl/experiment/train/progress.py)
         "pydantic>=2.10",  # robot configs: one schema, checked with the key path of every error (parl/experiment/config/robot_config.py)
         "scipy>=1.15",  # figures over seeds: trimmed means and bootstrap intervals (parl/experiment/runs/statistics.py)
+        "cloudpickle>=3.0",  # a task's settings (closures) sent to its learner processes (parl/runtime/task_learners.py)
         "msgpack>=1.0",  # framed data on the worker pipes and the RLX protocol, never pickle (parl/wire.py, parl/rlx)
     ],
     entry_points={"console_scripts": ["parl=parl_cli:main"]},

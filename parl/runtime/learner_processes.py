@@ -10,6 +10,11 @@ with ``seed`` (the same initial weights, and PPO's minibatch order, in every
 learner), joins the learner group (:func:`~parl.serving.learner_collective.join_learner_group`:
 gloo on the CPU, NCCL with one GPU per learner) and then learns every batch it
 is sent (:meth:`ComputationTask.join_learners <parl.ComputationTask.join_learners>`).
+
+A task that serves predictions elsewhere and learns through the learners
+(:mod:`parl.runtime.task_learners`) also puts them in its state
+(:meth:`set_training_state`, :meth:`set_generator`) and takes learner 0's back
+after each :meth:`update`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -26,6 +31,8 @@ from parl.core.costs import Costs
 from parl.seeding import seed_everything
 from parl.serving.computation_task import AlgorithmWeights, ComputationTask
 from parl.serving.learner_collective import LearnerAddress, free_endpoints, join_learner_group, learner_device
+from parl.serving.skipped_updates import NonFiniteUpdatesError
+from parl.serving.training_state import TrainingState
 from parl.validation import check_int
 
 #: Seconds a learner process is given to build its task and join the group.
@@ -79,6 +86,25 @@ class LearnerProcesses:
         """Every learner learns ``batch`` (each its share); the costs of the whole batch."""
         return self._ask(("learn", batch))[0]
 
+    def update(self, batch: Transition[np.ndarray]) -> Tuple[Costs, TrainingState]:
+        """Every learner learns ``batch``; the whole batch's costs and learner 0's state after it (without
+        the optimizer's)."""
+        costs, state = self._ask(("update", batch))[0]
+        return costs, state
+
+    def training_state(self) -> TrainingState:
+        """Learner 0's state, the optimizer's included (every learner holds the same)."""
+        return self._ask(("state", None), ranks=1)[0]
+
+    def set_training_state(self, state: TrainingState) -> None:
+        """Put every learner in ``state`` (:meth:`ComputationTask.set_training_state
+        <parl.ComputationTask.set_training_state>`)."""
+        self._ask(("set_state", state))
+
+    def set_generator(self, state: List[Any]) -> None:
+        """Put every learner's CPU random generator in ``state`` (``paddle.get_rng_state("cpu")``)."""
+        self._ask(("generator", state))
+
     def algorithm_weights(self) -> AlgorithmWeights:
         """The task's weights (learner 0's; every learner holds the same)."""
         return self._ask(("weights", None), ranks=1)[0]
@@ -123,7 +149,10 @@ class LearnerProcesses:
                 raise LearnerFailed(f"learner {rank} did not start within {timeout:g} s")
             ok, value = pipe.recv()
             if not ok:
-                raise LearnerFailed(f"learner {rank} failed:\n{value}")
+                error, text = value
+                if isinstance(error, NonFiniteUpdatesError):  # stops the run as the task's own would
+                    raise error
+                raise LearnerFailed(f"learner {rank} failed:\n{text}")
             answers.append(value)
         return answers
 
@@ -141,8 +170,8 @@ def _serve(
         seed_everything(seed)
         task = make_task()
         task.join_learners(collective)
-    except BaseException:
-        pipe.send((False, traceback.format_exc()))
+    except BaseException as error:
+        pipe.send((False, _failure(error)))
         return
     pipe.send((True, None))
     while True:
@@ -150,8 +179,41 @@ def _serve(
         if kind == "stop":
             return
         try:
-            answer = task.learn(value) if kind == "learn" else task.algorithm_weights()
-        except BaseException:
-            pipe.send((False, traceback.format_exc()))
+            answer = _answer(task, address.rank, kind, value)
+        except BaseException as error:
+            pipe.send((False, _failure(error)))
             continue
         pipe.send((True, answer))
+
+
+def _answer(task: ComputationTask, rank: int, kind: str, value: Any) -> Any:
+    """A learner's answer to one request."""
+    if kind == "learn":
+        return task.learn(value)
+    if kind == "update":
+        costs = task.learn(value)
+        state: Optional[TrainingState] = task.training_state(optimizer=False) if rank == 0 else None
+        return costs, state
+    if kind == "state":
+        return task.training_state()
+    if kind == "set_state":
+        return task.set_training_state(value)
+    if kind == "generator":
+        import paddle
+
+        return paddle.set_rng_state(value, "cpu")
+    if kind == "weights":
+        return task.algorithm_weights()
+    raise ValueError(f"unknown learner request {kind!r}")
+
+
+def _failure(error: BaseException) -> Tuple[Optional[BaseException], str]:
+    """What a learner sends back for ``error``: the exception where it pickles, and its traceback."""
+    import pickle
+
+    text = traceback.format_exc()
+    try:
+        pickle.dumps(error)
+    except Exception:
+        return None, text
+    return error, text

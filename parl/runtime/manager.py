@@ -73,9 +73,11 @@ from parl.runtime import registry
 from parl.runtime.episode_log import DEFAULT_WINDOW, EpisodeLog, EpisodeTotals
 from parl.runtime.old_keywords import with_old_keywords
 from parl.runtime.runner import AgentRunner, Restarts, RunnerContext, play_games
+from parl.runtime.task_learners import TaskLearnerProcesses, learner_builder
 from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import Batching, ComputationWrapper, TrainingSink
+from parl.serving.learner_collective import learner_device
 from parl.serving.self_play import SelfPlay, check_self_play, make_snapshots
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
@@ -105,6 +107,10 @@ class TaskSettings:
         reward_clip: then clipped to [-reward_clip, reward_clip] (None: no clipping).
         max_skipped_updates: updates in a row skipped for a non-finite loss or gradient before the task
             raises (see :class:`~parl.serving.computation_task.ComputationTask`).
+        learners: processes that split each update of the task (1: the task learns itself); the task
+            serves predictions and learns through them (:mod:`parl.runtime.task_learners`).
+        learner_device: where those learners compute: "cpu", "gpu" (one GPU per learner; refused
+            without) or "auto".
     """
 
     algorithm_func: Callable[[], Algorithm]
@@ -114,6 +120,8 @@ class TaskSettings:
     reward_scale: float = 1.0
     reward_clip: Optional[float] = None
     max_skipped_updates: int = DEFAULT_MAX_SKIPPED_UPDATES
+    learners: int = 1
+    learner_device: str = "cpu"
     max_batchsize: InitVar[Optional[int]] = None
     min_batchsize: InitVar[Optional[int]] = None
     max_training_batchsize: InitVar[Optional[int]] = None
@@ -135,12 +143,19 @@ class TaskSettings:
             "TaskSettings",
             3,
         )
+        self.learners = check_int("learners", self.learners, 1)
+        learner_device(self.learner_device, self.learners)  # a bad name, or GPUs asked for and missing
 
     def __getattr__(self, name: str) -> Any:
         if name in _BATCHING_KEYWORDS:  # read as parl 0.1 read them
             deprecated(f"TaskSettings.{name}", f"TaskSettings.batching.{name}", "0.2.0")
             return getattr(self.batching, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def learner_settings(self) -> "TaskSettings":
+        """These settings for one of several learners of the task: the same algorithm, without input
+        normalization, reward transforms (the serving task applies them) or learners of its own."""
+        return TaskSettings(self.algorithm_func, batching=self.batching, max_skipped_updates=self.max_skipped_updates)
 
     def make_task(self, name: str) -> ComputationTask:
         """A ComputationTask built from these settings (the Manager's, or a separate evaluator)."""
@@ -293,6 +308,9 @@ class Manager:
         #: Names of the tasks that share parts (and so locks), one list per linked set.
         self.linked_tasks: List[List[str]] = share_parts(self.tasks, shared or {})
         for name, settings in tasks.items():
+            if settings.learners > 1 and name not in sinks:  # a sink's task does not learn here
+                self._learn_through_processes(name, settings)
+        for name, settings in tasks.items():
             task = self.tasks[name]
             self.wrappers[name] = ComputationWrapper(
                 task,
@@ -333,6 +351,18 @@ class Manager:
         )
         #: The agents that did not stop at the last :meth:`stop` (what it returned).
         self.not_stopped: List[StuckAgent] = []
+
+    def _learn_through_processes(self, name: str, settings: TaskSettings) -> None:
+        """Task ``name`` learns through ``settings.learners`` processes (started at its first update)."""
+        if any(name in linked for linked in self.linked_tasks):
+            raise ValueError(
+                f"task {name!r}: learners {settings.learners} cannot learn parts shared with other tasks; "
+                "use learners: 1 or no shared parts"
+            )
+        learners = TaskLearnerProcesses(
+            learner_builder(settings.learner_settings(), name), count=settings.learners, device=settings.learner_device
+        )
+        self.tasks[name].learn_through(learners)
 
     @property
     def runner(self) -> AgentRunner:
@@ -576,7 +606,11 @@ class Manager:
         self._runner.wake()
         for wrapper in self.wrappers.values():
             wrapper.stop(timeout=max(0.0, deadline - time.monotonic()))
-        alive = self._runner.stop(deadline)
+        try:
+            alive = self._runner.stop(deadline)
+        finally:
+            for task in self.tasks.values():  # after the wrappers: no update is under way
+                task.stop_learners()
         wrappers = [w.task.name for w in self.wrappers.values() if w.alive]
         if self._watchdog is not None:
             self._watchdog.join(max(0.0, deadline - time.monotonic()))

@@ -58,6 +58,7 @@ from parl.serving.checkpoint_format import (
 )
 from parl.serving.learner_collective import LearnerCollective, batch_share, sum_step
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES, SkippedUpdates
+from parl.serving.training_state import TaskLearners, TrainingState
 from parl.serving.transforms import InputNormalizer, RewardTransform
 
 ArrayDict = Dict[str, np.ndarray]
@@ -147,6 +148,8 @@ class ComputationTask:
         #: While a batch split by the task is learned: (its first row in the whole batch, the whole's
         #: rows, this share's fraction of them).
         self._batch_share: Optional[Tuple[int, int, float]] = None
+        #: Where this task's updates run (:meth:`learn_through`); None: here.
+        self._remote: Optional[TaskLearners] = None
 
     def _make_normalizer(
         self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
@@ -327,6 +330,84 @@ class ComputationTask:
         if self.algorithm.shares_rows_itself:
             self.algorithm.row_share = collective.share
 
+    def learn_through(self, learners: TaskLearners) -> None:
+        """Learn through ``learners`` from now on (see :mod:`parl.serving.training_state`): each batch
+        is normalized and reward-transformed here, learned there, and the weights, algorithm state and
+        update count after it are taken back under the weights lock, as an update here writes them.
+        The learners start at the first update from this task's weights, algorithm and optimizer
+        state (a checkpoint loaded before included) and this process's CPU random generator, so
+        they draw what this task would have drawn; :meth:`stop_learners` stops them.
+
+        Raises:
+            ValueError: ``learners`` is not a TaskLearners, or this task is itself one of several learners.
+        """
+        needed = ("start", "update", "training_state", "set_training_state", "close")
+        if not all(callable(getattr(learners, name, None)) for name in needed):
+            raise ValueError(f"task {self.name!r}: expected TaskLearners, got {learners!r}")
+        if self._learners is not None:
+            raise ValueError(f"task {self.name!r} is one of several learners; it cannot learn through others")
+        self._remote = learners
+
+    def stop_learners(self, timeout: float = 10.0) -> None:
+        """Stop the learners of :meth:`learn_through`, keeping their last state (optimizer included) for
+        :meth:`save` and a later start; nothing without them. Their last state is lost when an update
+        still holds the task ``timeout`` seconds on, or a learner failed."""
+        remote = self._remote
+        if remote is None or not remote.running:
+            return
+        try:
+            if self._learn_lock.acquire(timeout=timeout):
+                try:
+                    state = remote.training_state()
+                    with self._weights_lock:
+                        self._adopt(state)
+                finally:
+                    self._learn_lock.release()
+        finally:
+            remote.close()
+
+    def training_state(self, *, optimizer: bool = True) -> TrainingState:
+        """What this task's updates change (:class:`~parl.serving.training_state.TrainingState`);
+        ``optimizer``: with the optimizer's state (a restored one not yet applied included)."""
+        self.build_layers()
+        with self._weights_lock:
+            return self._training_state(optimizer)
+
+    def _training_state(self, optimizer: bool) -> TrainingState:
+        """:meth:`training_state`, under the weights lock."""
+        optimizer_state = self._optimizer_state() if optimizer else None
+        return TrainingState(
+            self._algorithm_weights(), self.algorithm.state(), self.update_steps, self._skips.total, optimizer_state
+        )
+
+    def set_training_state(self, state: TrainingState) -> None:
+        """Take ``state`` from :meth:`training_state` (of a task built alike); its optimizer state,
+        when it has one, replaces this task's.
+
+        Raises:
+            ValueError: weights of other models, or an algorithm state the algorithm refuses.
+        """
+        self.build_layers()
+        with self._weights_lock:
+            self._adopt(state)
+
+    def _adopt(self, state: TrainingState) -> None:
+        self._set_algorithm_weights(state.weights)
+        self.algorithm.set_state(state.algorithm_state)
+        self.update_steps = state.update_steps
+        self._skips.total = state.skipped_updates
+        if state.optimizer is not None:
+            self._restore_optimizer(state.optimizer)
+
+    def _learn_remotely(self, remote: TaskLearners, batch: Transition[np.ndarray]) -> Costs:
+        with self._learn_lock:
+            if not remote.running:
+                remote.start(self.training_state(), paddle.get_rng_state("cpu"))
+            costs, state = remote.update(batch)
+            with self._weights_lock:
+                self._adopt(state)
+            return costs
+
     def learn(self, batch: Transition[np.ndarray]) -> Costs:
         """Optimizer steps on ``batch``, a :class:`~parl.core.batch.Transition` of numpy arrays; returns
         the named costs.
@@ -363,6 +444,8 @@ class ComputationTask:
                 )
         if not self.reward_transform.identity:
             batch = batch._replace(rewards=self.reward_transform(batch.rewards))
+        if self._remote is not None:
+            return self._learn_remotely(self._remote, batch)
         if self._learners is not None and not self.algorithm.shares_rows_itself:
             total = batch.batch_size
             batch, first, end = batch_share(batch, self._learners.share)
@@ -502,13 +585,15 @@ class ComputationTask:
             ValueError: the algorithm's state is not JSON scalars and numpy arrays.
             OSError: a file could not be written.
         """
-        with self._learn_lock, self._weights_lock:
-            optimizer: Optional[dict]
-            if self._optimizer is not None:
-                optimizer = to_structural(self._optimizer.state_dict(), self.algorithm)
-            else:
-                optimizer = self._pending_optimizer_state
-            metadata, sections = task_contents(self._checkpoint_target(), self.update_steps, optimizer)
+        with self._learn_lock:
+            if self._remote is not None and self._remote.running:  # the learners own the optimizer state
+                state = self._remote.training_state()
+                with self._weights_lock:
+                    self._adopt(state)
+            with self._weights_lock:
+                metadata, sections = task_contents(
+                    self._checkpoint_target(), self.update_steps, self._optimizer_state()
+                )
         write_task_checkpoint(path, metadata, sections)
 
     def load(self, path: str) -> None:
@@ -570,12 +655,23 @@ class ComputationTask:
             if self.normalizer is not None:
                 self.normalizer.set_state_dict(checkpoint.sections["normalizer"])
             if checkpoint.metadata["has_optimizer"]:
-                optimizer = checkpoint.sections["optimizer"]
-                if self._optimizer is None:
-                    self._pending_optimizer_state = optimizer
-                else:
-                    self._optimizer.set_state_dict(from_structural(optimizer, self.algorithm))
-                    self._pending_optimizer_state = None
+                self._restore_optimizer(checkpoint.sections["optimizer"])
+            if self._remote is not None and self._remote.running:
+                self._remote.set_training_state(self._training_state(optimizer=True))
+
+    def _optimizer_state(self) -> Optional[Dict[str, Any]]:
+        """The optimizer's state keyed by structure; a restored one not yet applied; None before either."""
+        if self._optimizer is not None:
+            return to_structural(self._optimizer.state_dict(), self.algorithm)
+        return self._pending_optimizer_state
+
+    def _restore_optimizer(self, state: Dict[str, Any]) -> None:
+        """Take ``state`` (keyed by structure) now, or when the optimizer is made at the first update."""
+        if self._optimizer is None:
+            self._pending_optimizer_state = state
+        else:
+            self._optimizer.set_state_dict(from_structural(state, self.algorithm))
+            self._pending_optimizer_state = None
 
     def _checkpoint_target(self) -> CheckpointTarget:
         """This task as the checkpoint format writes and checks it (read under the task's locks)."""

@@ -46,6 +46,8 @@ def task_settings(config: RobotConfig, name: str) -> parl.TaskSettings:
         reward_scale=transforms.reward_scale,
         reward_clip=transforms.reward_clip,
         max_skipped_updates=task.max_skipped_updates,
+        learners=task.learners,
+        learner_device=task.learner_device,
     )
 
 

@@ -66,6 +66,7 @@ from parl.experiment.config.self_play_config import SelfPlayConfig, check_self_p
 from parl.experiment.config.task_spaces import spaces_by_task
 from parl.experiment.config.yaml_loading import parse_value, read_config_file
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
+from parl.serving.learner_collective import LEARNER_DEVICES, learner_device
 from parl.serving.shared_parts import share_parts
 from parl.validation import ParameterError
 
@@ -79,8 +80,10 @@ _AGENT_SEED = "each agent is given seed=<seed * 1000 + its index>; set the top-l
 _TASK_DEFAULTS: Dict[str, Any] = {f.name: f.default for f in fields(parl.TaskSettings)}
 if TYPE_CHECKING:  # mypy takes only literal values in Literal[...]; pydantic reads the tuples
     ThreadPlacement = str
+    LearnerDevice = str
 else:
     ThreadPlacement = Literal[affinity.PLACEMENTS]
+    LearnerDevice = Literal[LEARNER_DEVICES]
 _TASK_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")  # task names: file names and metric tags
 _RUN_NAME = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
 
@@ -257,7 +260,14 @@ class TaskConfig(_Section):
     batching: BatchingConfig = Field(default_factory=BatchingConfig)
     transforms: TransformsConfig = Field(default_factory=TransformsConfig)
     max_skipped_updates: PositiveInt = _TASK_DEFAULTS["max_skipped_updates"]
+    learners: PositiveInt = _TASK_DEFAULTS["learners"]
+    learner_device: LearnerDevice = _TASK_DEFAULTS["learner_device"]
     _model_sizes: Dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _learner_gpus(self) -> "TaskConfig":
+        learner_device(self.learner_device, self.learners)  # GPUs asked for and missing: one line
+        return self
 
     @property
     def model_sizes(self) -> Dict[str, Any]:
