@@ -186,6 +186,18 @@ class AgentHelper(abc.ABC):
         (:data:`~parl.core.costs.Costs`), or None."""
         raise NotImplementedError
 
+    def hand_over(self) -> None:
+        """Send what :meth:`learn` would send now without waiting for its update, where this helper can;
+        :meth:`wait_for_updates` then waits. An agent with several helpers of one task (one per agent of a
+        multi-agent environment) hands all of them over before waiting, so their segments of one step
+        join one update. By default :meth:`learn` now, its costs kept for :meth:`wait_for_updates`."""
+        self.__dict__["_handed_costs"] = self.learn()
+
+    def wait_for_updates(self) -> Optional[Costs]:
+        """Wait for the updates of what :meth:`hand_over` sent; returns the costs of the last one (None:
+        none was sent)."""
+        return self.__dict__.pop("_handed_costs", None)
+
     def abandon_episode(self) -> None:
         """Drop what is kept of the episode under way, which ended without its last step (its agent
         failed and is restarted): nothing of it may join the next episode's steps. Nothing to do

@@ -105,11 +105,9 @@ class OnPolicyHelper(AgentHelper):
         """Send the cached segment when it is full or its episode is over: waits for its update and
         returns its costs, or, with ``max_in_flight``, hands it over and returns the costs of the
         last update finished meanwhile (None when none finished or nothing was sent)."""
-        if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
+        segment = self._due_segment()
+        if segment is None:
             return None
-        cache, self._cache = self._cache, []
-        versions, self._versions = self._versions, []
-        segment = _stack_segment(cache, versions)
         if not self.max_in_flight:
             return self.communicator.learn(segment)
         comm = self.communicator
@@ -117,6 +115,33 @@ class OnPolicyHelper(AgentHelper):
         while comm.batches_in_flight() >= self.max_in_flight:
             finished += comm.take_costs(wait=True)  # the bound: wait for the oldest
         comm.put_batch(segment)
+        return finished[-1] if finished else None
+
+    def _due_segment(self) -> Optional[Transition[np.ndarray]]:
+        """The cached segment, taken out, when it is full or its episode is over; else None."""
+        if not self._cache or (len(self._cache) < self.sample_interval and not self._episode_over):
+            return None
+        cache, self._cache = self._cache, []
+        versions, self._versions = self._versions, []
+        return _stack_segment(cache, versions)
+
+    def hand_over(self) -> None:
+        """Hand the cached segment over when :meth:`learn` would send it, without waiting for its update
+        (with ``max_in_flight``: :meth:`learn`, which never waits beyond its bound)."""
+        if self.max_in_flight:
+            super().hand_over()
+            return
+        segment = self._due_segment()
+        if segment is not None:
+            self.communicator.put_batch(segment)
+
+    def wait_for_updates(self) -> Optional[Costs]:
+        """Wait for the updates of the segments :meth:`hand_over` sent; the costs of the last one (None: none)."""
+        if self.max_in_flight:
+            return super().wait_for_updates()
+        comm, finished = self.communicator, []
+        while comm.batches_in_flight():
+            finished += comm.take_costs(wait=True)
         return finished[-1] if finished else None
 
     def finish(self) -> None:

@@ -136,9 +136,9 @@ class PettingZooAgent(EnvStepsAgent):
         states: ArrayDict,
         next_states: ArrayDict,
     ) -> None:
-        helper = self.helpers[agent_id]
-        helper.store_data(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
-        helper.learn()
+        self.helpers[agent_id].store_data(
+            inputs, actions, reward, next_inputs, terminated, truncated, states, next_states
+        )
 
     def _play_parallel(self, returns: Dict[str, float]) -> int:
         observations, _ = self.reset_env()
@@ -181,6 +181,12 @@ class PettingZooAgent(EnvStepsAgent):
                     del inputs[agent_id], states[agent_id]
                 else:
                     inputs[agent_id], states[agent_id] = next_inputs, next_states[agent_id]
+            # Every agent's segment of this step is sent before any is waited for, so they join one update
+            # (acted with the same weights) and the next step acts with the weights that learned them.
+            for agent_id in acting:
+                self.helpers[agent_id].hand_over()
+            for agent_id in acting:
+                self.helpers[agent_id].wait_for_updates()
         return steps
 
     def _play_turns(self, returns: Dict[str, float]) -> int:
@@ -206,6 +212,7 @@ class PettingZooAgent(EnvStepsAgent):
                     old_states,
                     next_states,
                 )
+                self.helpers[agent_id].learn()  # a turn ends one agent's transition: its helper learns alone
             if terminated or truncated:
                 self.env.step(None)
                 continue
