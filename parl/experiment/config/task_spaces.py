@@ -130,9 +130,10 @@ def spaces_by_task(
                     f"spaces ({describe_space(spaces[first][0])} vs {describe_space(spaces[other][0])}, "
                     f"{describe_space(spaces[first][1])} vs {describe_space(spaces[other][1])})"
                 )
-        sized = TaskSpaces.from_spaces(f"{name} agent {first}", *spaces[first])
-        sized.state_dim = state_dim
-        out[task] = sized
+        sized = EnvSpaces.from_spaces(f"{name} agent {first}", *spaces[first])
+        out[task] = TaskSpaces(
+            sized.name, sized.observation_space, sized.action_space, sized.sizes, sized.unavailable, state_dim
+        )
     return out
 
 
