@@ -37,6 +37,8 @@ LAUNCHERS = (
     "ddpg_pendulum",
     "td3_pendulum",
     "sac_pendulum",
+    "ppo_simple_spread",
+    "mappo_simple_spread",
 )
 #: Configs with the same robot as another's but one value, run by that one's launcher with --config.
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
@@ -44,7 +46,7 @@ VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
 #: Atari (docs/atari.md), MinAtar and MuJoCo (docs/mujoco.md); tests/test_workloads.py runs them.
 NO_LAUNCHER = ("dqn_atari", "ppo_atari", "dqn_minatar", "sac_mujoco", "td3_mujoco", "ppo_halfcheetah", "ppo_hopper")
 #: The on-policy robots whose every update joins one segment of each agent: batching sized by `agents`.
-SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander")
+SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander", "ppo_simple_spread", "mappo_simple_spread")
 RESULT_KEYS = {"seed", "env_steps", "episodes", "updates", "stop_reason", "reached", "best_eval", "final_eval"}
 #: A run of a few hundred env steps: one-episode evaluations and final evaluation.
 TINY = ["--max-steps", "300", "--seed", "1", "-o", "evaluation.episodes=1", "-o", "evaluation.final_episodes=1"]
