@@ -26,12 +26,13 @@ from parl.experiment.train.trainer import Trainer
 CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 
 #: The published return on MPE Spread (Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep
-#: Reinforcement Learning Algorithms in Cooperative Tasks", NeurIPS Datasets and Benchmarks, Table 3,
-#: maximum returns with parameter sharing): IPPO -133.86, MAPPO -133.54, after 2M env steps, as the sum
-#: of the three agents' rewards, each holding the shared coverage term (-sum of each landmark's distance
-#: to its nearest agent). mpe2 gives each agent half of that term (local_ratio 0.5) plus half of its own
-#: collision penalty, so our mean agent return is that sum / 3 / 2.
-REFERENCE = {"ppo": -133.86 / 6, "mappo": -133.54 / 6}
+#: Reinforcement Learning Algorithms in Cooperative Tasks", NeurIPS Datasets and Benchmarks, the table of
+#: maximum returns with parameter sharing, greedy evaluation): IPPO -133.86, MAPPO -133.54, after 2M env steps. That
+#: return sums the three agents' rewards, and in the MPE it used every agent's reward is the sum of all
+#: three agents' own rewards (coverage - own collisions, ``shared_reward``): 9 x coverage - 3 x
+#: collisions per episode. mpe2's agent reward is 0.5 x coverage - 0.5 x own collisions (local_ratio
+#: 0.5), so our mean agent return is the published return / 18.
+REFERENCE = {"ppo": -133.86 / 18, "mappo": -133.54 / 18}
 REFERENCE_STEPS = 2_000_000
 
 
