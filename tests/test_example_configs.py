@@ -38,6 +38,8 @@ LAUNCHERS = (
     "td3_pendulum",
     "sac_pendulum",
     "ppo_tictactoe_selfplay",
+    "ppo_simple_spread",
+    "mappo_simple_spread",
 )
 #: Configs with the same robot as another's but one value, run by that one's launcher with --config.
 VARIANTS = {"a2c_po_cartpole_mlp": "a2c_po_cartpole"}
@@ -57,7 +59,7 @@ NO_LAUNCHER = (
     "ppo_hopper",
 )
 #: The on-policy robots whose every update joins one segment of each agent: batching sized by `agents`.
-SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander")
+SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander", "ppo_simple_spread", "mappo_simple_spread")
 RESULT_KEYS = {"seed", "env_steps", "episodes", "updates", "stop_reason", "reached", "best_eval", "final_eval"}
 #: A run of a few hundred env steps: one-episode evaluations and final evaluation.
 TINY = ["--max-steps", "300", "--seed", "1", "-o", "evaluation.episodes=1", "-o", "evaluation.final_episodes=1"]

@@ -2,6 +2,7 @@
 
 from parl.models.actor_critic import ActorCriticModel, LSTMActorCritic, MLPActorCritic, MultiInputActorCritic
 from parl.models.atari_q_model import AtariQModel, MinAtarQModel
+from parl.models.central_critic import CentralCriticActorCritic
 from parl.models.continuous import (
     DeterministicActorCritic,
     GaussianActorCritic,
@@ -17,6 +18,7 @@ __all__ = [
     "ActorCriticModel",
     "AtariActorCritic",
     "AtariQModel",
+    "CentralCriticActorCritic",
     "DeterministicActorCritic",
     "GaussianActorCritic",
     "InputEncoder",

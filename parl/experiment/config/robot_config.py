@@ -59,11 +59,11 @@ from parl import affinity
 from parl.experiment.config import class_spec
 from parl.experiment.config.callbacks import Callback
 from parl.experiment.config.class_spec import ClassSpec, ConfigError, Spec, build_checked, one_line, resolve_spec
-from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces
+from parl.experiment.config.env_spaces import EnvSpaces
 from parl.experiment.config.evaluation_start import EvaluationStart
 from parl.experiment.config.placement_config import PlacementConfig, fold_old_keys, is_old_section
 from parl.experiment.config.self_play_config import SelfPlayConfig, check_self_play_config
-from parl.experiment.config.task_spaces import spaces_by_task
+from parl.experiment.config.task_spaces import TASK_SIZE_KEYS, spaces_by_task
 from parl.experiment.config.yaml_loading import parse_value, read_config_file
 from parl.runtime.manager import DEFAULT_STALL_SECONDS
 from parl.serving.learner_collective import LEARNER_DEVICES, learner_device
@@ -254,7 +254,7 @@ class TaskConfig(_Section):
     """``tasks.<name>``: one ComputationTask (``algorithm`` built as ``cls(model_func, **kwargs)``), and the
     ``helper`` each agent uses for it (given ``seed=<agent seed>`` when it takes one the config does not set)."""
 
-    model: Annotated[ClassSpec, Spec(base=parl.Model, supplied=SIZE_KEYS)]
+    model: Annotated[ClassSpec, Spec(base=parl.Model, supplied=TASK_SIZE_KEYS)]
     algorithm: Annotated[ClassSpec, Spec(base=parl.Algorithm, filled=("model_func",))]
     helper: Annotated[ClassSpec, Spec(base=parl.AgentHelper)]
     batching: BatchingConfig = Field(default_factory=BatchingConfig)

@@ -1,0 +1,85 @@
+"""Shared PPO and MAPPO on MPE simple_spread (3 agents, 25-step episodes), beside a published figure.
+
+    .venv/bin/python benchmarks/simple_spread.py                              # both configs, seeds 0 1 2
+    .venv/bin/python benchmarks/simple_spread.py --configs mappo --seeds 0 --steps 20000
+
+Each row trains examples/configs/<config>_simple_spread.yaml with the Trainer for ``--steps`` env steps
+(one env step: all three agents act) and reports the final evaluation: the greedy policy's mean agent
+return per episode (our ``reward``: the mean over the three agents of each one's own return) over the
+config's final episodes on fresh seeds, of the best evaluated policy of the run.
+
+The reference is the IPPO and MAPPO return on MPE Spread of Papoudakis et al. (2021), converted to our
+measure (see ``REFERENCE``); docs/multiagent.md records a run and the conversion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from parl.experiment.config.robot_config import load_config
+from parl.experiment.train.trainer import Trainer
+
+CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
+
+#: The published return on MPE Spread (Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep
+#: Reinforcement Learning Algorithms in Cooperative Tasks", NeurIPS Datasets and Benchmarks, the table of
+#: maximum returns with parameter sharing, greedy evaluation): IPPO -133.86, MAPPO -133.54, after 2M env steps. That
+#: return sums the three agents' rewards, and in the MPE it used every agent's reward is the sum of all
+#: three agents' own rewards (coverage - own collisions, ``shared_reward``): 9 x coverage - 3 x
+#: collisions per episode. mpe2's agent reward is 0.5 x coverage - 0.5 x own collisions (local_ratio
+#: 0.5), so our mean agent return is the published return / 18.
+REFERENCE = {"ppo": -133.86 / 18, "mappo": -133.54 / 18}
+REFERENCE_STEPS = 2_000_000
+
+
+def run(config: str, seed: int, steps: int) -> Dict[str, float]:
+    """Train ``config`` (``ppo`` or ``mappo``) with ``seed`` for ``steps`` env steps: its final evaluation,
+    env steps and wall seconds."""
+    with tempfile.TemporaryDirectory() as log_dir:
+        overrides = [f"seed={seed}", f"train.max_env_steps={steps}", f"log_dir={log_dir}"]
+        robot = load_config(CONFIGS / f"{config}_simple_spread.yaml", overrides)
+        start = time.perf_counter()
+        result = Trainer(robot, progress=False).run()
+        seconds = time.perf_counter() - start
+    if result["error"] is not None:
+        raise RuntimeError(f"{config} seed {seed}: {result['error']}")
+    return {"final_eval": float(result["final_eval"]), "env_steps": float(result["env_steps"]), "seconds": seconds}
+
+
+def table(config: str, seeds: List[int], steps: int) -> List[str]:
+    """The rows of ``config`` over ``seeds``, printed as each ends, and a summary line."""
+    reference = REFERENCE[config]
+    lines = []
+    reached = 0
+    for seed in seeds:
+        row = run(config, seed, steps)
+        reached += row["final_eval"] >= reference
+        line = (
+            f"| {config} | {seed} | {row['final_eval']:.1f} | {int(row['env_steps'])} | {row['seconds']:.0f} "
+            f"| {reference:.1f} ({REFERENCE_STEPS // 1_000_000}M steps) |"
+        )
+        print(line, flush=True)
+        lines.append(line)
+    summary = f"{config}: reached the published figure on {reached}/{len(seeds)} seeds"
+    print(summary, flush=True)
+    return [*lines, summary]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", choices=sorted(REFERENCE), default=["ppo", "mappo"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=30_000, help="env steps per run")
+    args = parser.parse_args()
+    print("| config | seed | final greedy eval, mean agent return | env steps | wall s | published |")
+    print("|---|---|---|---|---|---|")
+    for config in args.configs:
+        table(config, args.seeds, args.steps)
+
+
+if __name__ == "__main__":
+    main()
