@@ -263,6 +263,7 @@ class TaskConfig(_Section):
     learners: PositiveInt = _TASK_DEFAULTS["learners"]
     learner_device: LearnerDevice = _TASK_DEFAULTS["learner_device"]
     _model_sizes: Dict[str, Any] = PrivateAttr(default_factory=dict)
+    _stated_batching: Any = PrivateAttr(None)  # ``batching`` as stated, before the word ``agents`` is resolved
 
     @model_validator(mode="after")
     def _learner_gpus(self) -> "TaskConfig":
@@ -459,6 +460,7 @@ class RobotConfig(_Section):
     @model_validator(mode="after")
     def _agent_batches(self) -> "RobotConfig":
         for name, task in self.tasks.items():
+            task._stated_batching = task.batching
             task.batching = task.batching.resolved(self.agents, f"tasks.{name}.batching")
         return self
 
@@ -522,6 +524,9 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
     )
     for name, task in config.tasks.items():
         task._model_sizes = spaces[name].model_sizes(task.model)
+        senders = getattr(spaces[name], "senders", 1)
+        if senders > 1:  # the word agents: every helper that sends at once, each env copy's agents on the task
+            task.batching = task._stated_batching.resolved(config.agents * senders, f"tasks.{name}.batching")
     _check_by_building(config, spaces)
     return config
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from parl.experiment.config.class_spec import ClassSpec, ConfigError, one_line
 from parl.experiment.config.env_spaces import SIZE_KEYS, EnvSpaces, close_env, made_env, required_keywords
-from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, observation_space_of
+from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based, observation_space_of
 from parl.multiagent.mapping import PolicyMapping
 from parl.utils.spaces import describe_space, observation_sizes
 
@@ -38,9 +38,13 @@ class TaskSpaces(EnvSpaces):
 
     Attributes:
         state_dim: the length of ``env.state()`` (None: the environment declares no 1-D ``state_space``).
+        senders: the task's helpers in one environment copy that send the segments of one step together (the
+            agents of a Parallel environment on this task; 1 in a turn-based one, whose agents act in turn):
+            what the batching word ``agents`` counts per environment copy.
     """
 
     state_dim: Optional[int] = None
+    senders: int = 1
 
     def model_sizes(self, spec: ClassSpec) -> Dict[str, int]:
         """As :meth:`EnvSpaces.model_sizes`, and ``state_dim`` where the class takes it and the config leaves
@@ -102,6 +106,7 @@ def spaces_by_task(
         ids = env_agent_ids(instance)
         spaces = {i: (observation_space_of(instance, i), action_space_of(instance, i)) for i in ids}
         state_dim = state_dim_of(instance)
+        turn_based = is_turn_based(instance)
     except ValueError as exc:
         raise ConfigError(f"{key_path}: {one_line(exc)}") from exc
     finally:
@@ -133,7 +138,13 @@ def spaces_by_task(
                 )
         sized = EnvSpaces.from_spaces(f"{name} agent {first}", *spaces[first])
         out[task] = TaskSpaces(
-            sized.name, sized.observation_space, sized.action_space, sized.sizes, sized.unavailable, state_dim
+            sized.name,
+            sized.observation_space,
+            sized.action_space,
+            sized.sizes,
+            sized.unavailable,
+            state_dim,
+            senders=1 if turn_based else len(members),
         )
     return out
 
