@@ -4,7 +4,9 @@
 
 Each run is ``parl train`` of ``examples/configs/<algorithm>_cartpole.yaml`` in a process of its own,
 with ``seed`` set and placement ``processes`` with ``--workers`` worker processes (PPO's config too,
-so every algorithm's agents run alike), one after the other. ``parl train`` stops at the first
+so every algorithm's agents run alike), one after the other: PPO synchronous, IMPALA and APPO
+asynchronous (agents hand their segments over and act on, one segment in flight each;
+``placement.asynchronous``, ``placement.segments_in_flight``). ``parl train`` stops at the first
 greedy evaluation of mean >= 475 and evaluates that policy again on fresh seeds ("final eval").
 The table gives each run's env steps and wall time to that point (result.json), and per algorithm
 the median env steps and its ratio to PPO's.
@@ -57,7 +59,11 @@ def train(algorithm: str, seed: int, workers: int, log_dir: Path) -> Run:
     """One ``parl train`` run of ``algorithm``'s CartPole config."""
     config = ROOT / "examples" / "configs" / f"{algorithm}_cartpole.yaml"
     command = [sys.executable, str(ROOT / "parl_cli.py"), "train", str(config), "--quiet"]
-    for override in (f"seed={seed}", f"log_dir={log_dir}", "placement=processes", f"placement.workers={workers}"):
+    # PPO is the synchronous baseline; IMPALA and APPO learn without waiting (their configs' asynchronous: true).
+    asynchronous = "false" if algorithm == "ppo" else "true"
+    overrides = (f"seed={seed}", f"log_dir={log_dir}", "placement=processes", f"placement.workers={workers}")
+    inflight = () if algorithm == "ppo" else ("placement.segments_in_flight=1",)
+    for override in (*overrides, f"placement.asynchronous={asynchronous}", *inflight):
         command += ["-o", override]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     start = time.perf_counter()

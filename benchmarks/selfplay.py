@@ -19,11 +19,12 @@ import os
 import subprocess
 import sys
 import time
-from typing import List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import parl
 from parl.experiment.config import load_config
 from parl.experiment.config.build import task_settings
+from parl.multiagent import SeatSwap
 from parl.multiagent.versus import Tally, greedy_player, play_against_random
 
 
@@ -47,6 +48,17 @@ def trained_task(log_dir: str, task: str) -> parl.ComputationTask:
     return out
 
 
+def fixed_seats(make_env: Callable[[], Any]) -> Callable[[], Any]:
+    """``make_env`` without its :class:`~parl.multiagent.SeatSwap` (whose ids trade seats every game),
+    so that a seat stays one seat over the games played against the random player."""
+
+    def make() -> Any:
+        env = make_env()
+        return env.env if isinstance(env, SeatSwap) else env
+
+    return make
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
@@ -64,7 +76,9 @@ def main(argv: List[str]) -> int:
         seconds = train(args.config, seed, args.steps, log_dir)
         player = greedy_player(trained_task(log_dir, args.task))
         for seat, name in ((0, "first"), (1, "second")):
-            tally = play_against_random(config.env.make, player, games=args.games, seat=seat, seed=10_000 * seed + seat)
+            tally = play_against_random(
+                fixed_seats(config.env.make), player, games=args.games, seat=seat, seed=10_000 * seed + seat
+            )
             rows.append((seed, name, tally, seconds))
     print(f"{args.steps} env steps per run, {args.games} games per seat")
     print("| seed | seat | wins | draws | losses | score | train s |")

@@ -32,7 +32,7 @@ from parl.models import MaskedMLPActorCritic
 from parl.multiagent import PettingZooAgent
 from parl.multiagent.versus import greedy_player, play_against_random
 from parl.runtime.ray.broadcast import Broadcaster
-from parl.serving.self_play import OpponentSnapshots
+from parl.serving.self_play import OpponentSnapshots, SnapshotPool
 
 CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
 
@@ -122,6 +122,8 @@ def test_self_play_settings_are_checked() -> None:
         parl.SelfPlay(learner="RL", opponent="opponent", every_updates=0)
     with pytest.raises(ValueError, match="snapshots"):
         parl.SelfPlay(learner="RL", opponent="opponent", snapshots=0)
+    with pytest.raises(ValueError, match="self_play.pool: .* got 'oldest'"):
+        parl.SelfPlay(learner="RL", opponent="opponent", pool="oldest")
     with pytest.raises(ValueError, match="unknown task 'B'"):
         parl.Manager({"RL": settings(), "opponent": settings()}, self_play=[parl.SelfPlay("RL", "B")])
     with pytest.raises(ValueError, match="never learns"):
@@ -148,6 +150,8 @@ def test_config_self_play_block_is_checked() -> None:
         load_config(CONFIG, ["tasks.opponent.helper={class: parl.OnPolicyHelper}"])
     with pytest.raises(ConfigError, match="every_updates"):
         load_config(CONFIG, ["self_play={learner: RL, opponent: RL, every_updates: 0}"])
+    with pytest.raises(ConfigError, match="self_play.pool: .* got 'all'"):
+        load_config(CONFIG, ["self_play.pool=all"])
 
 
 # -- snapshots ----------------------------------------------------------------------------
@@ -168,6 +172,39 @@ def test_refresh_after_k_updates_copies_the_learner() -> None:
     assert weights_equal(learner, opponent) and snapshots.taken == 1
     assert snapshots.metrics() == {"selfplay/opponent/snapshots": 1.0}
     assert opponent.update_steps == 0
+
+
+def test_a_recent_pool_keeps_the_last_snapshots_and_a_history_pool_all_alike() -> None:
+    recent, history = SnapshotPool(3, history=False, seed=0), SnapshotPool(3, history=True, seed=0)
+    for value in range(10):
+        recent.add({"m": {"w": value}})
+    assert len(recent) == 3 and {recent.draw(np.random.default_rng(i))["m"]["w"] for i in range(40)} == {7, 8, 9}
+    kept = np.zeros(10)
+    for seed in range(2000):  # each of 10 snapshots ends in a pool of 3 with probability 0.3
+        history = SnapshotPool(3, history=True, seed=seed)
+        for value in range(10):
+            history.add({"m": {"w": value}})
+        assert len(history) == 3
+        for weights in history._kept:
+            kept[weights["m"]["w"]] += 1
+    assert np.allclose(kept / 2000, 0.3, atol=0.05), kept / 2000
+
+
+def test_a_history_pool_keeps_the_initial_weights_among_the_opponents() -> None:
+    learner, opponent = settings().make_task("RL"), settings().make_task("opponent")
+    snapshots = OpponentSnapshots(
+        parl.SelfPlay("RL", "opponent", every_updates=1, snapshots=50, pool="history"), learner, opponent
+    )
+    initial = learner.algorithm_weights()
+    snapshots.start()
+    met_initial = 0
+    for steps in range(1, 41):
+        learner.set_algorithm_weights({m: {k: v + steps for k, v in ws.items()} for m, ws in initial.items()})
+        learner.update_steps = steps
+        snapshots.after_update()
+        now = opponent.algorithm_weights()
+        met_initial += all(np.array_equal(initial[m][k], now[m][k]) for m in initial for k in initial[m])
+    assert snapshots.taken == 40 and met_initial >= 1  # drawn 1/n of the time at the n-th refresh: ~4 times
 
 
 def test_a_replaced_opponent_is_broadcast() -> None:

@@ -6,8 +6,11 @@
 The opponent task acts like any other (its helpers send predictions, which batch as usual) but learns
 nothing: its helpers must not send training data (:class:`~parl.PredictOnlyHelper`). Every
 ``every_updates`` optimizer steps of the learner (its ``update_steps``), :class:`OpponentSnapshots`
-takes a snapshot of the learner's weights (and input statistics) and sets one of the last
-``snapshots`` taken into the opponent, drawn uniformly (the newest when ``snapshots`` is 1). The
+takes a snapshot of the learner's weights (and input statistics) and sets one snapshot of its pool
+into the opponent, drawn uniformly. The pool (``pool``) is either the last ``snapshots`` taken
+(``"recent"``; the newest when ``snapshots`` is 1) or a uniform sample of at most ``snapshots`` of
+all those taken so far, the initial weights included (``"history"``, kept by reservoir sampling), so
+early, weak players stay among the opponents as the learner grows stronger. The
 snapshot is read under the learner's weights lock and set under the opponent's, so no prediction of
 either task sees half-copied weights; it runs in the learner's training thread, right after the
 update that made it due. The opponent starts as a copy of the learner (snapshot 0).
@@ -18,15 +21,17 @@ Where the opponent's copies act elsewhere (Ray workers), the task's
 
 from __future__ import annotations
 
-import collections
 import threading
 from dataclasses import dataclass
-from typing import Deque, Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 import numpy as np
 
 from parl.serving.computation_task import AlgorithmWeights, ComputationTask
 from parl.validation import check_int
+
+#: The values of :attr:`SelfPlay.pool`.
+POOLS = ("recent", "history")
 
 
 @dataclass(frozen=True)
@@ -37,19 +42,23 @@ class SelfPlay:
         learner: the task that learns.
         opponent: the task that never learns; its weights are the learner's of an earlier update.
         every_updates: learner optimizer steps between two snapshots (>= 1).
-        snapshots: how many of the latest snapshots are kept; each refresh sets one of them, drawn
-            uniformly, into the opponent (1: always the newest).
+        snapshots: how many snapshots the pool keeps; each refresh sets one of them, drawn
+            uniformly, into the opponent.
+        pool: which snapshots are kept: ``"recent"``, the last ``snapshots`` taken (1: always the
+            newest); ``"history"``, a uniform sample of all taken so far (the initial weights, snapshot
+            0, included), at most ``snapshots`` of them.
         seed: seeds the draws.
 
     Raises:
         ValueError: an empty task name, the learner named as its own opponent, ``every_updates`` or
-            ``snapshots`` below 1.
+            ``snapshots`` below 1, a ``pool`` other than ``"recent"`` or ``"history"``.
     """
 
     learner: str
     opponent: str
     every_updates: int = 1
     snapshots: int = 1
+    pool: str = "recent"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -62,6 +71,8 @@ class SelfPlay:
         check_int("self_play.every_updates", self.every_updates, 1)
         check_int("self_play.snapshots", self.snapshots, 1)
         check_int("self_play.seed", self.seed, 0)
+        if self.pool not in POOLS:
+            raise ValueError(f"self_play.pool: expected one of {list(POOLS)}, got {self.pool!r}")
 
 
 def check_self_play(
@@ -99,6 +110,43 @@ def check_self_play(
     return out
 
 
+class SnapshotPool:
+    """At most ``size`` snapshots: the last ``size`` added, or (``history``) a uniform sample of all added.
+
+    With ``history``, the ``n``-th snapshot added (``n`` > ``size``) replaces a kept one, drawn
+    uniformly, with probability ``size / n`` (reservoir sampling), so every snapshot added so far is
+    kept with the same probability.
+    """
+
+    def __init__(self, size: int, history: bool, seed: int) -> None:
+        self.size = size
+        self.history = history
+        self.added = 0
+        self._kept: List[AlgorithmWeights] = []
+        self._rng = np.random.default_rng([seed, 1])
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def add(self, weights: AlgorithmWeights) -> None:
+        """Keep ``weights`` (or, once full, perhaps not, with ``history``)."""
+        self.added += 1
+        if len(self._kept) < self.size:
+            self._kept.append(weights)
+        elif not self.history:
+            self._kept = self._kept[1:] + [weights]
+        else:
+            slot = int(self._rng.integers(self.added))
+            if slot < self.size:
+                self._kept[slot] = weights
+
+    def draw(self, rng: np.random.Generator) -> AlgorithmWeights:
+        """One kept snapshot, drawn uniformly by ``rng`` (the only one without a draw)."""
+        if len(self._kept) == 1:
+            return self._kept[0]
+        return self._kept[int(rng.integers(len(self._kept)))]
+
+
 class OpponentSnapshots:
     """Refreshes ``opponent`` from ``learner`` every ``settings.every_updates`` of the learner's optimizer steps.
 
@@ -116,7 +164,7 @@ class OpponentSnapshots:
         self.opponent = opponent
         #: Snapshots taken so far (the initial copy not counted).
         self.taken = 0
-        self._pool: Deque[AlgorithmWeights] = collections.deque(maxlen=settings.snapshots)
+        self._pool = SnapshotPool(settings.snapshots, settings.pool == "history", settings.seed)
         self._rng = np.random.default_rng(settings.seed)
         self._lock = threading.Lock()
         self._next_at = settings.every_updates
@@ -149,9 +197,8 @@ class OpponentSnapshots:
             self._take()
 
     def _take(self) -> None:
-        self._pool.append(self.learner.algorithm_weights())
-        pick = 0 if len(self._pool) == 1 else int(self._rng.integers(len(self._pool)))
-        self.opponent.set_algorithm_weights(self._pool[pick])
+        self._pool.add(self.learner.algorithm_weights())
+        self.opponent.set_algorithm_weights(self._pool.draw(self._rng))
         self.taken += 1
 
     def metrics(self) -> Dict[str, float]:

@@ -3,9 +3,10 @@
     self_play: {learner: RL, opponent: opponent, every_updates: 20, snapshots: 5}
 
 It becomes :class:`parl.SelfPlay` (:mod:`parl.serving.self_play`). The config is checked where it is
-loaded: both tasks exist, they differ, ``every_updates`` and ``snapshots`` are at least 1, and the
-opponent's ``helper`` never learns (:class:`parl.PredictOnlyHelper`); a problem is one line naming
-the key (``self_play.opponent: unknown task 'B'; tasks are ['A', 'RL']``).
+loaded: both tasks exist, they differ, ``every_updates`` and ``snapshots`` are at least 1, ``pool``
+is ``recent`` or ``history``, and the opponent's ``helper`` never learns
+(:class:`parl.PredictOnlyHelper`); a problem is one line naming the key
+(``self_play.opponent: unknown task 'B'; tasks are ['A', 'RL']``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class SelfPlayConfig(BaseModel):
     opponent: str
     every_updates: PositiveInt = 1
     snapshots: PositiveInt = 1
+    pool: str = "recent"
 
     def settings(self, seed: int) -> parl.SelfPlay:
         """The :class:`parl.SelfPlay` of this block, its draws seeded by ``seed``."""
@@ -36,6 +38,7 @@ class SelfPlayConfig(BaseModel):
             opponent=self.opponent,
             every_updates=self.every_updates,
             snapshots=self.snapshots,
+            pool=self.pool,
             seed=seed,
         )
 
