@@ -21,9 +21,9 @@ Once every agent has stepped and ``--warmup`` seconds more have passed, the agen
   side by side), on ``--nodes`` nodes. Efficiency at N = throughput(N) / (N x throughput(1));
   targets: >= 0.9 at N = 2 and >= 0.8 at N = 4. With ``--learners asynchronous`` the APPO robot
   (``--asynchronous-config``, examples/configs/appo_cartpole.yaml) runs with ``placement.asynchronous:
-  true``: each agent hands its segment over and acts on, and every update takes the segments that
-  have arrived (``min_batchsize: 1``, ``training_timeout: 0.01``); targets >= 0.95 at N = 2 and
-  >= 0.9 at N = 4.
+  true``: each agent hands its segment over and acts on (two in flight at most), and every update
+  takes the segments that have arrived (at least 4, or those of 50 ms); targets >= 0.95 at N = 2
+  and >= 0.9 at N = 4.
 - ``cpu``: CartPole-v1, ``--cpu-agents`` agents (default 8) per worker in cooperative workers, on 1
   and 2 nodes, and the agents of one worker placed in this process (placement ``cooperative``, no
   Ray): 2 workers against 1 (target >= 1.6x) and 1 worker against in-process (target >= 0.8).
@@ -69,8 +69,10 @@ SLEEP_SECONDS = 0.005
 START_TIMEOUT = 120.0
 #: Overrides of every point: nothing is written, the synchronous batching of the config kept.
 COMMON = ["log_dir=/tmp/parl-ray-scaling", "stall_seconds=null"]
-#: Overrides of the asynchronous learner's points: every update takes the segments that have arrived.
-ASYNCHRONOUS_BATCHING = ["tasks.RL.batching.min_batchsize=1", "tasks.RL.batching.training_timeout=0.01"]
+#: Overrides of the asynchronous learner's points: two segments in flight per agent, so an agent never waits
+#: for the update of its last one; the batching is the APPO config's (an update takes at least 4 segments, or
+#: what came within 50 ms of the first).
+ASYNCHRONOUS_BATCHING = ["placement.segments_in_flight=2"]
 
 
 @dataclass(frozen=True)
