@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from parl.core.agent_helper import AgentHelper
 from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based, observation_space_of
 from parl.multiagent.mapping import MappingSource, PolicyMapping
 from parl.utils.env_steps import EnvStepsAgent
@@ -141,6 +142,13 @@ class PettingZooAgent(EnvStepsAgent):
         )
 
     def _play_parallel(self, returns: Dict[str, float]) -> int:
+        # The hooks a subclass did not override are called straight (this loop runs every agent's every step).
+        helpers, to_env_action = self.helpers, self.to_env_action
+        mapped = type(self).observation_inputs is PettingZooAgent.observation_inputs and self.global_state is None
+        to_inputs = self._to_inputs if mapped else None
+        own_act = type(self).act is not PettingZooAgent.act
+        # Helpers that hand over and wait in two calls; the others learn in one (AgentHelper's defaults).
+        two_phase = {key for key, helper in helpers.items() if type(helper).hand_over is not AgentHelper.hand_over}
         observations, _ = self.reset_env()
         inputs: Dict[str, ArrayDict] = {}
         states: Dict[str, ArrayDict] = {}
@@ -151,9 +159,14 @@ class PettingZooAgent(EnvStepsAgent):
             for agent_id in acting:
                 if agent_id not in inputs:  # at the start, or entered mid-episode
                     inputs[agent_id] = self._inputs(agent_id, observations[agent_id])
-                    states[agent_id] = self.helpers[agent_id].initial_states()
-                actions[agent_id], next_states[agent_id] = self.act(agent_id, inputs[agent_id], states[agent_id])
-            env_actions = {agent_id: self.to_env_action[agent_id](actions[agent_id]) for agent_id in acting}
+                    states[agent_id] = helpers[agent_id].initial_states()
+                if own_act:
+                    actions[agent_id], next_states[agent_id] = self.act(agent_id, inputs[agent_id], states[agent_id])
+                else:
+                    actions[agent_id], next_states[agent_id] = helpers[agent_id].predict(
+                        inputs[agent_id], states[agent_id]
+                    )
+            env_actions = {agent_id: to_env_action[agent_id](actions[agent_id]) for agent_id in acting}
             observations, rewards, terminations, truncations, _ = self.env.step(env_actions)
             steps += 1
             self.total_steps += 1
@@ -163,11 +176,15 @@ class PettingZooAgent(EnvStepsAgent):
                 present = agent_id in observations
                 # An agent gone without either flag left at a limit of the environment's: truncated.
                 truncated = truncated or (not present and not terminated)
-                next_inputs = self._inputs(agent_id, observations[agent_id]) if present else inputs[agent_id]
+                if not present:
+                    next_inputs = inputs[agent_id]
+                elif to_inputs is not None:
+                    next_inputs = to_inputs[agent_id](observations[agent_id])
+                else:
+                    next_inputs = self._inputs(agent_id, observations[agent_id])
                 reward = float(rewards.get(agent_id, 0.0))
                 returns[agent_id] = returns.get(agent_id, 0.0) + reward
-                self._record(
-                    agent_id,
+                helpers[agent_id].store_data(
                     inputs[agent_id],
                     actions[agent_id],
                     reward,
@@ -184,9 +201,13 @@ class PettingZooAgent(EnvStepsAgent):
             # Every agent's segment of this step is sent before any is waited for, so they join one update
             # (acted with the same weights) and the next step acts with the weights that learned them.
             for agent_id in acting:
-                self.helpers[agent_id].hand_over()
+                if agent_id in two_phase:
+                    helpers[agent_id].hand_over()
+                else:
+                    helpers[agent_id].learn()
             for agent_id in acting:
-                self.helpers[agent_id].wait_for_updates()
+                if agent_id in two_phase:
+                    helpers[agent_id].wait_for_updates()
         return steps
 
     def _play_turns(self, returns: Dict[str, float]) -> int:
