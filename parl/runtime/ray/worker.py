@@ -272,3 +272,4 @@ class RolloutWorker:
                 self.manager.tasks[name].set_algorithm_weights(writable_weights(arrays))
                 self._versions[name] = version
                 self.manager.wrappers[name].weights_version = version  # what its agents stamp on their rows
+                self.manager.tasks[name].given_weights_version = version  # and its predictions (V-trace's record)
