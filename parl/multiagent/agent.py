@@ -125,22 +125,6 @@ class PettingZooAgent(EnvStepsAgent):
             inputs[self.global_state] = np.asarray(self.env.state(), dtype=np.float32)
         return inputs
 
-    def _record(
-        self,
-        agent_id: str,
-        inputs: ArrayDict,
-        actions: ArrayDict,
-        reward: float,
-        next_inputs: ArrayDict,
-        terminated: bool,
-        truncated: bool,
-        states: ArrayDict,
-        next_states: ArrayDict,
-    ) -> None:
-        self.helpers[agent_id].store_data(
-            inputs, actions, reward, next_inputs, terminated, truncated, states, next_states
-        )
-
     def _play_parallel(self, returns: Dict[str, float]) -> int:
         # The hooks a subclass did not override are called straight (this loop runs every agent's every step).
         helpers, to_env_action = self.helpers, self.to_env_action
@@ -222,16 +206,8 @@ class PettingZooAgent(EnvStepsAgent):
             returns[agent_id] = returns.get(agent_id, 0.0) + reward
             if agent_id in pending:  # the transition from its last turn to this one
                 before, actions, old_states, next_states = pending.pop(agent_id)
-                self._record(
-                    agent_id,
-                    before,
-                    actions,
-                    reward,
-                    inputs,
-                    bool(terminated),
-                    bool(truncated),
-                    old_states,
-                    next_states,
+                self.helpers[agent_id].store_data(
+                    before, actions, reward, inputs, bool(terminated), bool(truncated), old_states, next_states
                 )
                 self.helpers[agent_id].learn()  # a turn ends one agent's transition: its helper learns alone
             if terminated or truncated:
