@@ -84,7 +84,7 @@ PPO_OPTIONS = (
 )
 TOP_KEYS = (
     "name, seed, agents, log_dir, python_path, thread_placement, placement, stall_seconds, "
-    "env, agent, tasks, shared, train, evaluation, checkpoint, faults, callbacks"
+    "env, agent, tasks, shared, self_play, train, evaluation, checkpoint, faults, callbacks"
 )
 
 MALFORMED = {

@@ -60,6 +60,8 @@ NO_LAUNCHER = (
 )
 #: The on-policy robots whose every update joins one segment of each agent: batching sized by `agents`.
 SYNCHRONOUS = ("ppo_cartpole", "ppo_pendulum", "ppo_lunarlander", "ppo_simple_spread", "mappo_simple_spread")
+#: The synchronous robots of multi-agent Parallel envs: env agents on task RL in one env copy (simple_spread's 3).
+MULTI_AGENT_SENDERS = {"ppo_simple_spread": 3, "mappo_simple_spread": 3}
 RESULT_KEYS = {"seed", "env_steps", "episodes", "updates", "stop_reason", "reached", "best_eval", "final_eval"}
 #: A run of a few hundred env steps: one-episode evaluations and final evaluation.
 TINY = ["--max-steps", "300", "--seed", "1", "-o", "evaluation.episodes=1", "-o", "evaluation.final_episodes=1"]
@@ -154,10 +156,12 @@ def test_an_override_that_does_not_load_exits_with_its_message(monkeypatch, caps
 def test_agents_resolves_the_batching_word(name: str) -> None:
     path = CONFIGS / f"{name}.yaml"
     assert path.read_text().count("batchsize: agents") == 3
+    # In a multi-agent Parallel env the word counts every helper that sends at once: copies x env agents.
+    senders = MULTI_AGENT_SENDERS.get(name, 1)
     args = launch_parser("x", path).parse_args(["--agents", "16"])
     batching = load_config(str(path), launch_overrides(args)).tasks["RL"].batching
-    assert batching.max_batchsize == batching.min_batchsize == batching.max_training_batchsize == 16
+    assert batching.max_batchsize == batching.min_batchsize == batching.max_training_batchsize == 16 * senders
     default = load_config(str(path))
-    assert default.tasks["RL"].batching.min_batchsize == default.agents
+    assert default.tasks["RL"].batching.min_batchsize == default.agents * senders
     with pytest.raises(ConfigError, match=r"^tasks\.RL\.batching\.min_batchsize: expected .*, got 'agent'$"):
         load_config(str(path), ["tasks.RL.batching.min_batchsize=agent"])

@@ -23,7 +23,14 @@ def settings() -> dict:
 
 def test_the_built_in_placements_and_their_options() -> None:
     assert registry.names()[:3] == ["threads", "cooperative", "processes"]
-    assert registry.entry("processes").options == ("workers", "restart_workers", "heartbeat_timeout")
+    assert registry.entry("processes").options == (
+        "workers",
+        "restart_workers",
+        "heartbeat_timeout",
+        "asynchronous",
+        "segments_in_flight",
+        "max_staleness",
+    )
     assert registry.entry("processes").options_type is parl.ProcessesOptions
     assert registry.entry("ray").options_type is parl.RayOptions
     assert registry.entry("threads").options == ()
