@@ -17,7 +17,13 @@ demo: $(STAMP)
 # Two worker processes (pytest-xdist): the tests that use Ray run one after another in one of them
 # (tests/conftest.py groups them), the others are spread over both. `-n 0` runs them in one process.
 test: $(STAMP)
-	$(PY) -m pytest tests -q -n 2 --dist loadgroup
+	$(PY) -m pytest tests -q -n 2 --dist loadgroup -m "not long"
+
+# The long learning checks (tests marked `long`: example robots with budgets of 50k+ env steps), left out of
+# `make test` to keep it under 15 minutes on two cores.
+.PHONY: test-long
+test-long: $(STAMP)
+	$(PY) -m pytest tests -q -n 2 --dist loadgroup -m long
 
 # ruff (lint and format) and mypy (types of parl/, configured in pyproject.toml), from the test extra.
 lint: $(STAMP)

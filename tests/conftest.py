@@ -144,6 +144,10 @@ def robot(placement_case: PlacementCase) -> Iterator[Robots]:
 RAY_FILES = {"test_ray.py", "test_tune.py", "test_testing_package.py"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: a long learning check, run by `make test-long` rather than `make test`")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """With pytest-xdist, every test that uses Ray runs in the same worker process, one after another:
     the session's local cluster is started once, and no two clusters of this machine start at once.

@@ -85,7 +85,17 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.example for case in CASES])
+#: The longest of these checks (budgets of 100k+ env steps, often a minute or two): ``make test-long`` runs them,
+#: ``make test`` leaves them out (``make demo`` trains DQN CartPole too; dqn_minatar and dqn_dict_obs keep a DQN
+#: learning check in ``make test``).
+LONG = ("dqn_cartpole",)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, marks=pytest.mark.long) if case.example in LONG else case for case in CASES],
+    ids=[case.example for case in CASES],
+)
 def test_the_example_reaches_its_target_on_most_seeds(case: Case, tmp_path: Path) -> None:
     results: List[Dict[str, Any]] = []
     for seed in case.seeds:
