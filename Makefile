@@ -14,12 +14,12 @@ $(STAMP): setup.py pyproject.toml constraints.txt parl/runtime/cooperative/_coop
 demo: $(STAMP)
 	$(PY) examples/dqn_cartpole.py
 
-# Two worker processes (pytest-xdist): the tests that use Ray run one after another in one of them
-# (tests/conftest.py groups them), the others are spread over both. `-n 0` runs them in one process.
+# Two worker processes (pytest-xdist): the tests that use Ray run in two groups, each one test after another
+# in one worker (tests/conftest.py groups them), the others are spread over both. `-n 0` runs them in one process.
 test: $(STAMP)
 	$(PY) -m pytest tests -q -n 2 --dist loadgroup -m "not long"
 
-# The long learning checks (tests marked `long`: example robots with budgets of 50k+ env steps), left out of
+# The long learning checks (tests marked `long`: example robots with budgets of 50k+ env steps, the four-rooms comparison), left out of
 # `make test` to keep it under 15 minutes on two cores.
 .PHONY: test-long
 test-long: $(STAMP)

@@ -73,6 +73,9 @@ COMMON = ["log_dir=/tmp/parl-ray-scaling", "stall_seconds=null"]
 #: for the update of its last one; the batching is the APPO config's (an update takes at least 4 segments, or
 #: what came within 50 ms of the first).
 ASYNCHRONOUS_BATCHING = ["placement.segments_in_flight=2"]
+#: Segments an asynchronous update waits for at least (the APPO config's ``min_batchsize``), or every agent's
+#: where there are fewer agents.
+ASYNCHRONOUS_MIN_SEGMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,9 @@ class Point:
         if self.placement == "ray":
             out += [f"placement.workers={self.workers}", f"placement.worker_placement={self.worker_placement}"]
         if self.asynchronous:
-            out += ["placement.asynchronous=true", *ASYNCHRONOUS_BATCHING]
+            # The APPO config's update takes at least 4 segments: no more than there are agents.
+            minimum = min(ASYNCHRONOUS_MIN_SEGMENTS, self.agents)
+            out += ["placement.asynchronous=true", *ASYNCHRONOUS_BATCHING, f"tasks.RL.batching.min_batchsize={minimum}"]
         return out
 
     @property

@@ -149,9 +149,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    """With pytest-xdist, every test that uses Ray runs in the same worker process, one after another:
-    the session's local cluster is started once, and no two clusters of this machine start at once.
-    The other tests are spread over the workers."""
+    """With pytest-xdist, the tests that use Ray run in two groups, each in one worker process, one test
+    after another: the tests of the Ray files, and the Ray cases of the other files (each group's worker
+    starts the session's local cluster once, so two clusters run side by side, on ports of their own). The
+    other tests are spread over the workers."""
     for item in items:
-        if item.path.name in RAY_FILES or "ray" in item.name.lower().replace("array", ""):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        if item.path.name in RAY_FILES:
+            item.add_marker(pytest.mark.xdist_group("ray-files"))
+        elif "ray" in item.name.lower().replace("array", ""):
+            item.add_marker(pytest.mark.xdist_group("ray-cases"))

@@ -316,6 +316,7 @@ HIERARCHY_TRAINING = 0.75
 FLAT_LIMIT = 0.5
 
 
+@pytest.mark.long  # six runs of 20,000 env steps: about 150 s on two cores (make test-long)
 def test_hierarchy_reaches_the_goal_within_the_budget_where_flat_dqn_does_not(tmp_path: pathlib.Path) -> None:
     compare = _load("compare", "hierarchical_compare")
     greedy: Dict[str, List[float]] = {"hierarchical": [], "flat": []}

@@ -278,17 +278,16 @@ class ComputationWrapper:
         """Learn the training requests sent so far before the robot stops: predictions are held
         (:meth:`hold_predictions`), updates wait for no more agents than have sent theirs
         (``min_batchsize`` and ``training_timeout`` no longer hold), and this returns once every
-        request queued before the call is answered, or after ``timeout`` seconds. What agents
-        send meanwhile (they finish the step they are in) is learned too if it comes in time,
-        else failed by :meth:`stop`. True when drained; False on timeout, or at once when paused
-        or stopped (nothing is learned then)."""
+        request queued before it returns is answered, or after ``timeout`` seconds. What agents
+        send meanwhile (they finish the step they are in) is learned too; what comes after this
+        returns is failed by :meth:`stop`. True when drained; False on timeout, or at once when
+        paused or stopped (nothing is learned then)."""
         check_positive("timeout", timeout)
         self.hold_predictions()
-        target = self.training_queue.puts
         self.training_queue.flush()
         deadline = time.monotonic() + timeout
         with self._pause:
-            while self._answered < target:
+            while self._answered < self.training_queue.puts:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._stop.is_set() or not self._serving.is_set() or not self.alive:
                     return False

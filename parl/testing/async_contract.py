@@ -93,7 +93,10 @@ class AsyncLearnerContract:
         wrapper = manager.wrappers["T"]
         manager.start()
         assert wait_for(lambda: wrapper.training_queue.puts >= 12)
+        before = wrapper.training_queue.puts  # handed over before the drain: each learned or dropped
         assert manager.drain(WAIT) == []
-        handed_over = wrapper.training_queue.puts
         manager.stop()
-        assert _learned_rows(manager) + 2 * wrapper.staleness.dropped_segments == 2 * handed_over
+        # An agent in the middle of its step when the drain began hands one more segment over (learned
+        # too if it comes before the drain returns): never one learned twice, none of `before` lost.
+        accounted = _learned_rows(manager) + 2 * wrapper.staleness.dropped_segments
+        assert 2 * before <= accounted <= 2 * wrapper.training_queue.puts
