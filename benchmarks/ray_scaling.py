@@ -3,6 +3,7 @@
     python benchmarks/ray_scaling.py [--nodes 1 2 4] [--seconds 20] [--warmup 5] [--repeats 2]
                                      [--worker-placements threads cooperative] [--parts sleep cpu]
                                      [--learners synchronous asynchronous]
+                                     [--agents-per-worker 4] [--step-ms 5]
                                      [--config examples/configs/a2c_cartpole.yaml]
 
 Every point trains the PPO CartPole robot (examples/configs/ppo_cartpole.yaml: synchronous PPO,
@@ -33,7 +34,11 @@ Once every agent has stepped and ``--warmup`` seconds more have passed, the agen
 Each point is measured ``--repeats`` times, the points taking turns, and the median is reported,
 with the share of the wall time the driver's learner spent in ``learn`` and its milliseconds per
 update: in synchronous PPO every agent waits while it updates, so that share of the run does not
-shrink with more workers.
+shrink with more workers; and the share of the machine's CPU time that was busy while measuring
+(/proc/stat, every process): N one-CPU "nodes" on a machine of fewer than N + 1 cores share them, and a
+point whose machine is near 100 % busy measures the cores, not the placement. ``--step-ms`` makes every
+step of the sleeping environment longer (fewer steps, so less CPU, per second): with the same protocol
+and fewer CPU seconds per wall second, it shows how a cluster with a core per node would scale.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -63,7 +68,7 @@ CONFIG = HERE.parent / "examples" / "configs" / "ppo_cartpole.yaml"
 #: The asynchronous learner's robot: APPO (V-trace on PPO's objective), which learns from segments acted with
 #: older weights (its placement block is replaced by each point's).
 ASYNCHRONOUS_CONFIG = HERE.parent / "examples" / "configs" / "appo_cartpole.yaml"
-#: Wall seconds each step of the sleeping environment waits.
+#: Wall seconds each step of the sleeping environment waits (``--step-ms`` changes it).
 SLEEP_SECONDS = 0.005
 #: Seconds the workers may take to start acting.
 START_TIMEOUT = 120.0
@@ -88,6 +93,7 @@ class Point:
     worker_placement: Optional[str]
     agents: int
     asynchronous: bool = False
+    step_seconds: float = SLEEP_SECONDS  # each step of the sleeping environment
 
     def overrides(self) -> List[str]:
         """The config overrides of this robot."""
@@ -97,7 +103,7 @@ class Point:
                 f"python_path=[{HERE}]",
                 "env.id=null",
                 "env.factory=slow_env.SleepingEnv",
-                f"env.kwargs={{sleep_seconds: {SLEEP_SECONDS}}}",
+                f"env.kwargs={{sleep_seconds: {self.step_seconds}}}",
             ]
         if self.placement == "ray":
             out += [f"placement.workers={self.workers}", f"placement.worker_placement={self.worker_placement}"]
@@ -114,12 +120,26 @@ class Point:
 
 
 class Run(NamedTuple):
-    """One measurement: env steps per second, and the learner's share of the wall time with its
-    milliseconds per update (synchronous PPO: every agent waits while the learner updates)."""
+    """One measurement: env steps per second, the learner's share of the wall time with its
+    milliseconds per update (synchronous PPO: every agent waits while the learner updates), and the share
+    of the machine's CPU time that was busy (every process: a cluster of N "nodes" on fewer cores than N
+    plus the driver's is bound by them once this nears 1)."""
 
     steps_per_s: float
     learning_share: float
     ms_per_update: float
+    cpu_busy: float
+
+
+def _cpu_times() -> Tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot (/proc/stat; (0, 0) where there is none)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
 
 
 class _LearnClock:
@@ -152,8 +172,10 @@ def measure(point: Point, seconds: float, warmup: float, config_path: Path = CON
             _wait_for_every_agent(manager)
             time.sleep(warmup)
             first, learned, calls, start = env_steps(manager, 0), clock.seconds, clock.calls, time.perf_counter()
+            busy, total = _cpu_times()
             time.sleep(seconds)
             steps, elapsed = env_steps(manager, 0) - first, time.perf_counter() - start
+            busy_after, total_after = _cpu_times()
             learned, calls = clock.seconds - learned, clock.calls - calls
             if manager.errors:
                 raise manager.errors[0]
@@ -162,7 +184,8 @@ def measure(point: Point, seconds: float, warmup: float, config_path: Path = CON
     finally:
         if cluster is not None:
             stop_local_cluster(cluster)
-    return Run(steps / elapsed, learned / elapsed, 1e3 * learned / max(calls, 1))
+    cpu_busy = (busy_after - busy) / max(total_after - total, 1)
+    return Run(steps / elapsed, learned / elapsed, 1e3 * learned / max(calls, 1), cpu_busy)
 
 
 def _wait_for_every_agent(manager: parl.Manager, timeout: float = START_TIMEOUT) -> None:
@@ -187,7 +210,8 @@ def points(args: argparse.Namespace) -> List[Point]:
         for asynchronous in [learner == "asynchronous" for learner in args.learners]:
             for placement in args.worker_placements:
                 out += [
-                    Point("sleep", "ray", n, placement, n * args.agents_per_worker, asynchronous) for n in args.nodes
+                    Point("sleep", "ray", n, placement, n * args.agents_per_worker, asynchronous, args.step_ms / 1e3)
+                    for n in args.nodes
                 ]
     if "cpu" in args.parts:
         out += [Point("cpu", "ray", n, "cooperative", n * args.cpu_agents) for n in (1, 2)]
@@ -199,18 +223,20 @@ def table(runs: Dict[Point, List[Run]]) -> List[str]:
     """The results as a markdown table: medians over the runs and the ratio each part is judged by."""
     lines = [
         "| env | placement | learner | workers (nodes) | worker placement | agents | env steps/s (median) | runs "
-        "| learner busy, ms per update | ratio |",
-        "|---|---|---|---:|---|---:|---:|---|---|---|",
+        "| learner busy, ms per update | CPU busy | ratio |",
+        "|---|---|---|---:|---|---:|---:|---|---|---:|---|",
     ]
     medians = {point: statistics.median(r.steps_per_s for r in values) for point, values in runs.items()}
     for point, values in runs.items():
         busy = statistics.median(r.learning_share for r in values)
         update = statistics.median(r.ms_per_update for r in values)
+        cpu = statistics.median(r.cpu_busy for r in values)
+        env = f"sleep {point.step_seconds * 1e3:g} ms" if point.env == "sleep" else point.env
         lines.append(
-            f"| {point.env} | {point.placement} | {'asynchronous' if point.asynchronous else 'synchronous'} | "
+            f"| {env} | {point.placement} | {'asynchronous' if point.asynchronous else 'synchronous'} | "
             f"{point.workers if point.placement == 'ray' else '-'} | "
             f"{point.worker_placement or 'cooperative'} | {point.agents} | {medians[point]:,.0f} | "
-            f"{', '.join(f'{r.steps_per_s:,.0f}' for r in values)} | {busy:.0%}, {update:.1f} | "
+            f"{', '.join(f'{r.steps_per_s:,.0f}' for r in values)} | {busy:.0%}, {update:.1f} | {cpu:.0%} | "
             f"{_ratio(point, medians)} |"
         )
     return lines
@@ -276,6 +302,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         help="learners of the sleep part",
     )
     parser.add_argument("--agents-per-worker", type=int, default=4, help="agents per worker, sleep part")
+    parser.add_argument(
+        "--step-ms",
+        type=float,
+        default=SLEEP_SECONDS * 1e3,
+        help="milliseconds each step of the sleeping environment waits (longer steps: less CPU per second)",
+    )
     parser.add_argument("--cpu-agents", type=int, default=8, help="agents per worker, cpu part")
     parser.add_argument(
         "--config", type=Path, default=CONFIG, help="the robot (default: ppo_cartpole.yaml; its task must be 'RL')"
@@ -300,7 +332,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             loads.append(os.getloadavg()[0])
             print(
                 f"  run {repeat}: {point.label}, {point.agents} agents: {run.steps_per_s:,.0f} env steps/s, "
-                f"learner busy {run.learning_share:.0%} ({run.ms_per_update:.1f} ms per update)",
+                f"learner busy {run.learning_share:.0%} ({run.ms_per_update:.1f} ms per update), "
+                f"CPU {run.cpu_busy:.0%} busy",
                 flush=True,
             )
     print()

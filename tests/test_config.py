@@ -346,6 +346,15 @@ def test_the_resolved_config_loads_back_the_same(tmp_path: Path) -> None:
     assert data["agent"] == {"class": "parl.utils.GymAgent", "num_games": 1}
 
 
+def test_a_class_spec_among_a_factorys_kwargs_loads_back_the_same(tmp_path: Path) -> None:
+    path = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
+    config = load_config(path, ["env.kwargs={env: {class: pettingzoo.classic.tictactoe_v3.env}}"])
+    data = config.to_dict()
+    assert data["env"]["kwargs"] == {"env": {"class": "pettingzoo.classic.tictactoe_v3.env"}}
+    again = load_config(write(tmp_path, yaml.safe_dump(data), "resolved.yaml"))
+    assert again.to_dict() == data
+
+
 PARTS = """
 from typing import Optional, Tuple
 

@@ -49,6 +49,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     create_model,
+    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -140,6 +141,11 @@ class EnvConfig(_Section):
     @model_serializer(mode="wrap")
     def _given_source(self, dump: Callable[["EnvConfig"], Dict[str, Any]]) -> Dict[str, Any]:
         return {key: value for key, value in dump(self).items() if value is not None}
+
+    @field_serializer("kwargs")
+    def _plain_kwargs(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # A nested spec (a factory's class or function argument) as the config gave it, {class: path, ...}.
+        return class_spec.plain_value(kwargs)
 
     @model_validator(mode="after")
     def _one_source(self) -> "EnvConfig":
