@@ -5,7 +5,7 @@
 - a refresh after K learner steps copies the learner's weights; the opponent never learns, through
   the Manager on a tiny turn-based game as well;
 - a replaced opponent is broadcast (the Ray placement's copies);
-- checkpoints hold and restore both tasks;
+- checkpoints hold and restore both tasks and the snapshot pool (a damaged pool file refuses its checkpoint);
 - the masked model never picks a masked action, sampling or greedy;
 - PPO self-play on tic-tac-toe beats a random player after a small budget.
 """
@@ -32,6 +32,7 @@ from parl.models import MaskedMLPActorCritic
 from parl.multiagent import PettingZooAgent
 from parl.multiagent.versus import greedy_player, play_against_random
 from parl.runtime.ray.broadcast import Broadcaster
+from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.self_play import OpponentSnapshots, SnapshotPool
 
 CONFIG = str(pathlib.Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
@@ -99,9 +100,9 @@ class PickGame:
         pass
 
 
-def settings(seed: int = 0) -> parl.TaskSettings:
+def settings(seed: int = 0, hidden: int = 16) -> parl.TaskSettings:
     def model() -> parl.Model:
-        return MaskedMLPActorCritic(obs_shape=[3, 2], num_actions=3, hidden_sizes=[16])
+        return MaskedMLPActorCritic(obs_shape=[3, 2], num_actions=3, hidden_sizes=[hidden])
 
     return parl.TaskSettings(
         lambda: PPO(model, learning_rate=0.01, epochs=2, num_minibatches=1),
@@ -284,6 +285,90 @@ def test_checkpoints_hold_both_tasks(tmp_path) -> None:
     assert second.tasks["RL"].update_steps == 7
     first.stop()
     second.stop()
+
+
+def _pool_robot(seed: int = 0) -> parl.Manager:
+    play = parl.SelfPlay("RL", "opponent", every_updates=1, snapshots=3, pool="history", seed=seed)
+    return parl.Manager({"RL": settings(), "opponent": settings()}, self_play=[play])
+
+
+def _grown_pool(manager: parl.Manager, refreshes: int) -> OpponentSnapshots:
+    """The opponent's pool after ``refreshes`` snapshots of a learner whose weights change each time."""
+    learner, snapshots = manager.tasks["RL"], manager.self_play_pools()["selfplay-opponent"]
+    initial = learner.algorithm_weights()
+    snapshots.start()
+    for steps in range(1, refreshes + 1):
+        learner.set_algorithm_weights({m: {k: v + steps for k, v in ws.items()} for m, ws in initial.items()})
+        learner.update_steps = steps
+        snapshots.after_update()
+    return snapshots
+
+
+def _draws(snapshots: OpponentSnapshots, count: int) -> list:
+    """The first weight of the opponent after each of ``count`` more refreshes of an unchanged learner."""
+    out = []
+    for _ in range(count):
+        snapshots.learner.update_steps += 1
+        snapshots.after_update()
+        weights = snapshots.opponent.algorithm_weights()
+        model = sorted(weights)[0]
+        out.append(float(next(iter(weights[model].values())).ravel()[0]))
+    return out
+
+
+def test_checkpoints_hold_the_snapshot_pool_and_a_resumed_run_draws_as_the_first_would(tmp_path) -> None:
+    first = _grown_pool(_pool_robot(), refreshes=12)
+    checkpoints = CheckpointManager(str(tmp_path))
+    path = checkpoints.save(
+        {"RL": first.learner, "opponent": first.opponent}, {}, step=2, extras={"selfplay-opponent": first}
+    )
+    assert pathlib.Path(path, "extras", "selfplay-opponent.safetensors").is_file()
+    second = _pool_robot(seed=5)  # another seed: its pool and draws would differ but for the checkpoint
+    resumed = second.self_play_pools()["selfplay-opponent"]
+    checkpoints.load(path, second.tasks, extras=second.self_play_pools())
+    assert resumed._pool.added == first._pool.added == 13 and len(resumed._pool) == 3
+    for mine, theirs in zip(resumed._pool.kept, first._pool.kept):
+        assert all(np.array_equal(mine[m][k], theirs[m][k]) for m in theirs for k in theirs[m])
+    resumed.start()
+    assert _draws(resumed, 20) == _draws(first, 20)  # the same pool, the same random draws and reservoir
+    second.stop()
+
+
+def test_a_damaged_pool_file_refuses_the_checkpoint_and_an_older_one_without_it_starts_a_new_pool(tmp_path) -> None:
+    first = _grown_pool(_pool_robot(), refreshes=4)
+    tasks = {"RL": first.learner, "opponent": first.opponent}
+    checkpoints = CheckpointManager(str(tmp_path), keep=5)
+    checkpoints.save(tasks, {}, step=1)  # written before checkpoints held pools
+    path = checkpoints.save(tasks, {}, step=2, extras={"selfplay-opponent": first})
+    pool_file = pathlib.Path(path, "extras", "selfplay-opponent.safetensors")
+    data = bytearray(pool_file.read_bytes())
+    data[-1] ^= 0xFF
+    pool_file.write_bytes(bytes(data))
+    second = _pool_robot(seed=5)
+    before = second.self_play_pools()["selfplay-opponent"]._pool
+    reports: list = []
+    found = checkpoints.load_latest(second.tasks, report=reports.append, extras=second.self_play_pools())
+    assert found is not None and found[0].endswith("ckpt-0000000001")
+    assert "SHA-256 differs" in reports[0] and "selfplay-opponent.safetensors" in reports[0]
+    assert reports[1].endswith("holds no extras/selfplay-opponent.safetensors; selfplay-opponent starts afresh")
+    assert second.self_play_pools()["selfplay-opponent"]._pool is before
+    second.stop()
+
+
+def test_a_pool_file_of_another_model_is_refused_in_one_line(tmp_path) -> None:
+    first = _grown_pool(_pool_robot(), refreshes=2)
+    file = str(tmp_path / "pool.safetensors")
+    first.write_checkpoint_file(file)
+    tasks = {"RL": settings(hidden=8), "opponent": settings(hidden=8)}
+    other = parl.Manager(tasks, self_play=[parl.SelfPlay("RL", "opponent", snapshots=3)])
+    shapes = r"is float32\[.*16.*\], the learner's float32\[.*8.*\]"
+    with pytest.raises(CheckpointError, match=rf"pool.safetensors: snapshot 0: array .* {shapes}"):
+        other.self_play_pools()["selfplay-opponent"].read_checkpoint_file(file, None)
+    fewer = parl.Manager(dict(tasks), self_play=[parl.SelfPlay("RL", "opponent", snapshots=2)])
+    with pytest.raises(CheckpointError, match="pool.safetensors holds 3 snapshots, this pool keeps at most 2"):
+        fewer.self_play_pools()["selfplay-opponent"].read_checkpoint_file(file, None)
+    other.stop()
+    fewer.stop()
 
 
 # -- masked actions -------------------------------------------------------------------------

@@ -78,7 +78,7 @@ from parl.runtime.watchdog import StuckAgent, Watchdog, describe_stuck
 from parl.serving.computation_task import ComputationTask
 from parl.serving.computation_wrapper import Batching, ComputationWrapper, TrainingSink
 from parl.serving.learner_collective import learner_device
-from parl.serving.self_play import SelfPlay, check_self_play, make_snapshots
+from parl.serving.self_play import OpponentSnapshots, SelfPlay, check_self_play, make_snapshots
 from parl.serving.shared_parts import SharedParts, share_parts
 from parl.serving.skipped_updates import DEFAULT_MAX_SKIPPED_UPDATES
 from parl.validation import check_int, check_positive
@@ -377,6 +377,11 @@ class Manager:
         for snapshots in self._snapshots.values():
             values.update(snapshots.metrics())
         return values
+
+    def self_play_pools(self) -> Dict[str, OpponentSnapshots]:
+        """``selfplay-<opponent>`` -> the snapshot pool of every self-play opponent: the parts of the
+        robot a checkpoint saves beside its tasks (``CheckpointManager.save(..., extras=...)``)."""
+        return {f"selfplay-{name}": snapshots for name, snapshots in self._snapshots.items()}
 
     def environment(self, make: Callable[[], Any]) -> Any:
         """The environment for the next agent to add: ``make()`` in placements that run agents'

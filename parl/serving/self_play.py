@@ -17,17 +17,24 @@ update that made it due. The opponent starts as a copy of the learner (snapshot 
 
 Where the opponent's copies act elsewhere (Ray workers), the task's
 :attr:`~parl.ComputationTask.weights_replaced` count tells the broadcaster to send the new weights.
+
+Checkpoints hold the pool: :meth:`OpponentSnapshots.write_checkpoint_file` writes every kept snapshot
+and the pool's counts and random generator states (:mod:`parl.serving.pool_file`), and a resumed run
+takes them up (:meth:`OpponentSnapshots.read_checkpoint_file`), so its opponents are drawn from the
+same players as before the stop.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from parl.serving.checkpoint_format import CheckpointError
 from parl.serving.computation_task import AlgorithmWeights, ComputationTask
+from parl.serving.pool_file import read_pool_file, write_pool_file
 from parl.validation import check_int
 
 #: The values of :attr:`SelfPlay.pool`.
@@ -146,6 +153,27 @@ class SnapshotPool:
             return self._kept[0]
         return self._kept[int(rng.integers(len(self._kept)))]
 
+    @property
+    def kept(self) -> List[AlgorithmWeights]:
+        """The snapshots kept, oldest slot first."""
+        return list(self._kept)
+
+    def state(self) -> Dict[str, Any]:
+        """The count added and the random generator's state (JSON values)."""
+        return {"added": self.added, "rng": self._rng.bit_generator.state}
+
+    def restore(self, state: Mapping[str, Any], kept: Sequence[AlgorithmWeights]) -> None:
+        """Take up :meth:`state` and the snapshots of :attr:`kept` of a pool of the same settings.
+
+        Raises:
+            ValueError: more snapshots than ``size``, or a state that is not this pool's.
+        """
+        if not 1 <= len(kept) <= self.size or len(kept) > int(state["added"]):
+            raise ValueError(f"{len(kept)} snapshots for a pool of {self.size} that took {state['added']}")
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng"]
+        self.added, self._kept, self._rng = int(state["added"]), list(kept), rng
+
 
 class OpponentSnapshots:
     """Refreshes ``opponent`` from ``learner`` every ``settings.every_updates`` of the learner's optimizer steps.
@@ -204,6 +232,41 @@ class OpponentSnapshots:
     def metrics(self) -> Dict[str, float]:
         """``selfplay/<opponent>/snapshots``: the snapshots taken so far in this process."""
         return {f"selfplay/{self.opponent.name}/snapshots": float(self.taken)}
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def write_checkpoint_file(self, path: str) -> None:
+        """Write the pool (every kept snapshot, its counts and random generator states) as file ``path``.
+
+        Raises:
+            OSError: the file could not be written.
+        """
+        with self._lock:
+            state = {"pool": self._pool.state(), "draw_rng": self._rng.bit_generator.state}
+            kept = self._pool.kept
+        write_pool_file(path, state, kept)
+
+    def read_checkpoint_file(self, path: str, sha256: Optional[str]) -> Callable[[], None]:
+        """Read and verify the pool file ``path`` (of :meth:`write_checkpoint_file`) without changing
+        anything; returns what takes it up (called once every file of the checkpoint is verified).
+
+        Raises:
+            CheckpointError: the file is damaged, is not a pool of these settings, or its snapshots do
+                not fit the learner; one line.
+        """
+        state, kept = read_pool_file(path, self.learner.algorithm_weights(), self.settings.snapshots, sha256)
+        try:
+            probe = SnapshotPool(self.settings.snapshots, self._pool.history, self.settings.seed)
+            probe.restore(state["pool"], kept)
+            draw_rng = np.random.default_rng()
+            draw_rng.bit_generator.state = state["draw_rng"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{path}: not a pool of these self-play settings ({exc})") from None
+
+        def take_up() -> None:
+            with self._lock:
+                self._pool, self._rng = probe, draw_rng
+
+        return take_up
 
 
 def make_snapshots(plays: Sequence[SelfPlay], tasks: Mapping[str, ComputationTask]) -> Dict[str, OpponentSnapshots]:

@@ -10,8 +10,12 @@ Layout of ``directory``::
 
     ckpt-0000020000/<task>.json         ComputationTask.save: metadata, manifest and checksums
     ckpt-0000020000/<task>.safetensors  ComputationTask.save: the task's arrays
+    ckpt-0000020000/extras/<name>.safetensors
+                                        a part of the robot saved beside its tasks (a self-play
+                                        opponent's snapshot pool, ``selfplay-<opponent>``)
     ckpt-0000020000/robot.json          {"step", "tasks", "counters", "files"}: written last, marks
-                                        the checkpoint complete; "files" holds the SHA-256 of each task file
+                                        the checkpoint complete; "files" holds the SHA-256 of each task
+                                        and extra file
     latest                          text: the name of the newest checkpoint directory
     best/ckpt-0000012000/...            the checkpoint of the best evaluation (best_checkpoints)
     best/latest
@@ -42,7 +46,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from parl.experiment.train.metrics import report_stderr
 from parl.experiment.train.robot_file import ROBOT_FILE, has_robot, read_robot
@@ -68,6 +72,27 @@ _TMP_PREFIX = ".tmp-"
 _DEL_PREFIX = ".del-"
 
 
+#: The subdirectory of a checkpoint holding its extra files (:class:`CheckpointExtra`).
+EXTRAS_DIR = "extras"
+
+
+class CheckpointExtra(Protocol):
+    """A part of a robot saved beside its tasks, as one file of each checkpoint (a self-play opponent's
+    snapshot pool, :class:`~parl.serving.self_play.OpponentSnapshots`)."""
+
+    def write_checkpoint_file(self, path: str) -> None:
+        """Write the part as file ``path`` (OSError when it cannot)."""
+
+    def read_checkpoint_file(self, path: str, sha256: Optional[str]) -> Callable[[], None]:
+        """Read and verify file ``path`` against ``sha256`` without changing anything (CheckpointError
+        when it does not fit); return what takes it up."""
+
+
+def extra_file(name: str) -> str:
+    """The file of extra ``name`` in a checkpoint directory, as its robot file records it."""
+    return f"{EXTRAS_DIR}/{name}{ARRAYS_SUFFIX}"
+
+
 class CheckpointWriteError(OSError):
     """A checkpoint that could not be written (a full disk, a read-only directory); the message is
     one line, and the older checkpoints are left as they were."""
@@ -89,8 +114,15 @@ class CheckpointManager:
         self.directory = directory
         self.keep = check_int("keep", keep, 1)
 
-    def save(self, tasks: Mapping[str, ComputationTask], counters: Mapping[str, object], step: int) -> str:
-        """Write checkpoint ``ckpt-<step>`` of every task and the counters; return its directory.
+    def save(
+        self,
+        tasks: Mapping[str, ComputationTask],
+        counters: Mapping[str, object],
+        step: int,
+        extras: Optional[Mapping[str, CheckpointExtra]] = None,
+    ) -> str:
+        """Write checkpoint ``ckpt-<step>`` of every task, each of ``extras`` (name -> part, a file
+        each: :func:`extra_file`) and the counters; return its directory.
 
         A checkpoint of the same step is replaced. The tasks are saved one after the other, each
         under its own locks, so a task that trains meanwhile may be some updates ahead of one
@@ -103,9 +135,10 @@ class CheckpointManager:
                 directory); the older checkpoints are left as they were.
         """
         step = check_int("step", step, 0)
-        for name in tasks:
+        extras = dict(extras or {})
+        for name in [*tasks, *extras]:
             if not isinstance(name, str) or not TASK_NAME.fullmatch(name):
-                raise ValueError(f"task name {name!r} cannot name a checkpoint file (letters, digits, '_', '.', '-')")
+                raise ValueError(f"name {name!r} cannot name a checkpoint file (letters, digits, '_', '.', '-')")
         try:
             robot = json.dumps({"step": step, "tasks": sorted(tasks), "counters": dict(counters)}, indent=1)
         except (TypeError, ValueError) as exc:
@@ -123,6 +156,14 @@ class CheckpointManager:
                 task.save(os.path.join(staging, TASK_FILE.format(task=task_name)))
                 for file_name in _task_files(task_name):
                     files[file_name] = _file_sha256(os.path.join(staging, file_name))
+            if extras:
+                os.makedirs(os.path.join(staging, EXTRAS_DIR))
+            for extra_name, extra in extras.items():
+                file_name = extra_file(extra_name)
+                extra.write_checkpoint_file(os.path.join(staging, file_name))
+                files[file_name] = _file_sha256(os.path.join(staging, file_name))
+            if extras:
+                _fsync_dir(os.path.join(staging, EXTRAS_DIR))
             robot = json.dumps({**json.loads(robot), "files": files}, indent=1)
             _write_synced(os.path.join(staging, ROBOT_FILE), robot)
             _fsync_dir(staging)
@@ -154,6 +195,7 @@ class CheckpointManager:
         tasks: Mapping[str, ComputationTask],
         report: Optional[Callable[[str], None]] = None,
         check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
+        extras: Optional[Mapping[str, CheckpointExtra]] = None,
     ) -> Optional[Tuple[str, Dict[str, Any]]]:
         """Restore every task from the newest intact checkpoint; return its directory and counters,
         or None when there is no checkpoint at all.
@@ -182,7 +224,7 @@ class CheckpointManager:
         first_error: Optional[CheckpointError] = None
         for path in candidates:
             try:
-                return path, self.load(path, tasks, check_counters)
+                return path, self.load(path, tasks, check_counters, extras, report)
             except CheckpointError as exc:
                 first_error = first_error or exc
                 report(f"parl: skipped checkpoint {path}: {exc}")
@@ -195,8 +237,12 @@ class CheckpointManager:
         path: str,
         tasks: Mapping[str, ComputationTask],
         check_counters: Optional[Callable[[Mapping[str, object]], None]] = None,
+        extras: Optional[Mapping[str, CheckpointExtra]] = None,
+        report: Optional[Callable[[str], None]] = None,
     ) -> Dict[str, Any]:
-        """Restore every task from checkpoint directory ``path``; return the saved counters.
+        """Restore every task, and each of ``extras`` the checkpoint holds, from checkpoint directory
+        ``path``; return the saved counters. An extra the checkpoint lacks (one written before it had
+        that part) is left as it is, and ``report`` (default: a line on stderr) says so.
 
         Every file is verified (its kind and size, checksums, shapes, dtypes, finite weights, the
         tasks' models, optimizer state and input statistics) and the counters are given to
@@ -240,8 +286,17 @@ class CheckpointManager:
         for name, task in tasks.items():
             task_path = os.path.join(path, TASK_FILE.format(task=name))
             read.append((task, task.read_checkpoint(task_path, files, ROBOT_FILE)))
+        take_up: List[Callable[[], None]] = []
+        for extra_name, part in (extras or {}).items():
+            file_name = extra_file(extra_name)
+            if file_name not in files:
+                (report or report_stderr)(f"parl: checkpoint {path} holds no {file_name}; {extra_name} starts afresh")
+                continue
+            take_up.append(part.read_checkpoint_file(os.path.join(path, file_name), str(files[file_name])))
         for task, checkpoint in read:
             task.apply_checkpoint(checkpoint)
+        for apply in take_up:
+            apply()
         return robot["counters"]
 
     # -- internals ----------------------------------------------------------

@@ -514,7 +514,7 @@ class Trainer:
         if state.best_counters is not None:
             self._save_best(evaluators, state)
         try:
-            path = self.checkpoints.save(manager.tasks, counters, step=state.steps)
+            path = self.checkpoints.save(manager.tasks, counters, step=state.steps, extras=manager.self_play_pools())
         except CheckpointWriteError as exc:
             state.checkpoint_error = str(exc)
             self._report(f"parl train: {exc}; older checkpoints kept")
@@ -557,7 +557,10 @@ class Trainer:
         """Take up the newest intact checkpoint whose counters fit the robot (damaged ones, their
         counters included, are skipped in one line each); return its directory."""
         found = self.checkpoints.load_latest(
-            manager.tasks, report=self._report, check_counters=lambda c: check_run_counters(c, manager.agents)
+            manager.tasks,
+            report=self._report,
+            check_counters=lambda c: check_run_counters(c, manager.agents),
+            extras=manager.self_play_pools(),
         )
         if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.checkpoints.directory}")
