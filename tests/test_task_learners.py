@@ -91,6 +91,7 @@ def robot(learners: int, normalize: bool = False) -> parl.Manager:
 @pytest.mark.parametrize("normalize", [False, True], ids=["plain", "normalized"])
 def test_two_learners_equal_one_in_a_robot(normalize: bool) -> None:
     one = robot(1, normalize)
+    one.tasks["RL"].track_grad_norm = True  # as the trainer's metrics set it
     expected_costs, expected = trained(one, [0, 1, 2])
     one.stop()
     two = robot(2, normalize)
@@ -98,6 +99,13 @@ def test_two_learners_equal_one_in_a_robot(normalize: bool) -> None:
         costs, weights = trained(two, [0, 1, 2])
         assert len(learner_children()) == 2
         assert two.tasks["RL"].update_steps == one.tasks["RL"].update_steps == 3 * 2 * 2
+        # The learners' gradient norms and learning rate reach the task's metrics as one learner's do.
+        (total, steps, nonfinite), (want_total, want_steps, _) = (
+            two.tasks["RL"].grad_norm_total,
+            one.tasks["RL"].grad_norm_total,
+        )
+        assert steps == want_steps == 12 and nonfinite == 0 and total == pytest.approx(want_total, rel=1e-4)
+        assert two.tasks["RL"].learning_rate() == pytest.approx(one.tasks["RL"].learning_rate()) == 3e-3
     finally:
         two.stop()
     assert learner_children() == []

@@ -169,6 +169,7 @@ def _serve(
         collective = join_learner_group(address, device=device)
         seed_everything(seed)
         task = make_task()
+        task.track_grad_norm = True  # the norms go back to the robot's task with each state
         task.join_learners(collective)
     except BaseException as error:
         pipe.send((False, _failure(error)))

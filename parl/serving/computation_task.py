@@ -150,6 +150,7 @@ class ComputationTask:
         self._batch_share: Optional[Tuple[int, int, float]] = None
         #: Where this task's updates run (:meth:`learn_through`); None: here.
         self._remote: Optional[TaskLearners] = None
+        self._learners_lr: Optional[float] = None  # the learners' learning rate, from their last state
 
     def _make_normalizer(
         self, normalize_inputs: Union[bool, Sequence[str]], input_clip: float
@@ -377,7 +378,13 @@ class ComputationTask:
         """:meth:`training_state`, under the weights lock."""
         optimizer_state = self._optimizer_state() if optimizer else None
         return TrainingState(
-            self._algorithm_weights(), self.algorithm.state(), self.update_steps, self._skips.total, optimizer_state
+            self._algorithm_weights(),
+            self.algorithm.state(),
+            self.update_steps,
+            self._skips.total,
+            optimizer_state,
+            self.grad_norm_total,
+            self.learning_rate(),
         )
 
     def set_training_state(self, state: TrainingState) -> None:
@@ -396,6 +403,8 @@ class ComputationTask:
         self.algorithm.set_state(state.algorithm_state)
         self.update_steps = state.update_steps
         self._skips.total = state.skipped_updates
+        self.grad_norm_total = state.grad_norm_total
+        self._learners_lr = state.learning_rate
         if state.optimizer is not None:
             self._restore_optimizer(state.optimizer)
 
@@ -554,8 +563,10 @@ class ComputationTask:
         return self._optimizer
 
     def learning_rate(self) -> Optional[float]:
-        """The optimizer's current learning rate; None before the first update (the optimizer is
-        made then) or when the optimizer has no ``get_lr``."""
+        """The optimizer's current learning rate (the learners' when the task learns through them);
+        None before the first update (the optimizer is made then) or when the optimizer has no ``get_lr``."""
+        if self._optimizer is None:
+            return self._learners_lr
         get_lr = getattr(self._optimizer, "get_lr", None)
         return None if get_lr is None else float(get_lr())
 

@@ -31,6 +31,9 @@ class TrainingState(NamedTuple):
         skipped_updates: optimizer steps skipped so far for a non-finite loss or gradient.
         optimizer: the optimizer's state keyed by structure
             (:func:`~parl.serving.checkpoint_format.to_structural`); None: not asked for, or none yet.
+        grad_norm_total: the gradient norms so far, as :attr:`ComputationTask.grad_norm_total
+            <parl.ComputationTask.grad_norm_total>` counts them (learners track them always).
+        learning_rate: the optimizer's learning rate now; None before its first update.
     """
 
     weights: Dict[str, Dict[str, Any]]
@@ -38,6 +41,8 @@ class TrainingState(NamedTuple):
     update_steps: int
     skipped_updates: int
     optimizer: Optional[Dict[str, Any]]
+    grad_norm_total: Tuple[float, int, int] = (0.0, 0, 0)
+    learning_rate: Optional[float] = None
 
 
 class TaskLearners(Protocol):
