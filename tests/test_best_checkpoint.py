@@ -113,10 +113,10 @@ def test_a_damaged_best_checkpoint_is_reported_and_the_resumed_run_goes_on(tmp_p
 def test_a_best_checkpoint_that_cannot_be_written_is_one_line_and_the_run_goes_on(tmp_path, monkeypatch) -> None:
     save = CheckpointManager.save
 
-    def full_disk_for_best(self, tasks, counters, step):
+    def full_disk_for_best(self, tasks, counters, step, extras=None):
         if os.path.basename(self.directory) == BEST:
             raise CheckpointWriteError(f"checkpoint at step {step} not written: [Errno 28] No space left on device")
-        return save(self, tasks, counters, step)
+        return save(self, tasks, counters, step, extras)
 
     monkeypatch.setattr(CheckpointManager, "save", full_disk_for_best)
     stream = io.StringIO()

@@ -35,13 +35,13 @@ def failing_saves(monkeypatch: pytest.MonkeyPatch, fail: set) -> list:
     calls: list = []
     save = CheckpointManager.save
 
-    def flaky(self, tasks, counters, step):
+    def flaky(self, tasks, counters, step, extras=None):
         if os.path.basename(self.directory) == BEST:
-            return save(self, tasks, counters, step)
+            return save(self, tasks, counters, step, extras)
         calls.append(step)
         if len(calls) in fail:
             raise CheckpointWriteError(f"checkpoint at step {step} not written: [Errno {errno.ENOSPC}] No space left")
-        return save(self, tasks, counters, step)
+        return save(self, tasks, counters, step, extras)
 
     monkeypatch.setattr(checkpoints.CheckpointManager, "save", flaky)
     return calls
