@@ -346,6 +346,14 @@ def test_the_resolved_config_loads_back_the_same(tmp_path: Path) -> None:
     assert data["agent"] == {"class": "parl.utils.GymAgent", "num_games": 1}
 
 
+def test_an_override_of_one_task_leaves_a_task_sharing_its_yaml_anchor_alone() -> None:
+    path = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
+    config = load_config(path, ["tasks.RL.algorithm.learning_rate=0.5", "tasks.opponent.model.hidden_sizes=[128]"])
+    rl, opponent = config.tasks["RL"], config.tasks["opponent"]  # both written with the anchors &algorithm, &model
+    assert rl.algorithm.kwargs["learning_rate"] == 0.5 and opponent.algorithm.kwargs["learning_rate"] == 0.0003
+    assert opponent.model.kwargs["hidden_sizes"] == [128] and rl.model.kwargs["hidden_sizes"] == [128, 128]
+
+
 def test_a_class_spec_among_a_factorys_kwargs_loads_back_the_same(tmp_path: Path) -> None:
     path = str(Path(__file__).resolve().parents[1] / "examples" / "configs" / "ppo_tictactoe_selfplay.yaml")
     config = load_config(path, ["env.kwargs={env: {class: pettingzoo.classic.tictactoe_v3.env}}"])

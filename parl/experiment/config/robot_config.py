@@ -545,7 +545,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> Dict[s
     Raises:
         ConfigError: ``<key path>: <problem> (in -o <override>)``.
     """
-    result = copy.deepcopy(dict(data))
+    result = _unshared(dict(data))
     for text in overrides:
         key, sep, raw = text.partition("=")
         keys = key.strip().split(".")
@@ -553,6 +553,17 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> Dict[s
             raise ConfigError(f"{text}: expected an override key.path=value")
         _set(result, keys, parse_value(raw, key, f" (in -o {text})"), text)
     return result
+
+
+def _unshared(node: Any) -> Any:
+    """A copy of YAML data in which no two places share a mapping or list: a YAML alias (``*model``)
+    loads as the anchor's own object, and an override of one place must not change the others
+    (``copy.deepcopy`` keeps such sharing)."""
+    if isinstance(node, dict):
+        return {key: _unshared(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_unshared(value) for value in node]
+    return copy.deepcopy(node)
 
 
 def _set(node: Dict[str, Any], keys: List[str], value: Any, text: str) -> None:
