@@ -106,9 +106,7 @@ def main(argv: List[str]) -> int:
         seconds = train(args.config, seed, args.steps, log_dir, args.override)
         player = greedy_player(trained_task(log_dir, args.task))
         for seat, name in ((0, "first"), (1, "second")):
-            tally = play_against_random(
-                make_game, player, games=args.games, seat=seat, seed=10_000 * seed + seat
-            )
+            tally = play_against_random(make_game, player, games=args.games, seat=seat, seed=10_000 * seed + seat)
             rows.append((seed, name, tally, seconds))
     print(f"{args.steps} env steps per run, {args.games} games per seat")
     print("| seed | seat | wins | draws | losses | score | train s |")
