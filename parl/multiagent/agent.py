@@ -28,7 +28,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from parl.core.agent_helper import AgentHelper
 from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based, observation_space_of
 from parl.multiagent.mapping import MappingSource, PolicyMapping
 from parl.utils.env_steps import EnvStepsAgent
@@ -131,8 +130,6 @@ class PettingZooAgent(EnvStepsAgent):
         mapped = type(self).observation_inputs is PettingZooAgent.observation_inputs and self.global_state is None
         to_inputs = self._to_inputs if mapped else None
         own_act = type(self).act is not PettingZooAgent.act
-        # Helpers that hand over and wait in two calls; the others learn in one (AgentHelper's defaults).
-        two_phase = {key for key, helper in helpers.items() if type(helper).hand_over is not AgentHelper.hand_over}
         observations, _ = self.reset_env()
         inputs: Dict[str, ArrayDict] = {}
         states: Dict[str, ArrayDict] = {}
@@ -185,13 +182,9 @@ class PettingZooAgent(EnvStepsAgent):
             # Every agent's segment of this step is sent before any is waited for, so they join one update
             # (acted with the same weights) and the next step acts with the weights that learned them.
             for agent_id in acting:
-                if agent_id in two_phase:
-                    helpers[agent_id].hand_over()
-                else:
-                    helpers[agent_id].learn()
+                helpers[agent_id].hand_over()
             for agent_id in acting:
-                if agent_id in two_phase:
-                    helpers[agent_id].wait_for_updates()
+                helpers[agent_id].wait_for_updates()
         return steps
 
     def _play_turns(self, returns: Dict[str, float]) -> int:

@@ -14,10 +14,10 @@ for the agent whose turn it is; the wrapped game must give both seats the same s
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from parl.multiagent.envs import env_agent_ids, is_turn_based
+from parl.utils.observations import import_function
 
 
 class SeatSwap:
@@ -33,7 +33,7 @@ class SeatSwap:
 
     def __init__(self, env: Any) -> None:
         if isinstance(env, str):
-            env = _made(env)
+            env = import_function(env, "SeatSwap env")()
         ids = env_agent_ids(env)
         if not is_turn_based(env) or len(ids) != 2:
             raise ValueError(f"SeatSwap takes a turn-based PettingZoo env of two agents, got {type(env).__name__}")
@@ -88,17 +88,3 @@ class SeatSwap:
 
     def _wrapped_id(self, agent: str) -> str:
         return next(wrapped for wrapped, shown in self._to_id.items() if shown == agent)
-
-
-def _made(path: str) -> Any:
-    """The env the function at import path ``path`` makes.
-
-    Raises:
-        ValueError: ``path`` names no importable function.
-    """
-    module_name, _, name = path.rpartition(".")
-    try:
-        factory = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError, ValueError):
-        raise ValueError(f"SeatSwap: env {path!r} names no importable function") from None
-    return factory()

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from parl.serving.computation_task import ComputationTask
-from parl.utils.observations import obs_inputs
+from parl.utils.observations import as_input
 from parl.validation import check_int
 
 #: An observation (a Dict observation of the game) -> the action to play.
@@ -49,7 +49,7 @@ def greedy_player(task: ComputationTask) -> Player:
     :class:`~parl.models.MaskedMLPActorCritic`) for one observation."""
 
     def act(observation: Mapping[str, Any]) -> int:
-        inputs = {key: obs_inputs(value)["obs"][None] for key, value in observation.items()}  # as PettingZooAgent feeds
+        inputs = {key: as_input(value)[None] for key, value in observation.items()}  # as PettingZooAgent feeds
         actions, _ = task.predict(inputs, {}, deterministic=True)
         return int(next(iter(actions.values())).reshape(-1)[0])
 

@@ -25,13 +25,12 @@ OBS = "obs"
 def obs_inputs(obs: Any) -> ArrayDict:
     """The default input dict of an observation: ``{"obs": array}``, float32 except that
     uint8 image frames stay uint8 (a quarter of the bytes; the model scales them)."""
-    arr = np.asarray(obs)
-    if arr.dtype == np.uint8:
-        return {"obs": arr}
-    return {"obs": arr.astype(np.float32, copy=False)}
+    return {OBS: as_input(obs)}
 
 
-def _as_input(value: Any) -> np.ndarray:
+def as_input(value: Any) -> np.ndarray:
+    """One observation (or one part of a Dict or Tuple one) as the array a model takes: float32, except
+    that uint8 image frames stay uint8."""
     arr = np.asarray(value)
     return arr if arr.dtype == np.uint8 else arr.astype(np.float32, copy=False)
 
@@ -94,7 +93,7 @@ def _dict_mapper(keys: List[str], owner: str) -> ObservationMapper:
         for key in keys:
             if key not in obs:
                 raise ValueError(f"{owner}: observation key {key!r} is missing (keys given: {sorted(map(str, obs))})")
-            out[key] = _as_input(obs[key])
+            out[key] = as_input(obs[key])
         return out
 
     return to_inputs
@@ -104,7 +103,7 @@ def _tuple_mapper(names: List[str], owner: str) -> ObservationMapper:
     def to_inputs(obs: Any) -> ArrayDict:
         if isinstance(obs, Mapping) or not isinstance(obs, (tuple, list)) or len(obs) != len(names):
             raise ValueError(f"{owner}: expected a tuple observation of {len(names)} parts ({names[0]!r}...)")
-        return {name: _as_input(part) for name, part in zip(names, obs)}
+        return {name: as_input(part) for name, part in zip(names, obs)}
 
     return to_inputs
 

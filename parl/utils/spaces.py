@@ -154,12 +154,13 @@ def spec_mismatch(model: Any, observation_space: Any, action_space: Any) -> Opti
         mismatch = _parts_mismatch(model.get_input_specs(), observation_space)
         if mismatch is not None:
             return mismatch
-    obs = _spec(model.get_input_specs(), "obs") if _kind(observation_space) not in ("Dict", "Tuple") else None
-    obs_shape = getattr(observation_space, "shape", None)
-    if obs is not None and obs_shape is not None and tuple(obs_shape) != obs[0]:
-        return SpecMismatch(
-            "observation", f"input 'obs' of shape {_shape(obs[0])}", f"observation shape {_shape(obs_shape)}"
-        )
+    else:
+        obs = _spec(model.get_input_specs(), "obs")
+        obs_shape = getattr(observation_space, "shape", None)
+        if obs is not None and obs_shape is not None and tuple(obs_shape) != obs[0]:
+            return SpecMismatch(
+                "observation", f"input 'obs' of shape {_shape(obs[0])}", f"observation shape {_shape(obs_shape)}"
+            )
     action = _spec(model.get_action_specs(), "action")
     if action is None:
         return None
