@@ -75,6 +75,8 @@ def learner_device(device: str, count: int) -> str:
     """
     if device not in LEARNER_DEVICES:
         raise ValueError(f"learner device must be one of {list(LEARNER_DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return device  # no GPU count asked for (it would start the CUDA driver before workers fork)
     gpus = paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda() else 0
     if device == "gpu" and gpus < count:
         raise ValueError(f"learner device 'gpu' needs one GPU per learner: {count} learners, {gpus} GPUs here")

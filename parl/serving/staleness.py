@@ -46,7 +46,8 @@ class Staleness:
         #: Segments learned whose staleness was measured, and the sum of their staleness, so far.
         self.measured_segments = 0
         self.total_staleness = 0
-        self._window: List[int] = []  # staleness of the segments learned since the last metrics()
+        # Segments measured since the last metrics(), the sum and the largest of their staleness.
+        self._window = (0, 0, 0)
 
     def versions_behind(self, version: int) -> int:
         """How many versions a segment acted with weights ``version`` is behind the latest (never below 0)."""
@@ -73,18 +74,20 @@ class Staleness:
             self.dropped_segments += len(stale)
             self.measured_segments += len(behind)
             self.total_staleness += sum(behind)
-            self._window.extend(behind)
+            if behind:
+                count, total, largest = self._window
+                self._window = (count + len(behind), total + sum(behind), max(largest, *behind))
         return fresh, stale
 
     def metrics(self, task: str) -> Dict[str, float]:
         """``async/<task>/staleness_mean`` and ``_max`` of the segments learned since the last call
         (absent when none was measured), and ``async/<task>/dropped_segments`` so far."""
         with self._lock:
-            window, self._window = self._window, []
+            (count, total, largest), self._window = self._window, (0, 0, 0)
             row = {f"async/{task}/dropped_segments": float(self.dropped_segments)}
-        if window:
-            row[f"async/{task}/staleness_mean"] = float(np.mean(window))
-            row[f"async/{task}/staleness_max"] = float(max(window))
+        if count:
+            row[f"async/{task}/staleness_mean"] = total / count
+            row[f"async/{task}/staleness_max"] = float(largest)
         return row
 
 
