@@ -32,4 +32,6 @@ def test_walkthrough_runs_and_trains():
     assert sorted({e["agent_id"] for e in episodes}) == [0, 1, 2, 3]
     assert manager.errors == []
     assert manager.tasks["RL"].update_steps > 0  # learning happened after the warm-up
-    assert re.match(r"40 episodes, mean return \d+\.\d, \d+ updates", out.getvalue())
+    # The walkthrough's own line; a Ray log line of an earlier test in this process (its driver prints
+    # them from a thread) may come into the same stdout, so the line is looked for, not required first.
+    assert re.search(r"^40 episodes, mean return \d+\.\d, \d+ updates$", out.getvalue(), re.MULTILINE)
