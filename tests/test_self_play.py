@@ -7,6 +7,8 @@
 - a replaced opponent is broadcast (the Ray placement's copies);
 - checkpoints hold and restore both tasks and the snapshot pool (a damaged pool file refuses its checkpoint);
 - the masked model never picks a masked action, sampling or greedy;
+- ``random_moves`` has an opponent play uniformly random legal actions at its rate, only for tasks
+  that never learn;
 - PPO self-play on tic-tac-toe beats a random player after a small budget.
 """
 
@@ -23,7 +25,7 @@ import pytest
 import parl
 from parl.algorithms import PPO
 from parl.experiment.config import load_config
-from parl.experiment.config.build import task_settings
+from parl.experiment.config.build import make_agent, task_settings
 from parl.experiment.config.class_spec import ConfigError
 from parl.experiment.train.checkpoints import CheckpointManager
 from parl.experiment.train.trainer import Trainer
@@ -153,6 +155,82 @@ def test_config_self_play_block_is_checked() -> None:
         load_config(CONFIG, ["self_play={learner: RL, opponent: RL, every_updates: 0}"])
     with pytest.raises(ConfigError, match="self_play.pool: .* got 'all'"):
         load_config(CONFIG, ["self_play.pool=all"])
+
+
+# -- random moves ---------------------------------------------------------------------------
+class FirstLegal:
+    """A stand-in helper: always the first legal action (or slot 0 where the game gives no mask)."""
+
+    def __init__(self, task: str, learns: bool) -> None:
+        self.task_name, self.learns = task, learns
+        self.played: list = []
+
+    def predict(self, inputs, states=None):
+        return {"action": np.array([int(np.flatnonzero(inputs["action_mask"])[0])], np.int64)}, {}
+
+    def initial_states(self):
+        return {}
+
+    def store_data(self, inputs, actions, reward, next_inputs, terminated, truncated, states=None, next_states=None):
+        self.played.append((inputs["action_mask"].copy(), int(actions["action"][0])))
+
+    def learn(self):
+        return None
+
+
+def play_games(chance: float, games: int, seed: int = 0, training: bool = True):
+    """The opponent's and the learner's (mask, action) of every turn of ``games`` PickGames with
+    ``random_moves`` ``chance``, played by a training (or an evaluation) agent."""
+    agent = PettingZooAgent(
+        PickGame(),
+        policy_mapping={"player_0": "RL", "player_1": "opponent"},
+        seed=seed,
+        random_moves={"opponent": chance},
+    )
+    agent.training = training
+    agent.helpers = {"player_0": FirstLegal("RL", True), "player_1": FirstLegal("opponent", False)}
+    for _ in range(games):
+        agent.run_one_episode()
+    return agent.helpers["player_1"].played, agent.helpers["player_0"].played
+
+
+def test_random_moves_play_uniform_legal_actions_at_their_rate_for_the_opponent_only() -> None:
+    turns, learner_turns = play_games(1.0, 600)
+    assert len(turns) == 600  # the opponent's one turn a game (player_0 moves first and third)
+    assert all(mask[action] == 1 for mask, action in turns)  # legal, though the policy would play the first legal
+    counts = np.bincount([action for _, action in turns], minlength=3)
+    # After player_0 took slot 0, slots 1 and 2 are free: each about half (binomial sd about 12 of 300).
+    assert counts[0] == 0 and 240 <= counts[1] <= 360 and 240 <= counts[2] <= 360, counts
+    assert all(action == int(np.flatnonzero(mask)[0]) for mask, action in learner_turns)  # the learner's own
+    for never, _ in (play_games(0.0, 100), play_games(1.0, 100, training=False)):  # evaluation plays the policy
+        assert all(action == int(np.flatnonzero(mask)[0]) for mask, action in never)
+    some, _ = play_games(0.5, 800, seed=3)
+    # Half the turns random, half of those the policy's own slot: about a quarter differ (sd about 12 of 800).
+    changed = sum(action != int(np.flatnonzero(mask)[0]) for mask, action in some)
+    assert 150 <= changed <= 250, changed
+
+
+def test_random_moves_are_checked() -> None:
+    mapping = {"player_0": "RL", "player_1": "opponent"}
+    with pytest.raises(ValueError, match=r"random_moves\['opponent'\] must be a number in \[0.0, 1.0\], got 1.5"):
+        PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"opponent": 1.5})
+    with pytest.raises(
+        ValueError, match=r"no agent is mapped to task 'other'; the mapped tasks are \['RL', 'opponent'\]"
+    ):
+        PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"other": 0.5})
+    agent = PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"RL": 0.5})
+    agent.helpers = {"player_0": FirstLegal("RL", True), "player_1": FirstLegal("opponent", False)}
+    with pytest.raises(ValueError, match=r"random_moves\['RL'\]: agent 'player_0'.* learns"):
+        agent.run_one_episode()
+
+
+def test_config_random_moves_reach_the_agent() -> None:
+    config = load_config(CONFIG, ["agent.random_moves={opponent: 0.25}", "agents=1"])
+    assert make_agent(config, 0).random_moves == {"opponent": 0.25}
+    with pytest.raises(
+        ConfigError, match=r"agent: .*random_moves\['opponent'\] must be a number in \[0.0, 1.0\], got 2"
+    ):
+        make_agent(load_config(CONFIG, ["agent.random_moves={opponent: 2}"]), 0)
 
 
 # -- snapshots ----------------------------------------------------------------------------

@@ -19,6 +19,13 @@ transition runs from one of its turns to its next (its reward: all it got in bet
 ``global_state`` names an input filled with ``env.state()`` at every step for every agent (the
 environment's global state, where it has one), for a centralized critic (the MAPPO idea): the
 actor reads the agent's own observation, the critic the global state.
+
+``random_moves`` makes the agents of tasks that never learn explore: ``{"opponent": 0.3}`` has every
+agent mapped to task ``opponent`` play, on each of its turns with probability 0.3, a uniformly random
+legal action instead of its policy's (legal: the ones the input ``action_mask`` marks, PettingZoo's
+classic games; every action of the space when there is no such input). A self-play opponent that
+mixes random moves into its policy's leads the learner into positions its own snapshots never
+reach, and the policy's next moves still punish a missed answer there.
 """
 
 from __future__ import annotations
@@ -31,10 +38,14 @@ import numpy as np
 from parl.multiagent.envs import action_space_of, env_agent_ids, is_multiagent, is_turn_based, observation_space_of
 from parl.multiagent.mapping import MappingSource, PolicyMapping
 from parl.utils.env_steps import EnvStepsAgent
-from parl.utils.gym_agent import env_action_converter
+from parl.utils.gym_agent import env_action_converter, model_action_converter
 from parl.utils.observations import ObservationMapper, chosen_mapper
+from parl.validation import check_range
 
 ArrayDict = Dict[str, np.ndarray]
+
+#: The input that marks an agent's legal actions (1: legal), read by ``random_moves``.
+ACTION_MASK = "action_mask"
 
 
 class PettingZooAgent(EnvStepsAgent):
@@ -54,10 +65,17 @@ class PettingZooAgent(EnvStepsAgent):
         observation_inputs: maps an observation to the input dict, as a function or its dotted path (None: by
             each agent's observation space, :func:`~parl.utils.observations.observation_mapper`: ``{"obs": ...}``
             for a Box, one input per key of a Dict); a subclass may override :meth:`observation_inputs` instead.
+        random_moves: task name -> the probability, on each turn of an agent mapped to it, of a uniformly
+            random legal action instead of the policy's (see the module docstring), in training
+            episodes (an evaluation agent plays the policies). Only tasks whose helpers never learn
+            (:class:`~parl.PredictOnlyHelper`), so that no policy learns from actions it did not choose.
+            None: none.
 
     Raises:
-        ValueError: ``env`` is not a PettingZoo environment, ``policy_mapping`` is malformed, or
-            ``global_state`` is set for an env without ``state()``.
+        ValueError: ``env`` is not a PettingZoo environment, ``policy_mapping`` is malformed,
+            ``global_state`` is set for an env without ``state()``, or a ``random_moves`` probability is
+            outside [0, 1] or names a task no agent is mapped to; at a training episode, a
+            ``random_moves`` task whose helper learns.
     """
 
     def __init__(
@@ -69,6 +87,7 @@ class PettingZooAgent(EnvStepsAgent):
         num_games: Optional[int] = None,
         global_state: Optional[str] = None,
         observation_inputs: Union[str, ObservationMapper, None] = None,
+        random_moves: Optional[Mapping[str, float]] = None,
     ) -> None:
         super().__init__(env, seed=seed, num_games=num_games)
         if not is_multiagent(env):
@@ -83,12 +102,19 @@ class PettingZooAgent(EnvStepsAgent):
         self.turn_based = is_turn_based(env)
         self.to_env_action: Dict[str, Callable[[ArrayDict], Any]] = {}
         self._to_inputs: Dict[str, ObservationMapper] = {}
+        self._action_spaces: Dict[str, Any] = {}
+        self._to_model_action: Dict[str, Callable[[Any], ArrayDict]] = {}
         for index, agent_id in enumerate(self.agent_ids):
             observations = observation_space_of(env, agent_id)
             self._to_inputs[agent_id] = chosen_mapper(observations, observation_inputs, "PettingZooAgent")
             space = action_space_of(env, agent_id)
             self.to_env_action[agent_id] = env_action_converter(space)
             space.seed(seed + index)
+            self._action_spaces[agent_id] = space
+            self._to_model_action[agent_id] = model_action_converter(space)
+        self.random_moves: Dict[str, float] = self._checked_random_moves(random_moves)
+        self._random_of: Dict[str, float] = {}  # agent id -> its task's random_moves, set each training episode
+        self._rng = np.random.default_rng([seed, 0x52])
 
     # -- what the Manager and the config read --------------------------------------------------
     def helper_tasks(self, tasks: Sequence[str]) -> Dict[str, str]:
@@ -109,11 +135,18 @@ class PettingZooAgent(EnvStepsAgent):
         return self._to_inputs[agent_id](obs)
 
     def act(self, agent_id: str, inputs: ArrayDict, states: ArrayDict) -> Tuple[ArrayDict, ArrayDict]:
-        """Actions and next states of ``agent_id`` for one step; override to explore."""
-        return self.helpers[agent_id].predict(inputs, states)
+        """Actions and next states of ``agent_id`` for one step (a random legal action instead of the
+        policy's with ``random_moves``' probability for its task); override to explore otherwise."""
+        actions, next_states = self.helpers[agent_id].predict(inputs, states)
+        chance = self._random_of.get(agent_id)
+        if chance and self._rng.random() < chance:
+            actions = self._random_action(agent_id, inputs)
+        return actions, next_states
 
     # -- episodes --------------------------------------------------------------------------------
     def run_one_episode(self) -> Dict[str, Any]:
+        # Evaluation agents (training False) play the policies as they are.
+        self._random_of = self._random_agents() if self.random_moves and self.training else {}
         returns: Dict[str, float] = {}
         steps = self._play_turns(returns) if self.turn_based else self._play_parallel(returns)
         return self._statistics(returns, steps)
@@ -129,7 +162,7 @@ class PettingZooAgent(EnvStepsAgent):
         helpers, to_env_action = self.helpers, self.to_env_action
         mapped = type(self).observation_inputs is PettingZooAgent.observation_inputs and self.global_state is None
         to_inputs = self._to_inputs if mapped else None
-        own_act = type(self).act is not PettingZooAgent.act
+        own_act = type(self).act is not PettingZooAgent.act or bool(self._random_of)
         observations, _ = self.reset_env()
         inputs: Dict[str, ArrayDict] = {}
         states: Dict[str, ArrayDict] = {}
@@ -215,6 +248,48 @@ class PettingZooAgent(EnvStepsAgent):
             steps += 1
             self.total_steps += 1
         return steps
+
+    # -- random moves ------------------------------------------------------------------------------
+    def _checked_random_moves(self, random_moves: Optional[Mapping[str, float]]) -> Dict[str, float]:
+        if random_moves is None:
+            return {}
+        if not isinstance(random_moves, Mapping):
+            raise ValueError(f"random_moves: expected a mapping of task name to probability, got {random_moves!r}")
+        mapped = {self.policy_mapping.task_of(agent_id) for agent_id in self.agent_ids}
+        out = {}
+        for task, chance in random_moves.items():
+            if task not in mapped:
+                raise ValueError(
+                    f"random_moves: no agent is mapped to task {task!r}; the mapped tasks are {sorted(mapped)}"
+                )
+            out[task] = check_range(f"random_moves[{task!r}]", chance, 0.0, 1.0)
+        return out
+
+    def _random_agents(self) -> Dict[str, float]:
+        """Agent id -> the chance of a random move, for the agents of the ``random_moves`` tasks."""
+        out = {}
+        for agent_id, helper in self.helpers.items():
+            chance = self.random_moves.get(helper.task_name or "")
+            if chance is None:
+                continue
+            if helper.learns:
+                raise ValueError(
+                    f"random_moves[{helper.task_name!r}]: agent {agent_id!r}'s helper {type(helper).__name__} learns, "
+                    "and its task would learn actions its policy did not choose; give random moves to tasks that "
+                    "never learn (parl.PredictOnlyHelper)"
+                )
+            out[agent_id] = chance
+        return out
+
+    def _random_action(self, agent_id: str, inputs: ArrayDict) -> ArrayDict:
+        """A uniformly random legal action of ``agent_id``, as the model's action dict."""
+        space = self._action_spaces[agent_id]
+        mask = inputs.get(ACTION_MASK)
+        if mask is not None and type(space).__name__ == "Discrete" and np.any(np.asarray(mask) > 0.5):
+            action: Any = int(space.start) + int(self._rng.choice(np.flatnonzero(np.asarray(mask).reshape(-1) > 0.5)))
+        else:
+            action = space.sample()
+        return self._to_model_action[agent_id](action)
 
     def _statistics(self, returns: Mapping[str, float], steps: int) -> Dict[str, Any]:
         by_task: Dict[str, List[float]] = defaultdict(list)

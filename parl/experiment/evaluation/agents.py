@@ -47,6 +47,8 @@ class EvalHelper(AgentHelper):
     ``communicator`` is given (the parking transport of concurrent evaluation episodes).
     """
 
+    learns = False
+
     def __init__(self, task: ComputationTask, *, communicator: Optional[Communicator] = None) -> None:
         super().__init__()
         self.task = task
