@@ -71,6 +71,14 @@ def winner(board: Board) -> int:
     return 0
 
 
+def final_score(board: Board, seat: int) -> Optional[float]:
+    """``seat``'s score of a finished game (1 won, 0.5 drawn, 0 lost); None while it goes on."""
+    won = winner(board)
+    if won:
+        return 1.0 if won == seat else 0.0
+    return 0.5 if all(board) else None
+
+
 def threats(board: Board, who: int) -> List[int]:
     """The empty squares that would complete a line of ``who``."""
     out = []
@@ -92,11 +100,9 @@ def exact(policy: Policy, seat: int) -> Tuple[float, float]:
 
     @functools.lru_cache(maxsize=None)
     def value(board: Board, mover: int) -> float:
-        won = winner(board)
-        if won:
-            return 1.0 if won == seat else 0.0
-        if all(board):
-            return 0.5
+        final = final_score(board, seat)
+        if final is not None:
+            return final
         if mover == seat:
             choices = policy(board, mover)
         else:
@@ -105,7 +111,7 @@ def exact(policy: Policy, seat: int) -> Tuple[float, float]:
 
     def walk(board: Board, mover: int, reach: float) -> None:
         nonlocal missed
-        if winner(board) or all(board):
+        if final_score(board, seat) is not None:
             return
         if mover == seat:
             choices = policy(board, mover)
@@ -158,11 +164,9 @@ def best_score(seat: int) -> float:
 
     @functools.lru_cache(maxsize=None)
     def value(board: Board, mover: int) -> float:
-        won = winner(board)
-        if won:
-            return 1.0 if won == seat else 0.0
-        if all(board):
-            return 0.5
+        final = final_score(board, seat)
+        if final is not None:
+            return final
         nexts = [value(play(board, i, mover), 3 - mover) for i, v in enumerate(board) if not v]
         return max(nexts) if mover == seat else sum(nexts) / len(nexts)
 
