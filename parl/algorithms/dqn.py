@@ -71,6 +71,11 @@ class DQN(Algorithm):
     ) -> Tuple[TensorDict, TensorDict]:
         return _greedy(self.model.value)(inputs, states, deterministic)
 
+    def build_layers(self, inputs: TensorDict, states: TensorDict) -> None:
+        """The online model's layers by a prediction, then the target's as its copy (as the first update would)."""
+        super().build_layers(inputs, states)
+        self.targets.initialize()
+
     @stands_in_for(["predict"])
     def compile_predict(self) -> Optional[Predictor]:
         """The greedy action over the model's ``compile_value()``; None for a model without one (or

@@ -124,6 +124,13 @@ class Algorithm(abc.ABC):
         """
         raise NotImplementedError
 
+    def build_layers(self, inputs: TensorDict, states: TensorDict) -> None:
+        """Build the layers of every model from one batch of (zero) inputs, without learning: by default one
+        deterministic :meth:`predict`. An algorithm whose other models a prediction does not read (a
+        target network) builds those too, so that its weights have every key from the start (a self-play
+        opponent takes snapshots of them)."""
+        self.predict(inputs, states, deterministic=True)
+
     def compile_predict(self) -> Optional[Predictor]:
         """A faster predictor giving what :meth:`predict` gives, bit for bit, or None (the default):
         act through :meth:`predict`.

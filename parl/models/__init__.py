@@ -11,6 +11,7 @@ from parl.models.continuous import (
 )
 from parl.models.encoders import InputEncoder, MultiInputEncoder, ObsInput
 from parl.models.masked_actor_critic import MaskedMLPActorCritic
+from parl.models.masked_q_model import MaskedMLPQModel
 from parl.models.mlp_q_model import MLPQModel, MultiInputQModel, QModel
 from parl.models.pixel_actor_critic import AtariActorCritic
 
@@ -26,6 +27,7 @@ __all__ = [
     "MLPActorCritic",
     "MLPQModel",
     "MaskedMLPActorCritic",
+    "MaskedMLPQModel",
     "MinAtarQModel",
     "MultiInputActorCritic",
     "MultiInputDeterministicActorCritic",

@@ -289,11 +289,13 @@ class ComputationTask:
         """Zero recurrent states, shaped by the model's state specs."""
         return zeros(self.state_specs, batch_size)
 
-    def build_layers(self) -> None:
+    def build_layers(self, every_model: bool = False) -> None:
         """Build the layers a prediction uses, when some layer of the algorithm's models is not built
         yet, by one deterministic prediction on zeros (no gradient, evaluation mode, no normalizer
-        update). Paddle's global random generator is put back as it was, so this draws no random
-        numbers; the new layers' initial values are those of a prediction made now.
+        update); with ``every_model``, those of every model, by :meth:`Algorithm.build_layers` (DQN's
+        target network as well, a copy of the online one, as its first update would make it). Paddle's
+        global random generator is put back as it was, so this draws no random numbers; the new
+        layers' initial values are those of a prediction made now.
 
         :meth:`read_checkpoint` calls it, so a checkpoint's weights are checked against the shapes
         the model builds from its specs rather than only against each other.
@@ -305,7 +307,10 @@ class ComputationTask:
             with self._weights_lock, paddle.no_grad(), training_mode(False):
                 inputs = {k: tensor(v) for k, v in zeros(self.input_specs, 1).items()}
                 states = {k: tensor(v) for k, v in zeros(self.state_specs, 1).items()}
-                self.algorithm.predict(inputs, states, deterministic=True)
+                if every_model:
+                    self.algorithm.build_layers(inputs, states)
+                else:
+                    self.algorithm.predict(inputs, states, deterministic=True)
         finally:
             paddle.set_rng_state(generator_state)
 

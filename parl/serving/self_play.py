@@ -196,8 +196,9 @@ class OpponentSnapshots:
         self._rng = np.random.default_rng(settings.seed)
         self._lock = threading.Lock()
         self._next_at = settings.every_updates
-        learner.build_layers()
-        opponent.build_layers()
+        # Every model, target networks included, so that every snapshot holds every key from the first on.
+        learner.build_layers(every_model=True)
+        opponent.build_layers(every_model=True)
         try:
             self._take()
         except ValueError as exc:
