@@ -30,7 +30,7 @@ from parl.experiment.config.class_spec import ConfigError
 from parl.experiment.train.checkpoints import CheckpointManager
 from parl.experiment.train.trainer import Trainer
 from parl.layers.tensors import tensor
-from parl.models import MaskedMLPActorCritic
+from parl.models import MaskedMLPActorCritic, MaskedMLPQModel
 from parl.multiagent import PettingZooAgent
 from parl.multiagent.versus import greedy_player, play_against_random
 from parl.runtime.ray.broadcast import Broadcaster
@@ -161,8 +161,8 @@ def test_config_self_play_block_is_checked() -> None:
 class FirstLegal:
     """A stand-in helper: always the first legal action (or slot 0 where the game gives no mask)."""
 
-    def __init__(self, task: str, learns: bool) -> None:
-        self.task_name, self.learns = task, learns
+    def __init__(self, task: str, learns: bool, off_policy: bool = False) -> None:
+        self.task_name, self.learns, self.learns_off_policy = task, learns, off_policy
         self.played: list = []
 
     def predict(self, inputs, states=None):
@@ -220,8 +220,29 @@ def test_random_moves_are_checked() -> None:
         PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"other": 0.5})
     agent = PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"RL": 0.5})
     agent.helpers = {"player_0": FirstLegal("RL", True), "player_1": FirstLegal("opponent", False)}
-    with pytest.raises(ValueError, match=r"random_moves\['RL'\]: agent 'player_0'.* learns"):
+    with pytest.raises(ValueError, match=r"random_moves\['RL'\]: agent 'player_0'.* learns on-policy"):
         agent.run_one_episode()
+    agent = PettingZooAgent(PickGame(), policy_mapping=mapping, random_moves={"RL": lambda step: 2.0})
+    agent.helpers = {"player_0": FirstLegal("RL", True, off_policy=True), "player_1": FirstLegal("opponent", False)}
+    with pytest.raises(ValueError, match=r"random_moves\['RL'\] at step 0 must be a number in \[0.0, 1.0\], got 2.0"):
+        agent.run_one_episode()
+
+
+def test_random_moves_explore_for_an_off_policy_learner_by_a_schedule_of_its_steps() -> None:
+    agent = PettingZooAgent(
+        PickGame(),
+        policy_mapping={"player_0": "RL", "player_1": "opponent"},
+        random_moves={"RL": parl.utils.LinearSchedule(start=1.0, end=0.0, steps=300)},
+    )
+    agent.helpers = {"player_0": FirstLegal("RL", True, off_policy=True), "player_1": FirstLegal("opponent", False)}
+    for _ in range(200):  # 3 turns a game: epsilon 1 at the start, 0 from turn 300 on (game 100)
+        agent.run_one_episode()
+    turns = agent.helpers["player_0"].played  # the learner's two turns a game; its first of three free slots
+    own = [action == int(np.flatnonzero(mask)[0]) for mask, action in turns[::2]]
+    # Games 0-29 (epsilon 1 to 0.7): its own slot with probability 1 - eps + eps / 3, about 13 of 30 (sd 2.7);
+    # games 100-199 (epsilon 0): always.
+    assert sum(own[:30]) < 22 and all(own[100:]), (sum(own[:30]), sum(own[100:]))
+    assert all(mask[action] == 1 for mask, action in turns)
 
 
 def test_config_random_moves_reach_the_agent() -> None:
@@ -463,6 +484,58 @@ def test_the_masked_model_never_picks_a_masked_action() -> None:
     assert np.isfinite(dist.entropy().numpy()).all() and np.isfinite(value.numpy()).all()
     fast, _, _ = model.compile_policy()(inputs, {})
     assert mask[np.arange(2000), fast.sample().numpy().ravel()].all()
+
+
+def test_the_masked_q_model_never_picks_a_masked_action_and_its_compiled_values_agree() -> None:
+    rng = np.random.default_rng(1)
+    model = MaskedMLPQModel(obs_shape=[3, 3, 2], num_actions=9, hidden_sizes=[32])
+    obs = rng.random((2000, 3, 3, 2)).astype(np.float32)
+    mask = (rng.random((2000, 9)) < 0.3).astype(np.float32)
+    mask[np.arange(2000), rng.integers(0, 9, 2000)] = 1.0
+    inputs = {"observation": tensor(obs), "action_mask": tensor(mask)}
+    q = model.value(inputs).numpy()
+    assert mask[np.arange(2000), q.argmax(axis=1)].all()
+    assert (q[mask == 0] < -1e8).all() and (np.abs(q[mask == 1]) < 1e3).all()
+    np.testing.assert_array_equal(model.compile_value()(inputs).numpy(), q)
+    with pytest.raises(ValueError, match="num_actions"):
+        MaskedMLPQModel(obs_shape=[3, 3, 2], num_actions=1)
+
+
+def dqn_settings() -> parl.TaskSettings:
+    from parl.algorithms import DQN
+
+    def model() -> parl.Model:
+        return MaskedMLPQModel(obs_shape=[3, 2], num_actions=3, hidden_sizes=[8])
+
+    return parl.TaskSettings(lambda: DQN(model, target_update_interval=1))
+
+
+def test_dqn_snapshots_hold_the_target_network_from_the_first_so_any_can_be_drawn_after_learning() -> None:
+    learner, opponent = dqn_settings().make_task("RL"), dqn_settings().make_task("opponent")
+    snapshots = OpponentSnapshots(
+        parl.SelfPlay("RL", "opponent", every_updates=1, snapshots=50, pool="history"), learner, opponent
+    )
+    initial = snapshots._pool._kept[0]
+    assert set(initial["target_model"]) == set(initial["model"]) != set()  # built at the start, as a copy
+    snapshots.start()
+    rng = np.random.default_rng(0)
+    board = rng.integers(0, 2, (16, 3, 2)).astype(np.float32)
+    batch = parl.Transition(
+        inputs={"observation": board, "action_mask": np.ones((16, 3), np.float32)},
+        next_inputs={"observation": board[::-1].copy(), "action_mask": np.zeros((16, 3), np.float32)},
+        states={},
+        next_states={},
+        actions={"action": rng.integers(0, 3, (16, 1)).astype(np.int64)},
+        rewards={"reward": rng.standard_normal((16, 1)).astype(np.float32)},
+        next_episode_end=np.ones((16, 1), np.float32),
+    )
+    for _ in range(30):  # every refresh sets a drawn snapshot, the initial one among them
+        learner.learn(batch)
+        snapshots.after_update()
+    assert snapshots.taken == 30
+    for kept in snapshots._pool._kept:
+        opponent.set_algorithm_weights(kept)
+    assert any(kept is initial for kept in snapshots._pool._kept)
 
 
 # -- learning -------------------------------------------------------------------------------

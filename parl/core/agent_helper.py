@@ -58,6 +58,10 @@ class AgentHelper(abc.ABC):
     #: Whether the helper may send training data; False for one that only predicts (a self-play
     #: opponent's, whose task ``Manager`` refuses helpers that learn).
     learns: bool = True
+    #: Whether its task learns from stored actions whatever chose them (replay: Q-learning is off-policy),
+    #: so that an agent may explore with actions its policy did not choose (epsilon-greedy). False for
+    #: on-policy helpers, whose algorithms take the stored actions as the policy's own.
+    learns_off_policy: bool = False
 
     def __init__(self) -> None:
         self._comm: Optional[Communicator] = None

@@ -217,6 +217,8 @@ class ExpReplayHelper(AgentHelper):
             and no input spec is a frame stack.
     """
 
+    learns_off_policy = True
+
     def __init__(
         self,
         *,

@@ -20,12 +20,15 @@ transition runs from one of its turns to its next (its reward: all it got in bet
 environment's global state, where it has one), for a centralized critic (the MAPPO idea): the
 actor reads the agent's own observation, the critic the global state.
 
-``random_moves`` makes the agents of tasks that never learn explore: ``{"opponent": 0.3}`` has every
-agent mapped to task ``opponent`` play, on each of its turns with probability 0.3, a uniformly random
-legal action instead of its policy's (legal: the ones the input ``action_mask`` marks, PettingZoo's
-classic games; every action of the space when there is no such input). A self-play opponent that
-mixes random moves into its policy's leads the learner into positions its own snapshots never
-reach, and the policy's next moves still punish a missed answer there.
+``random_moves`` makes agents explore: ``{"opponent": 0.3}`` has every agent mapped to task
+``opponent`` play, on each of its turns with probability 0.3, a uniformly random legal action instead
+of its policy's (legal: the ones the input ``action_mask`` marks, PettingZoo's classic games; every
+action of the space when there is no such input). The probability may be a schedule of the agent's
+``total_steps`` (:class:`parl.utils.LinearSchedule`). For a task that never learns (a self-play
+opponent): random moves lead the learner into positions the opponent's own policy never reaches, and
+its next moves still punish a missed answer there. For a task that learns off-policy (replay): the
+learner's epsilon-greedy exploration. Refused for an on-policy learner, whose algorithm would take the
+random actions as its policy's own.
 """
 
 from __future__ import annotations
@@ -65,17 +68,19 @@ class PettingZooAgent(EnvStepsAgent):
         observation_inputs: maps an observation to the input dict, as a function or its dotted path (None: by
             each agent's observation space, :func:`~parl.utils.observations.observation_mapper`: ``{"obs": ...}``
             for a Box, one input per key of a Dict); a subclass may override :meth:`observation_inputs` instead.
-        random_moves: task name -> the probability, on each turn of an agent mapped to it, of a uniformly
-            random legal action instead of the policy's (see the module docstring), in training
-            episodes (an evaluation agent plays the policies). Only tasks whose helpers never learn
-            (:class:`~parl.PredictOnlyHelper`), so that no policy learns from actions it did not choose.
-            None: none.
+        random_moves: task name -> the probability (a number, or a schedule called with ``total_steps`` at
+            the start of each episode),
+            on each turn of an agent mapped to it, of a uniformly random legal action instead of the
+            policy's (see the module docstring), in training episodes (an evaluation agent plays the
+            policies). Only tasks whose helpers never learn (:class:`~parl.PredictOnlyHelper`) or learn
+            off-policy (:class:`~parl.ExpReplayHelper`), so that no on-policy learner takes a random
+            action for its policy's. None: none.
 
     Raises:
         ValueError: ``env`` is not a PettingZoo environment, ``policy_mapping`` is malformed,
             ``global_state`` is set for an env without ``state()``, or a ``random_moves`` probability is
-            outside [0, 1] or names a task no agent is mapped to; at a training episode, a
-            ``random_moves`` task whose helper learns.
+            outside [0, 1] (a schedule: at a step) or names a task no agent is mapped to; at a training
+            episode, a ``random_moves`` task whose helper learns on-policy.
     """
 
     def __init__(
@@ -87,7 +92,7 @@ class PettingZooAgent(EnvStepsAgent):
         num_games: Optional[int] = None,
         global_state: Optional[str] = None,
         observation_inputs: Union[str, ObservationMapper, None] = None,
-        random_moves: Optional[Mapping[str, float]] = None,
+        random_moves: Optional[Mapping[str, Union[float, Callable[[int], float]]]] = None,
     ) -> None:
         super().__init__(env, seed=seed, num_games=num_games)
         if not is_multiagent(env):
@@ -112,8 +117,8 @@ class PettingZooAgent(EnvStepsAgent):
             space.seed(seed + index)
             self._action_spaces[agent_id] = space
             self._to_model_action[agent_id] = model_action_converter(space)
-        self.random_moves: Dict[str, float] = self._checked_random_moves(random_moves)
-        self._random_of: Dict[str, float] = {}  # agent id -> its task's random_moves, set each training episode
+        self.random_moves: Dict[str, Union[float, Callable[[int], float]]] = self._checked_random_moves(random_moves)
+        self._random_of: Dict[str, float] = {}  # agent id -> its chance of a random move, set each training episode
         self._rng = np.random.default_rng([seed, 0x52])
 
     # -- what the Manager and the config read --------------------------------------------------
@@ -250,35 +255,42 @@ class PettingZooAgent(EnvStepsAgent):
         return steps
 
     # -- random moves ------------------------------------------------------------------------------
-    def _checked_random_moves(self, random_moves: Optional[Mapping[str, float]]) -> Dict[str, float]:
+    def _checked_random_moves(
+        self, random_moves: Optional[Mapping[str, Union[float, Callable[[int], float]]]]
+    ) -> Dict[str, Union[float, Callable[[int], float]]]:
         if random_moves is None:
             return {}
         if not isinstance(random_moves, Mapping):
             raise ValueError(f"random_moves: expected a mapping of task name to probability, got {random_moves!r}")
         mapped = {self.policy_mapping.task_of(agent_id) for agent_id in self.agent_ids}
-        out = {}
+        out: Dict[str, Union[float, Callable[[int], float]]] = {}
         for task, chance in random_moves.items():
             if task not in mapped:
                 raise ValueError(
                     f"random_moves: no agent is mapped to task {task!r}; the mapped tasks are {sorted(mapped)}"
                 )
-            out[task] = check_range(f"random_moves[{task!r}]", chance, 0.0, 1.0)
+            out[task] = chance if callable(chance) else check_range(f"random_moves[{task!r}]", chance, 0.0, 1.0)
         return out
 
     def _random_agents(self) -> Dict[str, float]:
-        """Agent id -> the chance of a random move, for the agents of the ``random_moves`` tasks."""
+        """Agent id -> the chance of a random move now, for the agents of the ``random_moves`` tasks."""
         out = {}
         for agent_id, helper in self.helpers.items():
-            chance = self.random_moves.get(helper.task_name or "")
+            task = helper.task_name or ""
+            chance = self.random_moves.get(task)
             if chance is None:
                 continue
-            if helper.learns:
+            if helper.learns and not helper.learns_off_policy:
                 raise ValueError(
-                    f"random_moves[{helper.task_name!r}]: agent {agent_id!r}'s helper {type(helper).__name__} learns, "
-                    "and its task would learn actions its policy did not choose; give random moves to tasks that "
-                    "never learn (parl.PredictOnlyHelper)"
+                    f"random_moves[{task!r}]: agent {agent_id!r}'s helper {type(helper).__name__} learns on-policy, "
+                    "and its task would take random actions for its policy's; give random moves to tasks that "
+                    "never learn (parl.PredictOnlyHelper) or learn off-policy (parl.ExpReplayHelper)"
                 )
-            out[agent_id] = chance
+            out[agent_id] = (
+                check_range(f"random_moves[{task!r}] at step {self.total_steps}", chance(self.total_steps), 0.0, 1.0)
+                if callable(chance)
+                else chance
+            )
         return out
 
     def _random_action(self, agent_id: str, inputs: ArrayDict) -> ArrayDict:
