@@ -38,6 +38,7 @@ LAUNCHERS = (
     "td3_pendulum",
     "sac_pendulum",
     "ppo_tictactoe_selfplay",
+    "dqn_tictactoe_selfplay",
     "ppo_simple_spread",
     "mappo_simple_spread",
 )
