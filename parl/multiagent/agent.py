@@ -144,8 +144,8 @@ class PettingZooAgent(EnvStepsAgent):
         policy's with ``random_moves``' probability for its task); override to explore otherwise."""
         actions, next_states = self.helpers[agent_id].predict(inputs, states)
         chance = self._random_of.get(agent_id)
-        if chance and self._rng.random() < chance:
-            actions = self._random_action(agent_id, inputs)
+        if chance and self._rng.random() < chance:  # the action replaced, what else the task records kept
+            actions = {**actions, **self._random_action(agent_id, inputs)}
         return actions, next_states
 
     # -- episodes --------------------------------------------------------------------------------
