@@ -3,12 +3,14 @@
 The measure is our ``reward``: the mean over the three agents of each one's own return per episode,
 as the trainer logs it (``episode/reward``) while the policy acts stochastically. Uniformly random
 actions score about -27 and standing still about -25. Within ``BUDGET`` env steps the return of the
-last ``EPISODES`` training episodes rose above that of the first ``EPISODES`` by 3.2 to 5.4 on the
-measured seeds (``MEASURED``); each test seed must gain more than ``MIN_GAIN`` and end above
-``THRESHOLD``, which leave about 2 below the worst measured seed's (a 64-episode mean varies by about
-1 between runs). At half this budget the gain was unreliable (-1.0 to 7.8 over five seeds). The
-greedy evaluation is a poorer measure this early (over 100 episodes it moved by 3 between two runs
-of one seed); docs/multiagent.md has longer runs.
+last ``EPISODES`` training episodes rose above that of the first ``EPISODES`` by 4.1 to 6.9 in the
+measured runs (``MEASURED``: runs of one seed differ, as the order in which its agents' segments
+join an update does); each test seed must gain more than ``MIN_GAIN`` and end above ``THRESHOLD``,
+which leave about 2 below the worst measured run's. At half this budget, 20,000 env steps, runs of
+seeds 1 and 3 ended anywhere from -21.4 to -25.2 (a run still at standing still's return, under load),
+so a threshold there failed now and then; at 40,000 every measured run ended within -20.8 to -22.4.
+The greedy evaluation is a poorer measure this early (over 100 episodes it moved by 3 between two
+runs of one seed); docs/multiagent.md has longer runs.
 """
 
 from __future__ import annotations
@@ -21,15 +23,19 @@ import numpy as np
 import pytest
 from learning import train_example_config
 
-#: Env steps per seed (one env step: all three agents act): 800 episodes over 16 env copies.
-BUDGET = 20_000
+#: Env steps per seed (one env step: all three agents act): 1,600 episodes over 16 env copies.
+BUDGET = 40_000
 #: Training episodes averaged at the start and at the end.
 EPISODES = 64
-#: Seed -> (first, last) mean agent return of EPISODES training episodes, measured at BUDGET.
-MEASURED = {1: (-26.8, -22.5), 3: (-28.3, -22.9), 5: (-26.9, -23.3), 6: (-26.6, -23.3)}
+#: Seed -> (first, last) mean agent return of EPISODES training episodes of runs at BUDGET (AMD EPYC, 2 cores,
+#: two runs at a time; the last two of seed 1 beside two busy processes).
+MEASURED = {
+    1: [(-25.9, -21.7), (-28.2, -21.8), (-27.3, -22.1), (-26.6, -20.8), (-27.0, -21.3)],
+    3: [(-27.3, -21.3), (-29.3, -22.4), (-28.3, -21.7)],
+}
 #: The least gain from the first to the last EPISODES, and the least last mean, every seed must show.
-MIN_GAIN = 1.0
-THRESHOLD = -25.0
+MIN_GAIN = 2.0
+THRESHOLD = -24.5
 
 
 def training_returns(log_dir: Path) -> List[float]:
