@@ -78,6 +78,37 @@ class ObsInput(InputEncoder):
         return lambda inputs: body(inputs["obs"])
 
 
+class MaskedObservation(InputEncoder):
+    """The ``observation`` input (any shape, read flattened) and the ``action_mask`` input (``[num_actions]``)
+    a masked head reads: the inputs of :class:`~parl.models.MaskedMLPActorCritic` and
+    :class:`~parl.models.MaskedMLPQModel`.
+
+    Raises:
+        ValueError: an empty ``obs_shape`` or a size below 1, ``num_actions`` below 2, or one name for both inputs.
+    """
+
+    def __init__(self, obs_shape: Sequence[int], num_actions: int, observation_key: str, mask_key: str) -> None:
+        super().__init__()
+        shape = list(obs_shape) if isinstance(obs_shape, (list, tuple)) else None
+        if not shape:
+            raise ValueError(f"obs_shape: expected a non-empty list of sizes, got {obs_shape!r}")
+        if observation_key == mask_key:
+            raise ValueError(f"observation_key and mask_key must differ, both are {mask_key!r}")
+        self.obs_shape = [check_int("obs_shape", size, 1) for size in shape]
+        self.num_actions = check_int("num_actions", num_actions, 2)
+        self.observation_key, self.mask_key = observation_key, mask_key
+
+    def get_input_specs(self) -> SpecList:
+        return [
+            (self.observation_key, dict(shape=list(self.obs_shape), dtype="float32")),
+            (self.mask_key, dict(shape=[self.num_actions], dtype="float32")),
+        ]
+
+    def features(self, bind: Bind) -> FeaturesFn:
+        key = self.observation_key
+        return lambda inputs: paddle.flatten(inputs[key], start_axis=1)
+
+
 def channels_first(shape: Sequence[int]) -> bool:
     """Whether an image of ``shape`` (rank 3) has its channels first: its first side is its smallest
     (``[1, 7, 7]``), else they are last (``[7, 7, 1]``, ``[84, 84, 3]``), as Stable-Baselines3 decides."""

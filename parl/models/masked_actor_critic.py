@@ -30,6 +30,7 @@ from parl.models.actor_critic import (
     TensorMap,
     ValuedStepFn,
 )
+from parl.models.encoders import MaskedObservation
 from parl.validation import check_int
 
 #: Subtracted from a masked action's logit: exp(-1e9) is 0 in float32, and 1e9 stays finite in every sum.
@@ -60,30 +61,23 @@ class MaskedMLPActorCritic(ActorCriticModel):
         mask_key: str = "action_mask",
     ) -> None:
         super().__init__(None, num_actions, None)
-        shape = list(obs_shape) if isinstance(obs_shape, (list, tuple)) else None
-        if not shape:
-            raise ValueError(f"obs_shape: expected a non-empty list of sizes, got {obs_shape!r}")
-        self.obs_shape = [check_int("obs_shape", size, 1) for size in shape]
-        if observation_key == mask_key:
-            raise ValueError(f"observation_key and mask_key must differ, both are {mask_key!r}")
+        self.inputs = MaskedObservation(obs_shape, num_actions, observation_key, mask_key)
+        self.obs_shape = self.inputs.obs_shape
         self.observation_key = observation_key
         self.mask_key = mask_key
         self.actor_hidden = [layers.fc(check_int("hidden_sizes", h, 1), act="tanh") for h in hidden_sizes]
         self.critic_hidden = [layers.fc(h, act="tanh") for h in hidden_sizes]
 
     def get_input_specs(self) -> SpecList:
-        return [
-            (self.observation_key, dict(shape=list(self.obs_shape), dtype="float32")),
-            (self.mask_key, dict(shape=[self.num_actions], dtype="float32")),
-        ]
+        return self.inputs.get_input_specs()
 
     def _features(self, bind: Bind, value: bool) -> FeaturesFn:
         actor = chain(bind, self.actor_hidden)
         critic = chain(bind, self.critic_hidden) if value else None
-        key = self.observation_key
+        flat = self.inputs.features(bind)
 
         def features(inputs: TensorMap, states: TensorMap) -> Tuple[paddle.Tensor, Optional[paddle.Tensor], TensorDict]:
-            obs = paddle.flatten(inputs[key], start_axis=1)
+            obs = flat(inputs)
             return actor(obs), (None if critic is None else critic(obs)), {}
 
         return features

@@ -14,39 +14,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import paddle
-
-from parl.core.specs import SpecList
 from parl.layers.compiled import Bind
-from parl.models.encoders import FeaturesFn, InputEncoder
+from parl.models.encoders import MaskedObservation
 from parl.models.masked_actor_critic import MASKED_LOGIT_OFFSET
 from parl.models.mlp_q_model import QModel, ValueFn
-from parl.validation import check_int
-
-
-class MaskedObservation(InputEncoder):
-    """The ``observation`` input (any shape, flattened) and the ``action_mask`` input the head reads."""
-
-    def __init__(self, obs_shape: Sequence[int], num_actions: int, observation_key: str, mask_key: str) -> None:
-        super().__init__()
-        shape = list(obs_shape) if isinstance(obs_shape, (list, tuple)) else None
-        if not shape:
-            raise ValueError(f"obs_shape: expected a non-empty list of sizes, got {obs_shape!r}")
-        if observation_key == mask_key:
-            raise ValueError(f"observation_key and mask_key must differ, both are {mask_key!r}")
-        self.obs_shape = [check_int("obs_shape", size, 1) for size in shape]
-        self.num_actions = check_int("num_actions", num_actions, 2)
-        self.observation_key, self.mask_key = observation_key, mask_key
-
-    def get_input_specs(self) -> SpecList:
-        return [
-            (self.observation_key, dict(shape=list(self.obs_shape), dtype="float32")),
-            (self.mask_key, dict(shape=[self.num_actions], dtype="float32")),
-        ]
-
-    def features(self, bind: Bind) -> FeaturesFn:
-        key = self.observation_key
-        return lambda inputs: paddle.flatten(inputs[key], start_axis=1)
 
 
 class MaskedMLPQModel(QModel):
