@@ -78,6 +78,10 @@ class ObsInput(InputEncoder):
         return lambda inputs: body(inputs["obs"])
 
 
+#: Subtracted from a masked action's logit or Q-value: exp(-1e9) is 0 in float32, and 1e9 stays finite in every sum.
+MASKED_LOGIT_OFFSET = 1e9
+
+
 class MaskedObservation(InputEncoder):
     """The ``observation`` input (any shape, read flattened) and the ``action_mask`` input (``[num_actions]``)
     a masked head reads: the inputs of :class:`~parl.models.MaskedMLPActorCritic` and
@@ -107,6 +111,11 @@ class MaskedObservation(InputEncoder):
     def features(self, bind: Bind) -> FeaturesFn:
         key = self.observation_key
         return lambda inputs: paddle.flatten(inputs[key], start_axis=1)
+
+    def masked(self, values: paddle.Tensor, inputs: TensorMap) -> paddle.Tensor:
+        """``values`` (``[B, num_actions]``: logits or Q-values) with each masked action's lowered by
+        :data:`MASKED_LOGIT_OFFSET`."""
+        return values + (inputs[self.mask_key] - 1.0) * MASKED_LOGIT_OFFSET
 
 
 def channels_first(shape: Sequence[int]) -> bool:

@@ -6,8 +6,8 @@
 The inputs are what :func:`parl.multiagent.observation_inputs` makes of a Dict observation: one float32
 input per key, ``observation`` (``obs_shape``, flattened into the MLP) and ``action_mask`` (``[num_actions]``,
 1 for a legal action, 0 for an illegal one). The policy's logit of every masked action is lowered by
-:data:`MASKED_LOGIT_OFFSET`, so its probability is 0 in float32: sampling (PPO, A2C) and the greedy
-action never pick it, and its log-probability and entropy terms stay finite (no ``-inf``, no NaN).
+:data:`~parl.models.encoders.MASKED_LOGIT_OFFSET`, so its probability is 0 in float32: sampling (PPO,
+A2C) and the greedy action never pick it, and its log-probability and entropy terms stay finite (no ``-inf``, no NaN).
 A row with no legal action (an observation after the game ended) gets the unmasked policy's order.
 """
 
@@ -30,11 +30,9 @@ from parl.models.actor_critic import (
     TensorMap,
     ValuedStepFn,
 )
+from parl.models.encoders import MASKED_LOGIT_OFFSET as MASKED_LOGIT_OFFSET  # kept importable from here
 from parl.models.encoders import MaskedObservation
 from parl.validation import check_int
-
-#: Subtracted from a masked action's logit: exp(-1e9) is 0 in float32, and 1e9 stays finite in every sum.
-MASKED_LOGIT_OFFSET = 1e9
 
 
 class MaskedMLPActorCritic(ActorCriticModel):
@@ -91,11 +89,11 @@ class MaskedMLPActorCritic(ActorCriticModel):
     def _step(self, bind: Bind, acting: bool) -> StepFn:
         features, logits = self._features(bind, not acting), bind(self.logits)
         critic = None if acting else bind(self.critic)
-        key = self.mask_key
+        mask = self.inputs.masked
 
         def step(inputs: TensorMap, states: TensorMap) -> Tuple[Distribution, Optional[paddle.Tensor], TensorDict]:
             policy_features, value_features, next_states = features(inputs, states)
-            masked = logits(policy_features) + (inputs[key] - 1.0) * MASKED_LOGIT_OFFSET
+            masked = mask(logits(policy_features), inputs)
             value = None if critic is None else critic(value_features)
             return Categorical(masked), value, next_states
 

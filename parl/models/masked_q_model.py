@@ -5,7 +5,7 @@
 
 The inputs are those of :class:`~parl.models.MaskedMLPActorCritic`: ``observation`` (``obs_shape``,
 flattened into the MLP) and ``action_mask`` (``[num_actions]``, 1 legal, 0 illegal). The Q-value of every
-masked action is lowered by :data:`~parl.models.masked_actor_critic.MASKED_LOGIT_OFFSET`, so DQN's greedy
+masked action is lowered by :data:`~parl.models.encoders.MASKED_LOGIT_OFFSET`, so DQN's greedy
 action and its Double-DQN next action are legal ones, and the target's next value is a legal action's
 (a terminal row, all masked, is multiplied by zero and stays finite).
 """
@@ -16,7 +16,6 @@ from typing import Sequence
 
 from parl.layers.compiled import Bind
 from parl.models.encoders import MaskedObservation
-from parl.models.masked_actor_critic import MASKED_LOGIT_OFFSET
 from parl.models.mlp_q_model import QModel, ValueFn
 
 
@@ -47,9 +46,10 @@ class MaskedMLPQModel(QModel):
     ) -> None:
         encoder = MaskedObservation(obs_shape, num_actions, observation_key, mask_key)
         super().__init__(encoder, num_actions, hidden_sizes, dueling)
+        self.mask = encoder.masked
         self.obs_shape = encoder.obs_shape
         self.mask_key = mask_key
 
     def _value(self, bind: Bind) -> ValueFn:
-        q, key = super()._value(bind), self.mask_key
-        return lambda inputs: q(inputs) + (inputs[key] - 1.0) * MASKED_LOGIT_OFFSET
+        q, mask = super()._value(bind), self.mask
+        return lambda inputs: mask(q(inputs), inputs)
