@@ -27,12 +27,14 @@ CONFIGS = Path(__file__).resolve().parent.parent / "examples" / "configs"
 
 #: The published return on MPE Spread (Papoudakis et al. 2021, "Benchmarking Multi-Agent Deep
 #: Reinforcement Learning Algorithms in Cooperative Tasks", NeurIPS Datasets and Benchmarks, the table of
-#: maximum returns with parameter sharing, greedy evaluation): IPPO -133.86, MAPPO -133.54, after 2M env steps. That
-#: return sums the three agents' rewards, and in the MPE it used every agent's reward is the sum of all
-#: three agents' own rewards (coverage - own collisions, ``shared_reward``): 9 x coverage - 3 x
-#: collisions per episode. mpe2's agent reward is 0.5 x coverage - 0.5 x own collisions (local_ratio
-#: 0.5), so our mean agent return is the published return / 18.
-REFERENCE = {"ppo": -133.86 / 18, "mappo": -133.54 / 18}
+#: maximum returns with parameter sharing, greedy evaluation): IPPO -133.86, MAPPO -133.54, after 2M env
+#: steps. That return is the episode's sum of the three agents' rewards in the original MPE, where an
+#: agent's reward is minus the coverage (each landmark's distance to its nearest agent, summed) minus 1
+#: for every agent it collides with, itself included: -1 every step. Over 25 steps that is
+#: -3 x coverage - 75 - collisions with others. mpe2's agent reward is 0.5 x (minus the coverage) - 0.5 x
+#: the agent's collisions with others (local_ratio 0.5, no self-collision), so our mean agent return is
+#: (published + 75) / 6. docs/multiagent.md derives it.
+REFERENCE = {"ppo": (-133.86 + 75) / 6, "mappo": (-133.54 + 75) / 6}
 REFERENCE_STEPS = 2_000_000
 
 
