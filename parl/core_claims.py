@@ -14,7 +14,9 @@ claim takes an exclusive lock (``flock``) on one file per core in a folder every
 machine shares, and restricts the calling thread, and so the threads it starts, to the cores it
 got. The locks go when the block ends or the process dies. When fewer cores are free than asked,
 nothing is claimed and the robot places its threads as it would alone. A :class:`CoreClaim` takes
-the lock of one core and leaves the thread's cores alone: the Manager places its threads there.
+the lock of one core and leaves the thread's cores alone: the Manager places its threads there, and
+when every core is held (:attr:`CoreClaim.crowded`) leaves them to the OS rather than crowd the robot
+on the first core for the whole run.
 """
 
 from __future__ import annotations
@@ -63,13 +65,18 @@ class CoreClaim:
     def __init__(self, folder: Optional[str] = None) -> None:
         self.folder = CLAIMS_FOLDER if folder is None else folder  # read now: tests move it
         self.core: Optional[int] = None
+        #: Whether the last :meth:`take` found every core held by another claim (False when it got one,
+        #: or when the system has no file locks).
+        self.crowded = False
         self._fd: Optional[int] = None
 
     def take(self, cores: Sequence[int]) -> Optional[int]:
         """Lock the first of ``cores`` that no other claim holds and return it; None when every one is
-        held (or the system has no file locks). A claim already held is given back first."""
+        held (:attr:`crowded`) or the system has no file locks. A claim already held is given back first."""
         self.release()
-        held = _lock_free(list(cores), 1, self.folder) if hasattr(os, "sched_getaffinity") else None
+        busy: List[int] = []
+        held = _lock_free(list(cores), 1, self.folder, busy) if hasattr(os, "sched_getaffinity") else None
+        self.crowded = held is None and len(busy) == len(cores) > 0
         if held is None:
             return None
         ((self.core, self._fd),) = held
@@ -82,8 +89,9 @@ class CoreClaim:
         self.core = self._fd = None
 
 
-def _lock_free(cores: List[int], count: int, folder: str) -> Optional[List[tuple]]:
-    """``count`` pairs (core, locked file descriptor) from ``cores``, or None (nothing left locked)."""
+def _lock_free(cores: List[int], count: int, folder: str, busy: Optional[List[int]] = None) -> Optional[List[tuple]]:
+    """``count`` pairs (core, locked file descriptor) from ``cores``, or None (nothing left locked).
+    ``busy``, when given, receives the cores found locked by another claim."""
     import fcntl
 
     try:
@@ -98,6 +106,11 @@ def _lock_free(cores: List[int], count: int, folder: str) -> Optional[List[tuple
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # held by another claim
+            os.close(fd)
+            if busy is not None:
+                busy.append(core)
+            continue
         except OSError:
             os.close(fd)
             continue

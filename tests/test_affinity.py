@@ -46,7 +46,10 @@ class RecordingAgent(EchoAgent):
 
 
 @pytest.mark.parametrize("placement", ["auto", "one_core", "os"])
-def test_agent_threads_run_where_planned(placement):
+def test_agent_threads_run_where_planned(placement, tmp_path, monkeypatch):
+    # Claims of its own: robots elsewhere on the machine (another test worker, a training run) holding
+    # every core would leave this one's threads to the OS (see the test of that below).
+    monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
     manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement=placement)
     agent = RecordingAgent(CountEnv(0), num_games=1)
     manager.add_agent(agent, {"T": parl.OnPolicyHelper()})
@@ -96,17 +99,18 @@ def test_the_managers_default_placement_is_auto_by_agent_threads(placement, agen
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
 def test_robots_side_by_side_take_cores_no_other_robot_holds(tmp_path, monkeypatch) -> None:
     # Two robots started together (in two processes or, as here, one) put their agents on different
-    # cores; a third, with every core held, shares; a stopped robot gives its core back.
+    # cores; a third, with every core held, is crowded; a stopped robot gives its core back.
     monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
     allowed = sorted(os.sched_getaffinity(0))
     claims = [CoreClaim(str(tmp_path)) for _ in range(len(allowed) + 1)]
     cores = [claim.take(allowed) for claim in claims]
     assert cores[:-1] == allowed and cores[-1] is None
+    assert [claim.crowded for claim in claims] == [False] * len(allowed) + [True]
     assert affinity.plan("one_core", 1, cores[1]) == ({allowed[1]}, {allowed[1]})
     assert affinity.plan("split", 1, cores[1]) == ({allowed[1]}, set(allowed) - {allowed[1]})
     assert affinity.plan("one_core", 1, None) == ({allowed[0]}, {allowed[0]})  # sharing: the first core
     claims[0].release()
-    assert claims[-1].take(allowed) == allowed[0]
+    assert claims[-1].take(allowed) == allowed[0] and not claims[-1].crowded
     for claim in claims:
         claim.release()
 
@@ -121,3 +125,30 @@ def test_robots_side_by_side_take_cores_no_other_robot_holds(tmp_path, monkeypat
         for manager in managers:
             manager.stop()
     assert all(m._core_claim.core is None for m in managers)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
+def test_a_robot_finding_every_core_held_leaves_its_threads_to_the_os(tmp_path, monkeypatch, caplog) -> None:
+    # Pinned to the first core, it would share that core with the robot holding it for its whole run
+    # while other cores may come free; unpinned, the OS places its threads where there is room.
+    monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
+    allowed = sorted(os.sched_getaffinity(0))
+    others = [CoreClaim(str(tmp_path)) for _ in allowed]
+    assert [claim.take(allowed) for claim in others] == allowed
+    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+    try:
+        with caplog.at_level("INFO", logger="parl"):
+            manager.start()
+        assert manager._core_claim.crowded and manager._core_claim.core is None
+        assert manager._runner.context.agent_cpus is None
+        assert "threads left to the OS" in caplog.text
+    finally:
+        manager.stop()
+        for claim in others:
+            claim.release()
+    alone = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+    alone.start()
+    try:  # with the cores free again, a robot pins as before
+        assert alone._runner.context.agent_cpus == {alone._core_claim.core}
+    finally:
+        alone.stop()
