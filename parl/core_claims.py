@@ -15,8 +15,9 @@ machine shares, and restricts the calling thread, and so the threads it starts, 
 got. The locks go when the block ends or the process dies. When fewer cores are free than asked,
 nothing is claimed and the robot places its threads as it would alone. A :class:`CoreClaim` takes
 the lock of one core and leaves the thread's cores alone: the Manager places its threads there, and
-when every core is held (:attr:`CoreClaim.crowded`) leaves them to the OS rather than crowd the robot
-on the first core for the whole run.
+when every core is held (:attr:`CoreClaim.crowded`) shares the core of another robot of its own
+process (:attr:`CoreClaim.same_process_core`), or, with every core another process's, leaves them to
+the OS rather than crowd that process's robot on the first core for the whole run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections import Counter
 from typing import Iterator, List, Optional, Sequence, Set
 
 #: Where the lock files live: one folder per machine, shared by every process on it.
@@ -68,6 +70,9 @@ class CoreClaim:
         #: Whether the last :meth:`take` found every core held by another claim (False when it got one,
         #: or when the system has no file locks).
         self.crowded = False
+        #: When :attr:`crowded`: a core among those asked for that another claim of this process holds
+        #: (a second robot of one program, as a test's), else None: every core is another process's.
+        self.same_process_core: Optional[int] = None
         self._fd: Optional[int] = None
 
     def take(self, cores: Sequence[int]) -> Optional[int]:
@@ -77,16 +82,24 @@ class CoreClaim:
         busy: List[int] = []
         held = _lock_free(list(cores), 1, self.folder, busy) if hasattr(os, "sched_getaffinity") else None
         self.crowded = held is None and len(busy) == len(cores) > 0
+        ours = [core for core in busy if _HELD_HERE[(self.folder, core)] > 0] if self.crowded else []
+        self.same_process_core = ours[0] if ours else None
         if held is None:
             return None
         ((self.core, self._fd),) = held
+        _HELD_HERE[(self.folder, self.core)] += 1
         return self.core
 
     def release(self) -> None:
         """Give the core back (nothing when none is held)."""
         if self._fd is not None:
             os.close(self._fd)  # closing drops the lock
+            _HELD_HERE[(self.folder, self.core)] -= 1
         self.core = self._fd = None
+
+
+#: (folder, core) -> the claims of this process that hold it (:attr:`CoreClaim.same_process_core`).
+_HELD_HERE: Counter = Counter()
 
 
 def _lock_free(cores: List[int], count: int, folder: str, busy: Optional[List[int]] = None) -> Optional[List[tuple]]:

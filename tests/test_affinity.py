@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -13,6 +15,20 @@ from parl.core_claims import CoreClaim
 from toys import CountEnv, EchoAgent, echo_algorithm_func
 
 ALLOWED = sorted(os.sched_getaffinity(0))
+
+#: Run as ``python -c HOLD_EVERY_CORE <folder> <cores>``: claims every core, prints them, and holds them
+#: until its stdin closes.
+HOLD_EVERY_CORE = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("core_claims", {core_claims.__file__!r})  # no parl import: fast
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+CoreClaim = module.CoreClaim
+cores = [int(c) for c in sys.argv[2].split(",")]
+claims = [CoreClaim(sys.argv[1]) for _ in cores]
+print(*[claim.take(cores) for claim in claims], flush=True)
+sys.stdin.read()
+"""
 
 
 def test_unknown_placement_is_named():
@@ -106,6 +122,7 @@ def test_robots_side_by_side_take_cores_no_other_robot_holds(tmp_path, monkeypat
     cores = [claim.take(allowed) for claim in claims]
     assert cores[:-1] == allowed and cores[-1] is None
     assert [claim.crowded for claim in claims] == [False] * len(allowed) + [True]
+    assert claims[-1].same_process_core == allowed[0]  # every core held, the first by this process
     assert affinity.plan("one_core", 1, cores[1]) == ({allowed[1]}, {allowed[1]})
     assert affinity.plan("split", 1, cores[1]) == ({allowed[1]}, set(allowed) - {allowed[1]})
     assert affinity.plan("one_core", 1, None) == ({allowed[0]}, {allowed[0]})  # sharing: the first core
@@ -128,27 +145,57 @@ def test_robots_side_by_side_take_cores_no_other_robot_holds(tmp_path, monkeypat
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
-def test_a_robot_finding_every_core_held_leaves_its_threads_to_the_os(tmp_path, monkeypatch, caplog) -> None:
-    # Pinned to the first core, it would share that core with the robot holding it for its whole run
-    # while other cores may come free; unpinned, the OS places its threads where there is room.
+def test_a_robot_finding_every_core_held_by_other_processes_leaves_its_threads_to_the_os(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    # Pinned to the first core, it would share that core with the other process's robot for its whole
+    # run while other cores may come free; unpinned, the OS places its threads where there is room.
     monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
     allowed = sorted(os.sched_getaffinity(0))
-    others = [CoreClaim(str(tmp_path)) for _ in allowed]
-    assert [claim.take(allowed) for claim in others] == allowed
-    manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_EVERY_CORE, str(tmp_path), ",".join(map(str, allowed))],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
     try:
-        with caplog.at_level("INFO", logger="parl"):
-            manager.start()
-        assert manager._core_claim.crowded and manager._core_claim.core is None
-        assert manager._runner.context.agent_cpus is None
-        assert "threads left to the OS" in caplog.text
+        assert holder.stdout is not None and holder.stdout.readline().split() == [str(c) for c in allowed]
+        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+        try:
+            with caplog.at_level("INFO", logger="parl"):
+                manager.start()
+            claim = manager._core_claim
+            assert claim.crowded and claim.core is None and claim.same_process_core is None
+            assert manager._runner.context.agent_cpus is None
+            assert "threads left to the OS" in caplog.text
+        finally:
+            manager.stop()
     finally:
-        manager.stop()
-        for claim in others:
-            claim.release()
+        holder.communicate("", timeout=30)  # its stdin closes: it lets the claims go and ends
     alone = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
     alone.start()
     try:  # with the cores free again, a robot pins as before
         assert alone._runner.context.agent_cpus == {alone._core_claim.core}
     finally:
         alone.stop()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
+def test_a_second_robot_of_one_process_with_every_core_held_shares_that_process_core(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
+    allowed = sorted(os.sched_getaffinity(0))
+    others = [CoreClaim(str(tmp_path)) for _ in allowed[1:]]  # every core but the first
+    first = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+    second = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+    try:
+        assert [claim.take(allowed[1:]) for claim in others] == allowed[1:]
+        first.start()
+        assert first._core_claim.core == allowed[0]
+        second.start()
+        assert second._core_claim.crowded and second._core_claim.same_process_core == allowed[0]
+        assert second._runner.context.agent_cpus == {allowed[0]}
+    finally:
+        second.stop()
+        first.stop()
+        for claim in others:
+            claim.release()

@@ -462,12 +462,16 @@ class Manager:
         placement = affinity.resolve(self.thread_placement, self.agent_threads())
         allowed = affinity.pinnable_cores(placement)
         # The agents' core: one no other robot on the machine holds, while there is one. With every core
-        # held, the threads are left to the OS: on the first core they would crowd the robot holding it
-        # for the whole run, even once other cores come free.
-        agent_core = self._core_claim.take(allowed) if allowed is not None else None
+        # held, the core of another robot of this process; with every core another process's, the threads
+        # are left to the OS: on the first core they would crowd that process's robot for the whole run,
+        # even once other cores come free.
+        claim = self._core_claim
+        agent_core = claim.take(allowed) if allowed is not None else None
         thread_placement = self.thread_placement
-        if self._core_claim.crowded:
-            logger.info("every core this process may use is held by another robot: threads left to the OS")
+        if claim.crowded and claim.same_process_core is not None:
+            agent_core = claim.same_process_core
+        elif claim.crowded:
+            logger.info("every core this process may use is held by another process's robot: threads left to the OS")
             thread_placement = "os"
         agent_cpus, training_cpus = affinity.plan(thread_placement, self.agent_threads(), agent_core)
         self._runner.context = dataclasses.replace(self._runner.context, agent_cpus=agent_cpus)
