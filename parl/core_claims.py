@@ -52,11 +52,13 @@ def claim_cores(count: int, folder: str = CLAIMS_FOLDER) -> Iterator[Optional[Se
         yield None
         return
     cores = {core for core, _ in held}
+    _HELD_HERE.update((folder, core) for core in cores)
     try:
         os.sched_setaffinity(0, cores)
         yield cores
     finally:
         os.sched_setaffinity(0, before)
+        _HELD_HERE.subtract((folder, core) for core in cores)
         for _, fd in held:
             os.close(fd)  # closing drops the lock
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -199,3 +200,20 @@ def test_a_second_robot_of_one_process_with_every_core_held_shares_that_process_
         first.stop()
         for claim in others:
             claim.release()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to place robots apart")
+def test_a_robot_inside_claim_cores_pins_to_the_claimed_cores(tmp_path, monkeypatch) -> None:
+    # parl tune's trials: claim_cores(2) holds two cores for this thread; the trial's robot finds them
+    # held, by this process, and pins its agents to one of them.
+    monkeypatch.setattr(core_claims, "CLAIMS_FOLDER", str(tmp_path))
+    with core_claims.claim_cores(2, str(tmp_path)) as cores:
+        assert cores is not None
+        manager = parl.Manager({"T": parl.TaskSettings(echo_algorithm_func())}, thread_placement="one_core")
+        manager.start()
+        try:
+            assert manager._core_claim.same_process_core in cores
+            assert manager._runner.context.agent_cpus == {manager._core_claim.same_process_core}
+        finally:
+            manager.stop()
+    assert +core_claims._HELD_HERE == Counter()  # the block gave its cores back
