@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import parl
+from parl.core.errors import StoppedError
 from parl.utils.gym_agent import GymAgent, env_action_converter, model_action_converter, obs_inputs
 
 # -- env_action_converter ---------------------------------------------------------------------
@@ -198,9 +199,9 @@ def test_run_one_episode_stores_every_transition_with_chained_inputs_and_states(
             np.testing.assert_array_equal(following["states"]["memory"], row["next_states"]["memory"])
 
 
-def test_a_step_is_counted_before_its_transition_is_recorded() -> None:
-    """``learn`` may park the agent on a training request (the last step of an RLX episode, whose
-    ``done`` its client already has); a robot stopped then must count that step in its checkpoint."""
+def test_a_step_is_counted_once_its_transition_is_handed_over() -> None:
+    """A step budget reached by a step's count finds that step's segment already queued, so the drain
+    before the stop learns it (counted first, an agent could end the run with its last segment unsent)."""
     env = StepEnv(3, gym.spaces.Discrete(3))
     agent = GymAgent(env, seed=0)
     seen: List[int] = []
@@ -212,7 +213,25 @@ def test_a_step_is_counted_before_its_transition_is_recorded() -> None:
 
     agent.helpers["RL"] = CountingHelper()
     agent.run_one_episode()
-    assert seen == [1, 2, 3]
+    assert seen == [0, 1, 2] and agent.total_steps == 3
+
+
+def test_a_step_is_counted_when_a_stop_ends_its_training_request() -> None:
+    """``learn`` may park the agent on a training request (the last step of an RLX episode, whose
+    ``done`` its client already has); a robot stopped then must count that step in its checkpoint."""
+    env = StepEnv(3, gym.spaces.Discrete(3))
+    agent = GymAgent(env, seed=0)
+
+    class StoppedHelper(RecordingHelper):
+        def learn(self):
+            if len(self.stored) == 3:
+                raise StoppedError("the robot is stopped")
+            return super().learn()
+
+    agent.helpers["RL"] = StoppedHelper()
+    with pytest.raises(StoppedError):
+        agent.run_one_episode()
+    assert agent.total_steps == 3
 
 
 def test_run_one_episode_predicts_from_the_stored_inputs_and_states() -> None:

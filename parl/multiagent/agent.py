@@ -188,7 +188,6 @@ class PettingZooAgent(EnvStepsAgent):
             env_actions = {agent_id: to_env_action[agent_id](actions[agent_id]) for agent_id in acting}
             observations, rewards, terminations, truncations, _ = self.env.step(env_actions)
             steps += 1
-            self.total_steps += 1
             for agent_id in acting:
                 terminated = bool(terminations.get(agent_id, False))
                 truncated = bool(truncations.get(agent_id, False))
@@ -219,8 +218,13 @@ class PettingZooAgent(EnvStepsAgent):
                     inputs[agent_id], states[agent_id] = next_inputs, next_states[agent_id]
             # Every agent's segment of this step is sent before any is waited for, so they join one update
             # (acted with the same weights) and the next step acts with the weights that learned them.
-            for agent_id in acting:
-                helpers[agent_id].hand_over()
+            try:
+                for agent_id in acting:
+                    helpers[agent_id].hand_over()
+            finally:
+                # Counted once the step's segments are handed over: a step budget reached by this count
+                # finds them queued, and the drain before the stop learns them.
+                self.total_steps += 1
             for agent_id in acting:
                 helpers[agent_id].wait_for_updates()
         return steps

@@ -159,11 +159,14 @@ class GymAgent(EnvStepsAgent):
                     actions = {**actions, **self.to_model_action(info["action_taken"])}
                 if TIME_STEPS in info:
                     time_steps, repeated = int(info[TIME_STEPS]), True
-            # Counted as soon as the environment has stepped: ``record`` may park this agent on a
-            # training request, and a robot stopped then must still count the step it took.
-            self.total_steps += time_steps
             next_inputs = to_inputs(obs)
-            costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
+            try:
+                costs = self.record(inputs, actions, reward, next_inputs, terminated, truncated, states, next_states)
+            finally:
+                # Counted once ``record`` has handed the step's segment over: a step budget reached by
+                # this count finds that segment queued, and the drain before the stop learns it. Counted
+                # also when a stop ends ``record`` parked on a training request: the step was taken.
+                self.total_steps += time_steps
             inputs, states = next_inputs, next_states
             total += float(reward)
             steps += time_steps
