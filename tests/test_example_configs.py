@@ -16,6 +16,7 @@ import sys
 from typing import Any, Dict, List
 
 import pytest
+import yaml
 
 from parl.experiment.config.build import build_manager
 from parl.experiment.config.robot_config import ConfigError, load_config
@@ -151,6 +152,26 @@ def test_an_override_that_does_not_load_exits_with_its_message(monkeypatch, caps
         launch_module.launch(CONFIGS / "a2c_cartpole.yaml", ["-o", "evaluation.episodes=0", "--quiet"])
     assert exit_info.value.code == 2
     assert "evaluation.episodes: expected" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(MULTI_AGENT_SENDERS))
+def test_a_multi_agent_config_as_a_run_writes_it_loads_again(name: str, tmp_path: pathlib.Path) -> None:
+    """A run's config.yaml holds the batching resolved (16 copies x 3 env agents: 48); loaded again (``parl
+    eval``, a replay of the run) the limit on ``min_batchsize`` counts the senders, not the copies."""
+    config = load_config(str(CONFIGS / f"{name}.yaml"))
+    written = tmp_path / "config.yaml"
+    written.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    senders = config.agents * MULTI_AGENT_SENDERS[name]
+    assert load_config(str(written)).tasks["RL"].batching == config.tasks["RL"].batching
+    assert load_config(str(written)).tasks["RL"].batching.min_batchsize == senders
+    with pytest.raises(ConfigError, match=rf"expected at most the number of agents \({senders}\), got {senders + 1}$"):
+        load_config(
+            str(written),
+            [
+                f"tasks.RL.batching.{key}={senders + 1}"
+                for key in ("min_batchsize", "max_batchsize", "max_training_batchsize")
+            ],
+        )
 
 
 @pytest.mark.parametrize("name", SYNCHRONOUS)

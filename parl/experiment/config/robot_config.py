@@ -209,16 +209,21 @@ class EnvConfig(_Section):
 class _BatchingSection(_Section):
     """What :data:`BatchingConfig` adds to its fields, which are :class:`parl.Batching`'s."""
 
-    def resolved(self, agents: int, key_path: str) -> "_BatchingSection":
-        """These settings with ``agents`` for the word ``agents``.
+    def resolved(self, agents: int, key_path: str, *, senders_known: bool = True) -> "_BatchingSection":
+        """These settings with ``agents`` for the word ``agents``: the helpers that send at once (the
+        config's agents, times the env agents on the task of a multi-agent env).
 
         Raises:
-            ConfigError: ``min_batchsize`` above what an update joins, or above ``agents`` (a batch never
-                holds more requests than there are agents).
+            ConfigError: ``min_batchsize`` above what an update joins, or, where ``senders_known``, above
+                ``agents`` (a batch never holds more requests than there are senders). Before the
+                environment is made, its agents per copy are not known: that check waits for them.
         """
         values = {key: agents if value == "agents" else value for key, value in self}
         joined, least = values["max_training_batchsize"] or values["max_batchsize"], values["min_batchsize"]
-        for limit, what in ((joined, "the batches joined per update"), (agents, "the number of agents")):
+        limits = [(joined, "the batches joined per update")]
+        if senders_known:
+            limits.append((agents, "the number of agents"))
+        for limit, what in limits:
             if least > limit:
                 raise ConfigError(f"{key_path}.min_batchsize: expected at most {what} ({limit}), got {least}")
         return type(self)(**values)
@@ -467,7 +472,7 @@ class RobotConfig(_Section):
     def _agent_batches(self) -> "RobotConfig":
         for name, task in self.tasks.items():
             task._stated_batching = task.batching
-            task.batching = task.batching.resolved(self.agents, f"tasks.{name}.batching")
+            task.batching = task.batching.resolved(self.agents, f"tasks.{name}.batching", senders_known=False)
         return self
 
 
@@ -530,9 +535,9 @@ def parse_config(data: Mapping[str, Any], *, source: str, base_dir: str) -> Robo
     )
     for name, task in config.tasks.items():
         task._model_sizes = spaces[name].model_sizes(task.model)
+        # The word agents: every helper that sends at once, each env copy's agents on the task.
         senders = getattr(spaces[name], "senders", 1)
-        if senders > 1:  # the word agents: every helper that sends at once, each env copy's agents on the task
-            task.batching = task._stated_batching.resolved(config.agents * senders, f"tasks.{name}.batching")
+        task.batching = task._stated_batching.resolved(config.agents * senders, f"tasks.{name}.batching")
     _check_by_building(config, spaces)
     return config
 
