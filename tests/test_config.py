@@ -80,7 +80,8 @@ def error_of(path: str, overrides: Sequence[str] = ()) -> str:
 
 PPO_OPTIONS = (
     "advantage_normalization, clip_range, clip_range_schedule, entropy_coef, epochs, gae_lambda, gamma, grad_clip, "
-    "learning_rate, learning_rate_schedule, minibatch_size, num_minibatches, schedule_steps, value_clip, value_coef"
+    "learning_rate, learning_rate_schedule, minibatch_size, num_minibatches, schedule_steps, value_clip, value_coef, "
+    "value_normalization"
 )
 TOP_KEYS = (
     "name, seed, agents, log_dir, python_path, thread_placement, placement, stall_seconds, "

@@ -15,6 +15,7 @@ import numpy as np
 import paddle
 
 from parl.algorithms.returns import gae
+from parl.algorithms.value_norm import ValueNormalizer
 from parl.algorithms.vtrace import vtrace
 from parl.core.algorithm import Algorithm, Predictor, TensorDict
 from parl.core.batch import Transition
@@ -34,6 +35,9 @@ class ActorCriticBase(Algorithm):
     """
 
     model: ActorCriticModel  # checked in __init__
+    #: Set by an algorithm whose critic learns standardized targets (PPO's ``value_normalization``):
+    #: returns are computed from its de-standardized outputs.
+    value_normalizer: Optional[ValueNormalizer] = None
 
     def __init__(
         self,
@@ -71,9 +75,9 @@ class ActorCriticBase(Algorithm):
         the discounted bootstrap value there.
         """
         assert batch.sequence_lengths is not None  # set in every batch learn is given (Transition.to_tensors)
-        adv = gae(*self._segment_arrays(values, batch), batch.sequence_lengths, self.gamma, lam)
-        adv_t = paddle.to_tensor(adv.reshape(-1, 1))
-        return adv_t, adv_t + values.detach()
+        rewards, row_values, next_values, ends = self._segment_arrays(values, batch)
+        adv = gae(rewards, row_values, next_values, ends, batch.sequence_lengths, self.gamma, lam).reshape(-1, 1)
+        return paddle.to_tensor(adv), paddle.to_tensor(adv + row_values.reshape(-1, 1))
 
     def vtrace_targets(
         self,
@@ -114,11 +118,16 @@ class ActorCriticBase(Algorithm):
         self, values: paddle.Tensor, batch: Transition[paddle.Tensor]
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rewards, ``V(inputs)``, ``V(next_inputs)`` and episode ends of every row, as numpy,
-        without gradient: what returns over segments are computed from."""
+        without gradient: what returns over segments are computed from. With a
+        :attr:`value_normalizer` the critic's outputs are turned back into returns here."""
         with paddle.no_grad():
             _, next_values, _ = self.model.step(batch.next_inputs, batch.next_states)
         rewards, ends = batch.rewards["reward"].numpy(), batch.next_episode_end.numpy()
-        return rewards, values.detach().numpy(), next_values.numpy(), ends
+        row_values, next_row_values = values.detach().numpy(), next_values.numpy()
+        if self.value_normalizer is not None:
+            row_values = self.value_normalizer.denormalize(row_values)
+            next_row_values = self.value_normalizer.denormalize(next_row_values)
+        return rewards, row_values, next_row_values, ends
 
 
 def _from_policy(step: StepFn, record_behaviour: bool) -> Predictor:

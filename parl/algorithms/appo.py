@@ -60,6 +60,7 @@ class APPO(PPO):
         learning_rate_schedule: str = "constant",
         clip_range_schedule: str = "constant",
         schedule_steps: Optional[int] = None,
+        value_normalization: bool = False,
         rho_bar: float = 1.0,
         c_bar: float = 1.0,
     ) -> None:
@@ -80,6 +81,7 @@ class APPO(PPO):
             learning_rate_schedule=learning_rate_schedule,
             clip_range_schedule=clip_range_schedule,
             schedule_steps=schedule_steps,
+            value_normalization=value_normalization,
         )
         self.rho_bar, self.c_bar = check_clips(rho_bar, c_bar)
 

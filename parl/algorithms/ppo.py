@@ -11,8 +11,11 @@ GAE(lambda) advantages are computed once for every row; each step then takes
     loss        = policy_loss + value_coef * value_loss - entropy_coef * entropy
 
 over one minibatch, where ``R = A + V_old`` and ``A`` is normalized per
-minibatch by default. ``learn`` is a generator: the task runs one optimizer
-step per costs dict it yields.
+minibatch by default. With ``value_normalization`` the critic's outputs stand
+for standardized returns: ``A`` and ``R`` are computed from them de-standardized,
+and the value loss compares them with ``R`` standardized by the running
+statistics of every target so far. ``learn`` is a generator: the task runs one
+optimizer step per costs dict it yields.
 
 Rows are shuffled with ``paddle.randperm``, so ``parl.seed_everything`` makes a
 single-agent run reproducible. A recurrent model (one with state specs) is
@@ -34,6 +37,8 @@ import numpy as np
 import paddle
 
 from parl.algorithms.actor_critic_base import ActorCriticBase
+from parl.algorithms.value_norm import STATE_KEYS as VALUE_STATE_KEYS
+from parl.algorithms.value_norm import ValueNormalizer
 from parl.core.batch import Transition
 from parl.core.counters import read_counter
 from parl.core.model import Model
@@ -81,6 +86,10 @@ class PPO(ActorCriticBase):
         schedule_steps: rows learned (env steps, with on-policy helpers) over which the linear
             schedules reach 0; set it to the run's ``train.max_env_steps`` to anneal over the
             run, as rl-zoo does over ``n_timesteps``. Needed by a linear schedule.
+        value_normalization: the critic learns value targets standardized by their running mean
+            and standard deviation, and its outputs are de-standardized wherever advantages and
+            targets are computed (Yu et al.'s ValueNorm in MAPPO): the value loss's scale then
+            stays near 1 whatever the reward's units. The statistics are saved in checkpoints.
     """
 
     #: Each learner takes its share of every minibatch (:meth:`ComputationTask.join_learners`).
@@ -105,6 +114,7 @@ class PPO(ActorCriticBase):
         learning_rate_schedule: str = "constant",
         clip_range_schedule: str = "constant",
         schedule_steps: Optional[int] = None,
+        value_normalization: bool = False,
     ) -> None:
         super().__init__(model_func, gamma=gamma, learning_rate=learning_rate, grad_clip=grad_clip)
         self.gae_lambda = check_range("gae_lambda", gae_lambda, 0.0, 1.0)
@@ -136,6 +146,9 @@ class PPO(ActorCriticBase):
         #: The learning rate of the current batch's optimizer steps.
         self.step_learning_rate = self.learning_rate
         self.recurrent = bool(self.model.get_state_specs())
+        if not isinstance(value_normalization, bool):
+            raise ValueError(f"value_normalization must be true or false, got {value_normalization!r}")
+        self.value_normalizer = ValueNormalizer() if value_normalization else None
 
     def remaining(self) -> float:
         """The share of ``schedule_steps`` not yet learned, in [0, 1] (1 without ``schedule_steps``)."""
@@ -160,19 +173,27 @@ class PPO(ActorCriticBase):
         return ScheduledOptimizer(optimizer, lambda: self.step_learning_rate)
 
     def state(self) -> Dict[str, object]:
-        """``learned_rows``: where the learning-rate and clip-range schedules stand."""
-        return {"learned_rows": self.learned_rows}
+        """``learned_rows``: where the learning-rate and clip-range schedules stand; with
+        ``value_normalization``, also the value targets' statistics."""
+        kept: Dict[str, object] = {"learned_rows": self.learned_rows}
+        if self.value_normalizer is not None:
+            kept.update(self.value_normalizer.state())
+        return kept
 
     def set_state(self, state: Mapping[str, object]) -> None:
         """Restore :meth:`state` output (an empty state, of a checkpoint written before schedules, is 0 rows).
 
         Raises:
-            ValueError: an unknown entry, or ``learned_rows`` not an int >= 0.
+            ValueError: an unknown entry, ``learned_rows`` not an int >= 0, or the value
+                statistics missing (with ``value_normalization``) or bad.
         """
-        unknown = sorted(set(state) - {"learned_rows"})
+        keeps = ["learned_rows"] + (list(VALUE_STATE_KEYS) if self.value_normalizer is not None else [])
+        unknown = sorted(set(state) - set(keeps))
         if unknown:
-            raise ValueError(f"PPO: unknown state entries {unknown}; it keeps ['learned_rows']")
+            raise ValueError(f"{type(self).__name__}: unknown state entries {unknown}; it keeps {keeps}")
         self.learned_rows = read_counter(state, "learned_rows", "PPO") if state else 0
+        if self.value_normalizer is not None:
+            self.value_normalizer.set_state(state)
 
     def learn(self, batch: Transition[paddle.Tensor]) -> Iterator[Dict[str, paddle.Tensor]]:
         """Yields the costs of each of the ``epochs * minibatches`` optimizer steps on this batch."""
@@ -183,6 +204,8 @@ class PPO(ActorCriticBase):
         self.step_learning_rate = self.current_learning_rate()
         self.learned_rows += sum(lengths)
         old_log_probs, values, advantages, returns = self.batch_targets(batch)
+        if self.value_normalizer is not None:  # the critic's outputs are standardized: so are its targets
+            returns = self.value_normalizer.fit_and_normalize(returns)
         # With one minibatch per pass, normalizing per minibatch is normalizing the batch: done once.
         normalize_each = self.advantage_normalization == "minibatch" and self._minibatch_count(lengths) > 1
         if self.advantage_normalization != "none" and not normalize_each:
