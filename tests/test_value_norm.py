@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import paddle
 import pytest
+from test_ppo import GAMMA, LENGTHS, START, gae, learn_steps, make_batch, make_ppo
 
 from parl.algorithms.appo import APPO
 from parl.algorithms.value_norm import ValueNormalizer
 
-from test_ppo import GAMMA, LENGTHS, START, gae, learn_steps, make_batch, make_ppo
 from toys import linear_actor_critic, linear_forward
 
 
