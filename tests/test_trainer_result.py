@@ -126,6 +126,31 @@ def test_a_run_short_of_its_target_evaluates_its_best_evaluation(tmp_path, monke
     assert (final["episodes"], final["seed"]) == (CONFIRM_FACTOR * 2, final_seed(7))  # final_episodes: null
 
 
+def test_the_policy_training_ends_with_is_evaluated_when_training_went_on_after_the_last_evaluation(
+    tmp_path, monkeypatch
+) -> None:
+    """A budget shorter than every_steps: the evaluation after the first update, then one at the end of
+    the policy training ended with, which the final evaluation may choose."""
+    spy = EvaluationSpy(monkeypatch)
+    made: List[Trainer] = []
+    result = run(
+        tmp_path,
+        "train.max_env_steps=1500",
+        "train.target_return=1e9",
+        "evaluation.every_steps=100000",
+        "evaluation.start_return=null",
+        made=made,
+    )
+    evaluations = spy.during_training()
+    assert result["evaluations"] == len(evaluations) == 2
+    assert evaluations[-1]["weights"] == fingerprint(made[0].manager.tasks)  # the learners' at the end
+    assert evaluations[0]["weights"] != evaluations[-1]["weights"]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows if "eval/mean_return" in row][-1] == result["env_steps"]
+    best = max(evaluations, key=lambda call: call["returns"][0])
+    assert spy.final()["weights"] == best["weights"] and result["best_eval"] == best["returns"][0]
+
+
 def test_without_an_evaluation_the_learners_play_the_final_one(tmp_path, monkeypatch) -> None:
     spy = EvaluationSpy(monkeypatch)
     trainer: List[Trainer] = []

@@ -227,9 +227,9 @@ class Trainer:
             state.elapsed = time.perf_counter() - start
             state.steps = env_steps(manager, state.finished_steps)
             trained = all(task.update_steps > 0 for task in learning_tasks(manager).values())
-            if config.evaluation.every_steps is None and trained and self.evaluate and not failed:
+            if trained and self.evaluate and not failed and self._evaluates_at_end(state, stop_reason):
                 try:
-                    self._evaluate(manager, evaluators, writer, state)  # the one evaluation of the run
+                    self._evaluate(manager, evaluators, writer, state)
                 except Exception as exc:  # noqa: BLE001 - an evaluation episode's agent failed: saved, raised
                     failure, stop_reason, failed = exc, f"error: {brief(exc)}", True
                     logger.error("the evaluation at the end of training failed", exc_info=exc)
@@ -360,6 +360,15 @@ class Trainer:
                 if next_ckpt is not None and every_ckpt is not None:
                     next_ckpt = state.steps + every_ckpt
 
+    def _evaluates_at_end(self, state: "_RunState", stop_reason: str) -> bool:
+        """Whether the policy training ended with is evaluated once more, so that the final evaluation
+        can choose it: the run's one evaluation without ``evaluation.every_steps``; with it, when
+        evaluations have begun and training went on after the last (a run shorter than
+        ``every_steps``, or one whose budget falls between two evaluations)."""
+        if self.config.evaluation.every_steps is None:
+            return True
+        return state.evaluations > 0 and state.steps > state.evaluated_steps and stop_reason != TARGET_REACHED
+
     def _eval_ready(self, manager: Manager, state: "_RunState") -> bool:
         # After every task's first update its layers are all built (layers are built lazily),
         # so a snapshot of the learners has every weight the evaluators hold.
@@ -401,6 +410,7 @@ class Trainer:
             returns, passed = check.returns, check.passed
             state.last_eval = check.score
             state.evaluations += 1
+            state.evaluated_steps = state.steps
             best = passed or np.isnan(state.best_eval) or check.score > state.best_eval
             if best:
                 state.best_eval, state.passed = check.score, passed
@@ -657,6 +667,7 @@ class _RunState:
     def __init__(self, start: EvaluationStart) -> None:
         self.start = start
         self.evaluations = 0  # evaluations of this run (a resumed run counts its own)
+        self.evaluated_steps = 0  # env steps at the last of them
         self.steps = 0
         self.finished_steps = 0
         self.episodes = 0
