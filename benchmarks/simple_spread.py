@@ -8,7 +8,7 @@ Each row trains examples/configs/<config>_simple_spread.yaml with the Trainer fo
 return per episode (our ``reward``: the mean over the three agents of each one's own return) over the
 config's final episodes on fresh seeds, of the best evaluated policy of the run. Beside it, the best
 evaluation during training itself (the highest mean of the config's evaluations: 100 episodes every
-50,000 env steps, the schedule of the published runs), which the choice of the best policy lifts by
+50,000 env steps, EPyMARL's schedule), which the choice of the best policy lifts by
 chance; the target is judged on the final evaluation.
 
 The reference is the IPPO and MAPPO return on MPE Spread of Papoudakis et al. (2021), converted to our
