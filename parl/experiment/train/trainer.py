@@ -79,6 +79,8 @@ RECENT_EPISODES = 20  # training returns averaged for the progress bar and the e
 #: The stop reason of a run that an agent's error ended (the run then raises AgentsFailedError).
 AGENTS_FAILED = "agents failed"
 TARGET_REACHED = "target return"  # the stop reason of a run whose evaluation reached its target, confirmed
+STEP_BUDGET = "step budget"  # the stop reason of a run that trained train.max_env_steps
+GAMES_FINISHED = "agents finished their games"  # the stop reason of a run whose agents all returned
 #: Seconds a run that stops at its step budget (or by a callback, or with its agents' games over)
 #: gives the wrappers to learn the segments agents have already sent (the last segments of an
 #: on-policy run wait in a queue for each other), so that the final checkpoint holds them.
@@ -208,7 +210,7 @@ class Trainer:
                         failure, stop_reason = exc, f"error: {brief(exc)}"
                         logger.error("the training loop failed", exc_info=exc)
                 logger.info("training stops: %s", stop_reason)
-                if stop_reason == "step budget" or stop_reason.startswith((CALLBACK_STOP, "agents finished")):
+                if stop_reason in (STEP_BUDGET, GAMES_FINISHED) or stop_reason.startswith(CALLBACK_STOP):
                     late = manager.drain(DRAIN_SECONDS)
                     if late:
                         self._report(
@@ -331,9 +333,9 @@ class Trainer:
             if self._signal is not None:
                 return f"signal {signal.Signals(self._signal).name}"
             if not running:
-                return "agents finished their games"
+                return GAMES_FINISHED
             if state.steps >= config.train.max_env_steps:
-                return "step budget"
+                return STEP_BUDGET
             if self.callbacks.stop_reason is not None:
                 return self.callbacks.stop_reason
             now = time.perf_counter()
@@ -362,12 +364,14 @@ class Trainer:
 
     def _evaluates_at_end(self, state: "_RunState", stop_reason: str) -> bool:
         """Whether the policy training ended with is evaluated once more, so that the final evaluation
-        can choose it: the run's one evaluation without ``evaluation.every_steps``; with it, when
-        evaluations have begun and training went on after the last (a run shorter than
-        ``every_steps``, or one whose budget falls between two evaluations)."""
+        can choose it: the run's one evaluation without ``evaluation.every_steps``; with it, when the
+        run ended by itself (its step budget, or its agents' games over; not a target reached, a
+        callback's stop or a signal), evaluations have begun and training went on after the last (a
+        run shorter than ``every_steps``, or one whose budget falls between two evaluations)."""
         if self.config.evaluation.every_steps is None:
             return True
-        return state.evaluations > 0 and state.steps > state.evaluated_steps and stop_reason != TARGET_REACHED
+        ended_by_itself = stop_reason in (STEP_BUDGET, GAMES_FINISHED)
+        return ended_by_itself and state.evaluations > 0 and state.steps > state.evaluated_steps
 
     def _eval_ready(self, manager: Manager, state: "_RunState") -> bool:
         # After every task's first update its layers are all built (layers are built lazily),
