@@ -49,11 +49,8 @@ class ValueNormalizer:
 
     def state(self) -> Dict[str, object]:
         """The statistics as JSON scalars, under :data:`STATE_KEYS`."""
-        return {
-            "value_mean": float(self.stats.mean),
-            "value_var": float(self.stats.var),
-            "value_count": float(self.stats.count),
-        }
+        stats = self.stats
+        return dict(zip(STATE_KEYS, (float(stats.mean), float(stats.var), float(stats.count))))
 
     def set_state(self, state: Mapping[str, object]) -> None:
         """Restore :meth:`state` output.
@@ -61,13 +58,8 @@ class ValueNormalizer:
         Raises:
             ValueError: an entry missing or not a finite number, a negative variance or count, each named.
         """
-        self.stats.set_state_dict(
-            {
-                "mean": np.asarray(_number(state, "value_mean")),
-                "var": np.asarray(_number(state, "value_var")),
-                "count": np.asarray(_number(state, "value_count")),
-            }
-        )
+        values = [np.asarray(_number(state, key)) for key in STATE_KEYS]
+        self.stats.set_state_dict(dict(zip(("mean", "var", "count"), values)))
 
 
 def _number(state: Mapping[str, object], key: str) -> float:
